@@ -1,0 +1,51 @@
+# congestlab: `make demo` installs what is missing and runs the main study;
+# `make test` installs the same and runs every test suite.
+# Components add their own steps in mk/*.mk by appending to APT_PACKAGES,
+# BUILD_TARGETS and TEST_TARGETS.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := .venv
+PY := $(VENV)/bin/python
+CONGESTLAB := $(VENV)/bin/congestlab
+STAMPS := .stamps
+export CARGO_TERM_COLOR := never
+
+APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps
+BUILD_TARGETS :=
+TEST_TARGETS :=
+
+include $(wildcard mk/*.mk)
+
+.PHONY: demo test install apt venv build test-python clean-runs
+.DEFAULT_GOAL := demo
+
+install: apt venv build
+
+# Debian packages: only the missing ones are installed; nothing is started.
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+venv: $(STAMPS)/venv
+$(STAMPS)/venv: pyproject.toml
+	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@mkdir -p $(STAMPS) && touch $@
+
+build: $(BUILD_TARGETS)
+
+demo: install
+	$(CONGESTLAB) reproduce ipv6 --quick
+
+test-python: install
+	$(PY) -m pytest -q python/tests
+
+test: install test-python $(TEST_TARGETS)
+	@echo "make test: all suites passed"
