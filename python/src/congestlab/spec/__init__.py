@@ -1,0 +1,14 @@
+"""Experiment specs: pydantic models loaded from TOML, and the studies' presets."""
+
+from congestlab.spec.models import (  # noqa: F401
+    BackgroundSpec,
+    ExperimentSpec,
+    LevelSpec,
+    LinkSpec,
+    MeasureSpec,
+    NodeSpec,
+    ServerSpec,
+    SwitchSpec,
+    TopologySpec,
+)
+from congestlab.spec.loader import load_preset, load_spec, preset_names  # noqa: F401

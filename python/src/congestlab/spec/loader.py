@@ -1,0 +1,71 @@
+"""Load specs from TOML files or presets; every problem becomes one SpecError line."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from congestlab.errors import SpecError
+from congestlab.spec.models import ExperimentSpec
+
+PRESETS = "congestlab.spec.presets"
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files(PRESETS).iterdir() if p.name.endswith(".toml"))
+
+
+def load_preset(name: str) -> ExperimentSpec:
+    resource = resources.files(PRESETS) / f"{name}.toml"
+    if not resource.is_file():
+        raise SpecError(f"preset {name!r}", f"unknown preset; known: {', '.join(preset_names())}")
+    return parse_spec(resource.read_text(), f"preset {name}")
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise SpecError(str(path), err.strerror or str(err)) from None
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, origin: str) -> ExperimentSpec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(origin, f"not valid TOML: {err}") from None
+    return validate_spec(data, origin)
+
+
+def validate_spec(data: dict[str, Any], origin: str) -> ExperimentSpec:
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = _field_path(first["loc"], data)
+        message = first["msg"].removeprefix("Value error, ")
+        raise SpecError(f"{origin}: {where}" if where else origin, message) from None
+
+
+def _field_path(loc: tuple, data: Any) -> str:
+    """`servers[0].cc` style path; list items named by their `name` when they have one."""
+    parts: list[str] = []
+    node = data
+    for key in loc:
+        if isinstance(key, int):
+            label = f"[{key}]"
+            if isinstance(node, list) and key < len(node) and isinstance(node[key], dict):
+                name = node[key].get("name")
+                if name:
+                    label = f"[{key}:{name}]"
+            parts.append(label)
+            node = node[key] if isinstance(node, list) and key < len(node) else None
+        else:
+            parts.append(("." if parts else "") + str(key))
+            node = node.get(key) if isinstance(node, dict) else None
+    return "".join(parts)

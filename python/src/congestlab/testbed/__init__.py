@@ -1,0 +1,142 @@
+"""The emulated test LAN: namespaces, veth, bridges, routes, qdiscs; torn down always."""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import IO
+
+from congestlab.errors import TestbedError
+from congestlab.spec.models import TopologySpec
+from congestlab.testbed.executor import Executor, run_argv
+from congestlab.testbed.layout import Layout, build_layout
+from congestlab.testbed.namespaces import delete_namespace, forget_owner, kill_pids, record_owner
+from congestlab.testbed.plan import build_plan, teardown_order
+
+
+def new_prefix() -> str:
+    return "cl" + secrets.token_hex(3)
+
+
+class Testbed:
+    """Context manager: builds the plan on enter, tears everything down on exit."""
+
+    __test__ = False
+
+    def __init__(self, topology: TopologySpec, prefix: str | None = None, kernel_cc: dict[str, str] | None = None,
+                 run_dir: str = ""):
+        self.prefix = prefix or new_prefix()
+        self.layout: Layout = build_layout(topology, self.prefix)
+        self.plan = build_plan(self.layout, kernel_cc)
+        self.executor = Executor()
+        self.run_dir = run_dir
+        self.processes: list[subprocess.Popen] = []
+        self.setup_s = 0.0
+        self.teardown_s = 0.0
+        self._created: list[str] = []
+
+    def __enter__(self) -> "Testbed":
+        try:
+            self.build()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    def build(self) -> None:
+        start = time.monotonic()
+        record_owner(self.prefix, self.run_dir)
+        self._created = self.layout.namespaces()  # teardown tolerates ones never made
+        self.executor.run(self.plan)
+        self.setup_s = time.monotonic() - start
+
+    def teardown(self) -> None:
+        """Stop our processes, kill what else lives in our namespaces, delete them.
+        Signals are held off meanwhile so a second Ctrl-C cannot leave half a testbed."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            start = time.monotonic()
+            live = [p.pid for p in self.processes if p.poll() is None]
+            kill_pids(live)
+            for proc in self.processes:
+                try:
+                    proc.wait(timeout=1)
+                except subprocess.TimeoutExpired:
+                    pass
+            self.processes.clear()
+            created = set(self._created)
+            for ns in teardown_order(self.layout):
+                if ns in created:
+                    delete_namespace(ns)
+            self._created = []
+            forget_owner(self.prefix)
+            self.teardown_s = time.monotonic() - start
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    # --- running things inside the testbed -------------------------------------------
+    def ns(self, node: str) -> str:
+        return self.layout.ns(node)
+
+    def address(self, node: str, family: str) -> str:
+        return self.layout.nodes[node].address(family)
+
+    def run(self, node: str, argv: list[str], timeout_s: float = 30.0, check: bool = True,
+            input_text: str | None = None) -> subprocess.CompletedProcess:
+        return run_argv(["ip", "netns", "exec", self.ns(node), *argv], timeout_s=timeout_s, check=check,
+                        input_text=input_text)
+
+    def start(self, node: str, argv: list[str], stdout: IO | int | None = subprocess.DEVNULL,
+              stderr: IO | int | None = subprocess.DEVNULL, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start a process in `node`'s namespace; it is killed by PID at teardown."""
+        full = ["ip", "netns", "exec", self.ns(node), *argv]
+        try:
+            proc = subprocess.Popen(full, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
+        except FileNotFoundError:
+            raise TestbedError(f"cannot start {argv[0]}: ip not found") from None
+        self.processes.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen, grace_s: float = 3.0) -> int | None:
+        if proc.poll() is None:
+            kill_pids([proc.pid], grace_s=grace_s)
+        try:
+            return proc.wait(timeout=grace_s)
+        finally:
+            if proc in self.processes:
+                self.processes.remove(proc)
+
+    def ping(self, src: str, dst: str, family: str, count: int = 1, timeout_s: float = 3.0) -> None:
+        addr = self.address(dst, family)
+        argv = ["ping", "-4" if family == "v4" else "-6", "-c", str(count), "-W", str(int(timeout_s)), "-q", addr]
+        proc = self.run(src, argv, timeout_s=timeout_s * count + 2, check=False)
+        if proc.returncode != 0:
+            raise TestbedError(f"no route from {src} to {dst} over {family} ({addr})")
+
+    def describe(self) -> dict:
+        return {
+            "prefix": self.prefix,
+            "namespaces": self.layout.namespaces(),
+            "nodes": {
+                name: {
+                    "namespace": n.namespace,
+                    "kind": n.kind,
+                    "interfaces": [
+                        {"dev": i.dev, "switch": i.switch, "addr4": i.addr4, "addr6": i.addr6,
+                         "rate_bps": i.rate_bps, "queue_packets": i.queue_packets if i.rate_bps else None}
+                        for i in n.interfaces
+                    ],
+                    "routes": [f"{r.family} {r.dest} via {r.via} dev {r.dev}" for r in n.routes],
+                }
+                for name, n in self.layout.nodes.items()
+            },
+        }
+
+
+__all__ = ["Testbed", "new_prefix"]

@@ -1,0 +1,156 @@
+"""Names and addresses of a testbed, derived from the topology spec and a run id.
+
+Every namespace carries the run's prefix (`cl<6 hex>-`), so two runs never collide and
+`congestlab clean` can recognise leftovers. Interfaces live only inside our namespaces.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from congestlab.errors import SpecError
+from congestlab.spec.models import TopologySpec
+
+PREFIX_RE = re.compile(r"^cl[0-9a-f]{6}$")
+NAMESPACE_RE = re.compile(r"^(cl[0-9a-f]{6})-")
+
+
+@dataclass(frozen=True)
+class Interface:
+    node: str
+    dev: str  # name inside the node's namespace
+    switch: str
+    port: str  # the switch-side veth end, inside the switch namespace
+    addr4: str
+    addr6: str
+    prefix4: int
+    prefix6: int
+    rate_bps: int | None
+    queue_packets: int
+
+
+@dataclass(frozen=True)
+class Route:
+    family: str  # "v4" | "v6"
+    dest: str  # "default" or a network
+    via: str
+    dev: str
+
+
+@dataclass
+class NodeLayout:
+    name: str
+    kind: str
+    namespace: str
+    cc: str
+    tcp_timestamps: bool
+    interfaces: list[Interface] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
+
+    def address(self, family: str) -> str:
+        iface = self.interfaces[0]
+        return iface.addr4 if family == "v4" else iface.addr6
+
+
+@dataclass
+class Layout:
+    prefix: str
+    nodes: dict[str, NodeLayout]
+    switch_namespaces: dict[str, str]
+
+    def namespaces(self) -> list[str]:
+        return [n.namespace for n in self.nodes.values()] + list(self.switch_namespaces.values())
+
+    def ns(self, node: str) -> str:
+        return self.nodes[node].namespace
+
+
+def build_layout(topology: TopologySpec, prefix: str) -> Layout:
+    if not PREFIX_RE.match(prefix):
+        raise ValueError(f"run prefix {prefix!r} must look like cl1a2b3c")
+    subnets = {s.name: (ipaddress.ip_network(s.subnet4), ipaddress.ip_network(s.subnet6)) for s in topology.switches}
+    nodes: dict[str, NodeLayout] = {}
+    used: dict[tuple[str, int], str] = {}
+    auto_next = {s.name: 100 for s in topology.switches}
+    for node in topology.nodes:
+        layout = NodeLayout(node.name, node.kind, f"{prefix}-{node.name}", node.cc, node.tcp_timestamps)
+        for index, link in enumerate(node.links):
+            host_id = link.host_id
+            if host_id is None:
+                while (link.switch, auto_next[link.switch]) in used:
+                    auto_next[link.switch] += 1
+                host_id = auto_next[link.switch]
+            if (link.switch, host_id) in used:
+                raise SpecError(
+                    f"topology.nodes[{node.name}]",
+                    f"host_id {host_id} on switch {link.switch} is also used by {used[(link.switch, host_id)]}",
+                )
+            used[(link.switch, host_id)] = node.name
+            net4, net6 = subnets[link.switch]
+            if host_id >= net4.num_addresses - 1:
+                raise SpecError(f"topology.nodes[{node.name}]", f"host_id {host_id} does not fit {net4}")
+            shaped = link.rate_bps if link.rate_bps and link.rate_bps < topology.unshaped_at_or_above_bps else None
+            layout.interfaces.append(
+                Interface(
+                    node=node.name,
+                    dev=f"eth{index}",
+                    switch=link.switch,
+                    port=f"p-{node.name}",
+                    addr4=str(net4.network_address + host_id),
+                    addr6=str(net6.network_address + host_id),
+                    prefix4=net4.prefixlen,
+                    prefix6=net6.prefixlen,
+                    rate_bps=shaped,
+                    queue_packets=link.queue_packets,
+                )
+            )
+        nodes[node.name] = layout
+    _add_routes(nodes, topology, subnets)
+    switch_ns = {s.name: f"{prefix}-sw-{s.name}" for s in topology.switches}
+    return Layout(prefix, nodes, switch_ns)
+
+
+def _add_routes(nodes: dict[str, NodeLayout], topology: TopologySpec, subnets: dict) -> None:
+    """Static routes from a breadth-first search over switches, crossing only routers."""
+    on_switch: dict[str, list[NodeLayout]] = {s.name: [] for s in topology.switches}
+    for node in nodes.values():
+        for iface in node.interfaces:
+            on_switch[iface.switch].append(node)
+
+    def iface_on(node: NodeLayout, switch: str) -> Interface:
+        return next(i for i in node.interfaces if i.switch == switch)
+
+    for node in nodes.values():
+        own = {i.switch for i in node.interfaces}
+        routers_here = [r for sw in own for r in on_switch[sw] if r.kind == "router" and r is not node]
+        if node.kind == "host" and len(routers_here) == 1:
+            router, sw = routers_here[0], node.interfaces[0].switch
+            gw = iface_on(router, sw)
+            node.routes.append(Route("v4", "default", gw.addr4, node.interfaces[0].dev))
+            node.routes.append(Route("v6", "default", gw.addr6, node.interfaces[0].dev))
+            continue
+        # next hop per reachable switch: (gateway interface on our switch, our device)
+        hop: dict[str, tuple[Interface, str]] = {}
+        queue: deque[str] = deque(own)
+        seen = set(own)
+        while queue:
+            sw = queue.popleft()
+            for router in on_switch[sw]:
+                if router.kind != "router" or router is node:
+                    continue
+                for other in router.interfaces:
+                    if other.switch in seen:
+                        continue
+                    seen.add(other.switch)
+                    if sw in own:
+                        hop[other.switch] = (iface_on(router, sw), iface_on(node, sw).dev)
+                    else:
+                        hop[other.switch] = hop[sw]
+                    queue.append(other.switch)
+        for sw, (gw, dev) in hop.items():
+            net4, net6 = subnets[sw]
+            node.routes.append(Route("v4", str(net4), gw.addr4, dev))
+            node.routes.append(Route("v6", str(net6), gw.addr6, dev))

@@ -1,0 +1,176 @@
+"""The testbed as data: every command that builds the emulated LAN, in order.
+
+`congestlab run SPEC --dry-run` prints this plan; the executor runs it. Commands target
+our namespaces only (`ip -n NS`, `tc -n NS`, `ip netns exec NS`); the veth pairs are
+created directly inside their namespaces, so the root namespace is never touched.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from dataclasses import dataclass
+
+from congestlab.testbed.layout import Interface, Layout, NodeLayout, Route
+
+ETH_FRAME_BYTES = 1514
+# HTB's burst is sent at line speed; a small burst keeps the 100 Mbit/s link honest for
+# short transfers (a 15 KB burst lets them briefly exceed the rate).
+HTB_BURST_BYTES = 4 * ETH_FRAME_BYTES
+
+
+@dataclass(frozen=True)
+class Step:
+    phase: str
+    argv: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return shlex.join(self.argv)
+
+    @property
+    def batch_key(self) -> tuple[str, str] | None:
+        """(tool, namespace) when the step may join an `ip -batch`/`tc -batch` run."""
+        a = self.argv
+        if len(a) > 3 and a[0] in ("ip", "tc") and a[1] == "-n":
+            return (a[0], a[2])
+        return None
+
+
+def _ip(ns: str, *args: str, phase: str) -> Step:
+    return Step(phase, ("ip", "-n", ns, *args))
+
+
+def _tc(ns: str, *args: str, phase: str) -> Step:
+    return Step(phase, ("tc", "-n", ns, *args))
+
+
+def _in_ns(ns: str, script: str, phase: str) -> Step:
+    return Step(phase, ("ip", "netns", "exec", ns, "sh", "-ec", script))
+
+
+def shaper_steps(ns: str, dev: str, rate_bps: int, queue_packets: int, phase: str = "qdiscs") -> list[Step]:
+    """HTB at `rate_bps` with a packet FIFO of `queue_packets` as its only queue."""
+    rate = f"{rate_bps}bit"
+    burst = str(HTB_BURST_BYTES)
+    return [
+        _tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10", phase=phase),
+        _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb",
+            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, phase=phase),
+        _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "pfifo",
+            "limit", str(queue_packets), phase=phase),
+    ]
+
+
+def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[Step]:
+    """All setup commands. `kernel_cc` maps host names to the kernel name of their
+    congestion control, applied per route (see `congestion_control_steps`)."""
+    kernel_cc = kernel_cc or {}
+    steps: list[Step] = []
+    for ns in layout.namespaces():
+        steps.append(Step("namespaces", ("ip", "netns", "add", ns)))
+
+    for node in layout.nodes.values():
+        # no DAD: a tentative link-local address keeps a router from resolving neighbours
+        # for a second or two after the link comes up
+        steps.append(_in_ns(node.namespace, "sysctl -qw net.ipv6.conf.all.accept_dad=0 "
+                            "net.ipv6.conf.default.accept_dad=0", "namespaces"))
+    for switch, ns in layout.switch_namespaces.items():
+        steps.append(_in_ns(ns, "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1",
+                            "switches"))
+        steps.append(_ip(ns, "link", "add", "br0", "type", "bridge", "forward_delay", "0",
+                         "mcast_snooping", "0", phase="switches"))
+        steps.append(_ip(ns, "link", "set", "br0", "up", phase="switches"))
+
+    for node in layout.nodes.values():
+        for iface in node.interfaces:
+            sw_ns = layout.switch_namespaces[iface.switch]
+            steps.append(Step("links", ("ip", "link", "add", "name", iface.dev, "netns", node.namespace,
+                                        "type", "veth", "peer", "name", iface.port, "netns", sw_ns)))
+            steps.append(_ip(sw_ns, "link", "set", iface.port, "master", "br0", "up", phase="links"))
+
+    for node in layout.nodes.values():
+        ns = node.namespace
+        steps.append(_ip(ns, "link", "set", "lo", "up", phase="addresses"))
+        for iface in node.interfaces:
+            steps.append(_ip(ns, "addr", "add", f"{iface.addr4}/{iface.prefix4}", "dev", iface.dev, phase="addresses"))
+            steps.append(_ip(ns, "-6", "addr", "add", f"{iface.addr6}/{iface.prefix6}", "dev", iface.dev,
+                             "nodad", phase="addresses"))
+            steps.append(_ip(ns, "link", "set", iface.dev, "up", phase="addresses"))
+
+    for node in layout.nodes.values():
+        steps.append(_in_ns(node.namespace, _tuning_script(node.kind, node.tcp_timestamps,
+                                                          [i.dev for i in node.interfaces]), "tuning"))
+    for switch, ns in layout.switch_namespaces.items():
+        ports = [i.port for n in layout.nodes.values() for i in n.interfaces if i.switch == switch]
+        steps.append(_in_ns(ns, _offload_script(ports), "tuning"))
+
+    for node in layout.nodes.values():
+        for iface in node.interfaces:
+            if iface.rate_bps:
+                steps += shaper_steps(node.namespace, iface.dev, iface.rate_bps, iface.queue_packets)
+                steps += shaper_steps(layout.switch_namespaces[iface.switch], iface.port,
+                                      iface.rate_bps, iface.queue_packets)
+
+    for node in layout.nodes.values():
+        kernel = kernel_cc.get(node.name) if node.kind == "host" else None
+        for route in node.routes:
+            steps.append(_route_step(node.namespace, route, "add", kernel))
+        if kernel:
+            steps += _connected_route_steps(node, kernel)
+    return steps
+
+
+def _offload_script(devs: list[str]) -> str:
+    # TSO/GSO/GRO off: a packet-count queue limit must apply to packets, not 64 KB chunks.
+    # RPS on one CPU: veth receive work spread over both CPUs reorders packets.
+    lines = []
+    for dev in devs:
+        lines.append(f"ethtool -K {dev} tso off gso off gro off >/dev/null")
+        lines.append(f"echo 1 > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
+    return "; ".join(lines) if lines else "true"
+
+
+def _tuning_script(kind: str, tcp_timestamps: bool, devs: list[str]) -> str:
+    sysctls = [f"net.ipv4.tcp_timestamps={1 if tcp_timestamps else 0}"]
+    if kind == "router":
+        sysctls += ["net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"]
+    return f"sysctl -qw {' '.join(sysctls)}; " + _offload_script(devs)
+
+
+def congestion_control_steps(layout: Layout, node_name: str, kernel_cc: str) -> list[Step]:
+    """Select `kernel_cc` for every route of a host: a namespace's sysctl may refuse
+    algorithms that are not in the global allowed list, `ip route ... congctl` does not."""
+    node = layout.nodes[node_name]
+    steps = [_route_step(node.namespace, route, "replace", kernel_cc) for route in node.routes]
+    return steps + _connected_route_steps(node, kernel_cc)
+
+
+def _route_step(ns: str, route: Route, verb: str, kernel_cc: str | None) -> Step:
+    fam = "-4" if route.family == "v4" else "-6"
+    extra = ("congctl", kernel_cc) if kernel_cc else ()
+    return _ip(ns, fam, "route", verb, route.dest, "via", route.via, "dev", route.dev, *extra,
+               phase="routes")
+
+
+def _connected_route_steps(node: NodeLayout, kernel_cc: str) -> list[Step]:
+    """The on-link routes the kernel made for our addresses, replaced with a congctl."""
+    steps = []
+    for iface in node.interfaces:
+        net4 = ipaddress.ip_interface(f"{iface.addr4}/{iface.prefix4}").network
+        net6 = ipaddress.ip_interface(f"{iface.addr6}/{iface.prefix6}").network
+        steps.append(_ip(node.namespace, "-4", "route", "replace", str(net4), "dev", iface.dev, "proto", "kernel",
+                         "scope", "link", "src", iface.addr4, "congctl", kernel_cc, phase="routes"))
+        # the kernel's IPv6 prefix route has metric 256; replace that one, not add a second
+        steps.append(_ip(node.namespace, "-6", "route", "replace", str(net6), "dev", iface.dev, "proto", "kernel",
+                         "metric", "256", "congctl", kernel_cc, phase="routes"))
+    return steps
+
+
+def teardown_order(layout: Layout) -> list[str]:
+    """Hosts and routers first, switches last: deleting a namespace removes its veths."""
+    return [n.namespace for n in layout.nodes.values()] + list(layout.switch_namespaces.values())
+
+
+def describe_interface(iface: Interface) -> str:
+    rate = f"{iface.rate_bps / 1e6:g} Mbit/s, queue {iface.queue_packets} pkts" if iface.rate_bps else "unshaped"
+    return f"{iface.node}/{iface.dev} {iface.addr4}/{iface.prefix4} {iface.addr6}/{iface.prefix6} on {iface.switch} ({rate})"
