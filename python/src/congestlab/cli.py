@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from pathlib import Path
 
 import typer
 
@@ -22,23 +23,145 @@ for name, module, help_text in SUBAPPS:
         app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
 
 
+def _spec_for(spec_path: Path | None, preset: str | None):
+    from congestlab.spec import load_preset, load_spec
+
+    return load_preset(preset) if preset else load_spec(spec_path)
+
+
+def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool) -> None:
+    from rich.console import Console
+
+    from congestlab.report import build_report
+    from congestlab.rundir import new_run_dir, prepare_out_dir
+    from congestlab.runner import Runner, require_root
+    from congestlab.testbed import Testbed
+
+    console = Console()
+    if dry_run:
+        tb = Testbed(spec.topology)
+        for step in tb.plan:
+            print(f"[{step.phase}] {step}")
+        print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
+              + " ".join(tb.layout.namespaces()))
+        return
+    require_root()
+    reps = spec.quick_repetitions if quick else spec.repetitions
+    from congestlab.testbed import new_prefix
+
+    run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
+    console.print(f"run directory: {run_dir}")
+    Runner(spec, run_dir, reps, calibrate=calibrate, argv=sys.argv).run()
+    _print_report(build_report(run_dir), console)
+
+
+def _print_report(report, console) -> None:
+    from rich.table import Table
+
+    for server, rows in report.console.items():
+        table = Table(title=f"{server}: delay (ms) and NRT throughput (Mbit/s), ours vs study")
+        for col in ("Level", "delay v4", "study", "delay v6", "study", "thr v4", "study", "thr v6", "study"):
+            table.add_column(col, justify="right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    console.print(f"report: {report.markdown_path}  (also {report.html_path.name}, plots/)")
+
+
+@app.command()
+def run(
+    spec_path: Path = typer.Argument(..., help="experiment spec (TOML)"),
+    quick: bool = typer.Option(False, "--quick", help="use the spec's quick_repetitions"),
+    out: Path = typer.Option(None, "--out", help="run directory (new or empty); default runs/NAME-TIME-ID"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print every testbed command and exit"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
+) -> None:
+    """Run an experiment spec on a fresh testbed, then analyze and report it."""
+    _execute(_spec_for(spec_path, None), quick, out, dry_run, calibrate)
+
+
+@app.command()
+def reproduce(
+    name: str = typer.Argument(..., help="preset name, e.g. ipv6"),
+    quick: bool = typer.Option(False, "--quick", help="fewer repetitions (the preset's quick_repetitions)"),
+    out: Path = typer.Option(None, "--out", help="run directory (new or empty); default runs/NAME-TIME-ID"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print every testbed command and exit"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
+) -> None:
+    """Reproduce a study from its preset (see `congestlab presets`)."""
+    _execute(_spec_for(None, name), quick, out, dry_run, calibrate)
+
+
+@app.command()
+def presets() -> None:
+    """List the studies' presets."""
+    from congestlab.spec import load_preset, preset_names
+
+    for name in preset_names():
+        spec = load_preset(name)
+        print(f"{name:10} {spec.title}  [{spec.source}]")
+
+
+@app.command()
+def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
+    """Recompute metrics.csv and summary.csv from a run directory's pcaps."""
+    from congestlab.analysis.run_analysis import METRIC_FIELDS, analyze_run, summarize, summary_fields, write_csv
+    from congestlab.rundir import read_manifest
+
+    manifest = read_manifest(run_dir)
+    result = analyze_run(run_dir)
+    write_csv(run_dir / "metrics.csv", result.rows, METRIC_FIELDS)
+    levels = [lv["name"] for lv in manifest["spec"]["levels"]]
+    write_csv(run_dir / "summary.csv", summarize(result.rows, levels), summary_fields())
+    print(f"{len(result.rows)} requests measured; {len(result.problems)} problems")
+    for problem in result.problems:
+        print(f"  {problem}")
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="a complete run directory")) -> None:
+    """Write report.md, report.html and plots/ from a run directory (no root needed)."""
+    from rich.console import Console
+
+    from congestlab.report import build_report
+
+    _print_report(build_report(run_dir), Console())
+
+
+@app.command()
+def clean(
+    all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
+) -> None:
+    """Remove namespaces (and their processes) left behind by crashed runs."""
+    from congestlab.runner import require_root
+    from congestlab.testbed.namespaces import clean_leftovers
+
+    require_root()
+    removed = clean_leftovers(include_running=all_runs)
+    print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
+
+
+@app.command()
+def doctor() -> None:
+    """What is present or missing on this machine, and the command that fixes each."""
+    from congestlab.doctor import diagnose
+
+    missing = 0
+    for item in diagnose():
+        mark = "ok  " if item.ok else ("MISS" if item.required else "----")
+        missing += item.required and not item.ok
+        print(f"[{mark}] {item.name:14} {item.detail}" + ("" if item.ok else f"  -> {item.fix}"))
+    raise typer.Exit(1 if missing else 0)
+
+
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        app()
     except CongestlabError as err:
         print(f"congestlab: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         print("congestlab: interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as err:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
-        if isinstance(err, click.exceptions.Exit):
-            sys.exit(err.exit_code)
-        if isinstance(err, click.exceptions.Abort):
-            sys.exit(130)
-        raise

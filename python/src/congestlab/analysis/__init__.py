@@ -1,0 +1,1 @@
+"""Pure functions: pcap -> per-connection records -> metrics as the studies define them."""

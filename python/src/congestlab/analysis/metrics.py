@@ -1,0 +1,164 @@
+"""Metrics of one measured connection, as the studies define them (seed 001 §III,
+seed 000 ch. 3): measured at the server's port.
+
+- delay: from the HTTP GET to the last ACK the client sends before its FIN
+- throughput (NRT): bytes of the connection in both directions inside that interval,
+  ignoring retransmissions; captured throughput counts them too
+- goodput: application bytes delivered to the client (unique payload) over the delay
+- retransmissions: data segments whose bytes were all or partly sent before; a segment
+  below the highest sequence seen that fills a hole is reordering, not a retransmission
+- RTT samples: server data segment -> first client ACK covering it (Karn: never for
+  retransmitted bytes)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from congestlab.analysis.connections import Connection
+from congestlab.analysis.packets import Segment
+from congestlab.errors import TraceError
+
+SEQ_MOD = 1 << 32
+
+
+@dataclass
+class ConnectionMetrics:
+    family: str
+    client_port: int
+    delay_ms: float
+    nrt_throughput_mbps: float
+    captured_throughput_mbps: float
+    goodput_mbps: float
+    retransmissions: int
+    bytes_nrt: int
+    bytes_captured: int
+    payload_bytes: int
+    rtt_samples_ms: list[float] = field(default_factory=list)
+
+    @property
+    def rtt_mean_ms(self) -> float | None:
+        return sum(self.rtt_samples_ms) / len(self.rtt_samples_ms) if self.rtt_samples_ms else None
+
+
+class ByteRanges:
+    """Sequence ranges already seen in one direction (relative, unwrapped offsets)."""
+
+    def __init__(self) -> None:
+        self.ranges: list[list[int]] = []
+
+    def add(self, start: int, end: int) -> bool:
+        """Record [start, end); True when any of it was seen before (a retransmission)."""
+        overlap = any(s < end and start < e for s, e in self.ranges)
+        merged = [start, end]
+        keep = []
+        for s, e in self.ranges:
+            if s <= merged[1] and merged[0] <= e:
+                merged = [min(s, merged[0]), max(e, merged[1])]
+            else:
+                keep.append([s, e])
+        keep.append(merged)
+        keep.sort()
+        self.ranges = keep
+        return overlap
+
+
+class _Direction:
+    """Unwraps 32-bit sequence numbers relative to the first one seen."""
+
+    def __init__(self) -> None:
+        self.base: int | None = None
+        self.last = 0
+
+    def offset(self, seq: int) -> int:
+        if self.base is None:
+            self.base = seq
+        rel = (seq - self.base) % SEQ_MOD
+        # pick the unwrapped value closest to the last one (handles wrap-around)
+        candidates = (rel + k * SEQ_MOD for k in (self.last // SEQ_MOD - 1, self.last // SEQ_MOD,
+                                                  self.last // SEQ_MOD + 1))
+        best = min(candidates, key=lambda v: abs(v - self.last))
+        self.last = best
+        return best
+
+
+def measure_connection(conn: Connection) -> ConnectionMetrics:
+    segs = conn.segments
+    from_client = [conn.from_client(s) for s in segs]
+    get_index = next((i for i, s in enumerate(segs) if from_client[i] and s.payload_len > 0), None)
+    if get_index is None:
+        raise TraceError(f"connection {conn.family} port {conn.client_port}: no request from the client")
+    fin_index = next((i for i, s in enumerate(segs) if from_client[i] and s.fin and i > get_index), len(segs))
+    last_ack_index = None
+    for i in range(get_index, fin_index):
+        if from_client[i] and segs[i].has_ack and not segs[i].fin and not segs[i].rst:
+            last_ack_index = i
+    if last_ack_index is None or last_ack_index == get_index:
+        raise TraceError(f"connection {conn.family} port {conn.client_port}: no client ACK after the request")
+    t0, t1 = segs[get_index].ts, segs[last_ack_index].ts
+    delay_s = t1 - t0
+    if delay_s <= 0:
+        raise TraceError(f"connection {conn.family} port {conn.client_port}: non-positive delay")
+
+    seen = {True: ByteRanges(), False: ByteRanges()}
+    seqs = {True: _Direction(), False: _Direction()}
+    retransmitted = [False] * len(segs)
+    for i, s in enumerate(segs):
+        d = from_client[i]
+        off = seqs[d].offset(s.seq)
+        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
+        if length:
+            retransmitted[i] = seen[d].add(off, off + length)
+
+    bytes_captured = bytes_nrt = 0
+    for i in range(get_index, last_ack_index + 1):
+        bytes_captured += segs[i].frame_len
+        if not retransmitted[i]:
+            bytes_nrt += segs[i].frame_len
+    payload_bytes = sum(s.payload_len for i, s in enumerate(segs[: last_ack_index + 1])
+                        if not from_client[i] and s.payload_len and not retransmitted[i])
+    retrans = sum(1 for i, s in enumerate(segs) if retransmitted[i] and s.payload_len > 0)
+    return ConnectionMetrics(
+        family=conn.family,
+        client_port=conn.client_port,
+        delay_ms=delay_s * 1e3,
+        nrt_throughput_mbps=bytes_nrt * 8 / delay_s / 1e6,
+        captured_throughput_mbps=bytes_captured * 8 / delay_s / 1e6,
+        goodput_mbps=payload_bytes * 8 / delay_s / 1e6,
+        retransmissions=retrans,
+        bytes_nrt=bytes_nrt,
+        bytes_captured=bytes_captured,
+        payload_bytes=payload_bytes,
+        rtt_samples_ms=rtt_samples_ms(segs, from_client, retransmitted),
+    )
+
+
+def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:
+    """Server data segment -> first client ACK at or beyond its end. Segments whose bytes
+    were ever retransmitted give no sample (Karn's algorithm)."""
+    server_dir, client_ack = _Direction(), _Direction()
+    pending: list[tuple[int, float, bool]] = []  # (end offset, sent ts, valid)
+    resent_ends: set[int] = set()
+    samples: list[float] = []
+    for i, s in enumerate(segs):
+        if not from_client[i]:
+            off = server_dir.offset(s.seq)
+            if s.payload_len:
+                end = off + s.payload_len
+                if retransmitted[i]:
+                    resent_ends.update(e for e, _, _ in pending if e > off)
+                    pending = [(e, t, False) if e > off else (e, t, v) for e, t, v in pending]
+                else:
+                    pending.append((end, s.ts, True))
+            continue
+        if not s.has_ack or server_dir.base is None:
+            continue
+        ack_off = (s.ack - server_dir.base) % SEQ_MOD
+        covered = [p for p in pending if p[0] <= ack_off]
+        if not covered:
+            continue
+        pending = [p for p in pending if p[0] > ack_off]
+        for end, sent, valid in covered:
+            if valid and end not in resent_ends:
+                samples.append((s.ts - sent) * 1e3)
+    return samples

@@ -1,0 +1,127 @@
+"""Read TCP segments out of a pcap with dpkt; malformed frames are counted, not fatal."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dpkt
+
+from congestlab.errors import TraceError
+
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+
+
+@dataclass(frozen=True)
+class Segment:
+    ts: float
+    family: str  # v4 | v6
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flags: int
+    payload_len: int
+    frame_len: int  # bytes on the wire: link header + IP total length (what Wireshark counts)
+
+    @property
+    def syn(self) -> bool:
+        return bool(self.flags & SYN)
+
+    @property
+    def fin(self) -> bool:
+        return bool(self.flags & FIN)
+
+    @property
+    def rst(self) -> bool:
+        return bool(self.flags & RST)
+
+    @property
+    def has_ack(self) -> bool:
+        return bool(self.flags & ACK)
+
+
+@dataclass
+class ReadStats:
+    frames: int = 0
+    tcp_segments: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+
+def read_segments(path: Path, stats: ReadStats | None = None) -> Iterator[Segment]:
+    stats = stats if stats is not None else ReadStats()
+    try:
+        fh = open(path, "rb")
+    except OSError as err:
+        raise TraceError(f"{path}: {err.strerror}") from None
+    with fh:
+        try:
+            reader = dpkt.pcap.UniversalReader(fh)
+        except (ValueError, dpkt.dpkt.Error) as err:
+            raise TraceError(f"{path}: not a pcap/pcapng file ({err})") from None
+        linktype = reader.datalink()
+        try:
+            for ts, buf in reader:
+                stats.frames += 1
+                seg = _decode(float(ts), buf, linktype, stats)
+                if seg is not None:
+                    stats.tcp_segments += 1
+                    yield seg
+        except (dpkt.dpkt.NeedData, ValueError) as err:
+            stats.skip(f"truncated file: {err}")
+
+
+def _decode(ts: float, buf: bytes, linktype: int, stats: ReadStats) -> Segment | None:
+    try:
+        if linktype == dpkt.pcap.DLT_EN10MB:
+            eth = dpkt.ethernet.Ethernet(buf)
+            ip, link_header = eth.data, 14
+        elif linktype in (dpkt.pcap.DLT_LINUX_SLL,):
+            ip, link_header = dpkt.sll.SLL(buf).data, 14
+        elif linktype in (dpkt.pcap.DLT_RAW, 101):
+            ip = dpkt.ip.IP(buf) if buf and buf[0] >> 4 == 4 else dpkt.ip6.IP6(buf)
+            link_header = 0
+        else:
+            stats.skip(f"linktype {linktype}")
+            return None
+    except (dpkt.dpkt.Error, IndexError, ValueError, struct.error) as err:
+        stats.skip(f"undecodable frame: {type(err).__name__}")
+        return None
+    if isinstance(ip, dpkt.ip.IP):
+        family, af = "v4", socket.AF_INET
+        ip_payload_len = ip.len - ip.hl * 4
+        ip_total_len = ip.len
+    elif isinstance(ip, dpkt.ip6.IP6):
+        family, af = "v6", socket.AF_INET6
+        ip_payload_len = ip.plen - _ip6_ext_len(ip)
+        ip_total_len = 40 + ip.plen
+    else:
+        stats.skip("not IP")
+        return None
+    tcp = ip.data
+    if not isinstance(tcp, dpkt.tcp.TCP):
+        stats.skip("not TCP")
+        return None
+    # payload from the IP length fields: captures are headers-only (snaplen 128)
+    payload_len = ip_payload_len - tcp.off * 4
+    if payload_len < 0:
+        stats.skip("bad TCP header length")
+        return None
+    return Segment(ts, family, socket.inet_ntop(af, ip.src), socket.inet_ntop(af, ip.dst), tcp.sport, tcp.dport,
+                   tcp.seq, tcp.ack, tcp.flags, payload_len, link_header + ip_total_len)
+
+
+def _ip6_ext_len(ip6: dpkt.ip6.IP6) -> int:
+    total = 0
+    for hdr in getattr(ip6, "extension_hdrs", {}).values():
+        if hdr is not None:
+            total += len(bytes(hdr))
+    return total

@@ -1,0 +1,68 @@
+"""Fidelity checks: is the emulated network doing what the spec asked?"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+BACKGROUND_TOLERANCE_PCT = 3.0
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    value: float | str | None
+    expected: str
+    message: str = ""
+
+
+def read_cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine from /proc/stat."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return total - idle, total
+
+
+def cpu_busy_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return 100.0 * busy / total if total > 0 else 0.0
+
+
+def qdisc_counters(tc_json: str) -> dict[str, dict]:
+    """`tc -s -j qdisc show dev X` -> {handle: {kind, sent_packets, drops, overlimits, backlog}}."""
+    out = {}
+    for q in json.loads(tc_json or "[]"):
+        out[q.get("handle", "?")] = {
+            "kind": q.get("kind"),
+            "limit": q.get("limit"),
+            "sent_bytes": q.get("bytes", 0),
+            "sent_packets": q.get("packets", 0),
+            "drops": q.get("drops", 0),
+            "overlimits": q.get("overlimits", 0),
+        }
+    return out
+
+
+def qdisc_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, dict]:
+    delta = {}
+    for handle, now in after.items():
+        was = before.get(handle, {})
+        delta[handle] = {"kind": now["kind"]} | {
+            k: now[k] - was.get(k, 0) for k in ("sent_bytes", "sent_packets", "drops", "overlimits")
+        }
+    return delta
+
+
+def background_check(level: str, requested_bps: float, achieved_bps: float) -> Check:
+    dev = (achieved_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
+    ok = abs(dev) <= BACKGROUND_TOLERANCE_PCT
+    msg = "" if ok else (f"{level}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
+                         f"({dev:+.1f} %, beyond ±{BACKGROUND_TOLERANCE_PCT:g} %)")
+    return Check(f"background_rate_{level}", ok, round(dev, 2), f"within ±{BACKGROUND_TOLERANCE_PCT:g} %", msg)
+
+
+def checks_to_json(checks: list[Check]) -> list[dict]:
+    return [asdict(c) for c in checks]

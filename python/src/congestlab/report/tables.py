@@ -1,0 +1,91 @@
+"""Markdown tables shaped like seed 000's Tables 39-42: v4 beside v6 per level, with the
+study's published numbers beside ours."""
+
+from __future__ import annotations
+
+METRICS = {
+    "throughput": ("nrt_throughput_mbps", "Throughput (NRT) in Mbit/s", "throughput_mbps"),
+    "delay": ("delay_ms", "Delay in ms", "delay_ms"),
+}
+
+
+def index_summary(summary: list[dict]) -> dict[tuple[str, str, str], dict]:
+    return {(r["server"], r["level"], r["family"]): r for r in summary}
+
+
+def index_published(published: list[dict]) -> dict[tuple[str, str, str], dict]:
+    return {(p["server"], p["level"], p["family"]): p for p in published}
+
+
+def _cell(row: dict | None, metric: str) -> str:
+    if not row:
+        return "–"
+    mean, sd = float(row[f"{metric}_mean"]), float(row[f"{metric}_sd"])
+    digits = 1 if metric == "delay_ms" else 2
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def _published(value) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+def metric_table(server: str, kind: str, levels: list[str], summary: dict, published: dict) -> str:
+    metric, title, pub_key = METRICS[kind]
+    lines = [
+        f"**{server}: {title}** (mean ± sd over repetitions; study = published value)",
+        "",
+        "| Level | V4 (ours) | V6 (ours) | V4 (study) | V6 (study) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for level in levels:
+        v4, v6 = summary.get((server, level, "v4")), summary.get((server, level, "v6"))
+        p4 = published.get((server, level, "v4"), {}).get(pub_key)
+        p6 = published.get((server, level, "v6"), {}).get(pub_key)
+        lines.append(f"| {level} | {_cell(v4, metric)} | {_cell(v6, metric)} | {_published(p4)} | {_published(p6)} |")
+    return "\n".join(lines) + "\n"
+
+
+def detail_table(server: str, levels: list[str], summary: dict) -> str:
+    lines = [
+        f"**{server}: goodput, captured throughput and retransmissions** (means)",
+        "",
+        "| Level | Family | n | Goodput Mbit/s | Captured Mbit/s | Retransmissions |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for level in levels:
+        for fam in ("v4", "v6"):
+            row = summary.get((server, level, fam))
+            if row:
+                lines.append(f"| {level} | {fam} | {row['n']} | {float(row['goodput_mbps_mean']):.2f} | "
+                             f"{float(row['captured_throughput_mbps_mean']):.2f} | "
+                             f"{float(row['retransmissions_mean']):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def fidelity_table(manifest: dict) -> str:
+    lines = ["| Server | Level | Background requested Mbit/s | achieved Mbit/s | deviation | bottleneck drops | CPU busy % |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for server, levels in manifest.get("levels", {}).items():
+        for level, info in levels.items():
+            bg = info.get("background")
+            drops = sum((info.get("bottleneck_drops") or {}).values())
+            if bg:
+                lines.append(f"| {server} | {level} | {bg['requested_bps'] / 1e6:.2f} | {bg['achieved_bps'] / 1e6:.2f} | "
+                             f"{bg['deviation_pct']:+.1f} % | {drops} | {info.get('cpu_busy_pct', '–')} |")
+            else:
+                lines.append(f"| {server} | {level} | 0 | – | – | {drops} | {info.get('cpu_busy_pct', '–')} |")
+    return "\n".join(lines) + "\n"
+
+
+def console_table(server: str, levels: list[str], summary: dict, published: dict) -> list[list[str]]:
+    rows = []
+    for level in levels:
+        row = [level]
+        for metric, pub_key in (("delay_ms", "delay_ms"), ("nrt_throughput_mbps", "throughput_mbps")):
+            for fam in ("v4", "v6"):
+                s = summary.get((server, level, fam))
+                row.append(_cell(s, metric))
+                p = published.get((server, level, fam), {}).get(pub_key)
+                row.append(_published(p))
+        rows.append(row)
+    return rows

@@ -1,0 +1,79 @@
+"""The run directory: the contract between running and reporting (docs/data-format.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from congestlab.errors import RunDirError
+from congestlab.paths import REPO_ROOT
+
+FORMAT_VERSION = 1
+
+
+def new_run_dir(base: Path, name: str, prefix: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path = base / f"{name}-{stamp}-{prefix}"
+    path.mkdir(parents=True, exist_ok=False)
+    (path / "pcap").mkdir()
+    (path / "logs").mkdir()
+    return path
+
+
+def prepare_out_dir(out: Path) -> Path:
+    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one."""
+    if out.exists() and any(out.iterdir()):
+        raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pcap").mkdir(exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    return out
+
+
+def write_manifest(run_dir: Path, manifest: dict) -> None:
+    tmp = run_dir / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, run_dir / "manifest.json")
+
+
+def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
+    path = Path(run_dir) / "manifest.json"
+    if not path.exists():
+        raise RunDirError(f"{run_dir}: no manifest.json (not a congestlab run directory)")
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError as err:
+        raise RunDirError(f"{path}: not valid JSON ({err})") from None
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise RunDirError(f"{path}: format_version {version!r}, this congestlab reads {FORMAT_VERSION}")
+    if require_complete and manifest.get("status") != "complete":
+        raise RunDirError(f"{run_dir}: run status is {manifest.get('status')!r}, not complete "
+                          f"({manifest.get('error', 'no error recorded')})")
+    return manifest
+
+
+def environment() -> dict:
+    return {
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "git_revision": _git_revision(),
+    }
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain"], capture_output=True,
+                               text=True, timeout=5)
+        rev = out.stdout.strip() or "unknown"
+        return rev + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -1,0 +1,1 @@
+"""Servers under test: generated per-run configs, start, ready-check, stop."""

@@ -1,0 +1,1 @@
+"""Traffic runners: check -> start -> wait -> parse; each records argv and tool version."""
