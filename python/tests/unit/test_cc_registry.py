@@ -1,0 +1,79 @@
+"""congestlab.cc without root: name checks, spec mapping, parsing of bpftool output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from congestlab.cc import registry, share
+from congestlab.errors import SpecError
+
+
+def test_available_lists_builtin_kernel_algorithms():
+    names = registry.available()
+    assert "reno" in names and len(names) == len(set(names))
+
+
+def test_ensure_maps_builtins_to_themselves():
+    assert registry.ensure("reno") == "reno"
+    if "cubic" in registry.available():
+        assert registry.ensure("cubic") == "cubic"
+
+
+@pytest.mark.parametrize("bad", ["vegas", "Compound", "", "compound "])
+def test_ensure_rejects_unknown_spec_values(bad):
+    with pytest.raises(SpecError) as err:
+        registry.ensure(bad)
+    assert err.value.exit_code == 2 and "cc" in str(err.value)
+
+
+def test_install_only_knows_compound():
+    with pytest.raises(SpecError):
+        registry.install("cubic")
+
+
+@pytest.mark.parametrize("bad", ["a" * 13, "1abc", "ab-c", "AB", "x y"])
+def test_kernel_names_are_checked(bad):
+    with pytest.raises(SpecError):
+        registry.install("compound", kernel_name=bad)
+
+
+def test_builtins_cannot_be_removed():
+    with pytest.raises(SpecError):
+        registry.remove("cubic")
+
+
+def test_default_objects_live_in_bpf_build():
+    assert registry.default_object("compound").name == "ctcp.bpf.o"
+    assert registry.default_object("ct1234").name == "ctcp_ct1234.bpf.o"
+    assert registry.default_object("compound").parent == registry.BPF_BUILD_DIR
+
+
+def test_install_without_object_names_the_fix(tmp_path):
+    with pytest.raises(registry.CcError, match="make"):
+        registry.install("compound", kernel_name="ctnone1", object_path=tmp_path / "missing.o")
+
+
+def test_flow_stats_parses_bpftool_json(monkeypatch):
+    dump = [{"key": {"local_port": 40000, "remote_port": 5201},
+             "value": {"win": 10, "dwnd": 3, "rounds": 7}},
+            {"formatted": {"key": {"local_port": 1, "remote_port": 2}, "value": {"win": 4}}}]
+
+    def fake_run(argv, **_):
+        assert argv[-1] == "ct9_st"
+        return subprocess.CompletedProcess(argv, 0, json.dumps(dump), "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    flows = registry.flow_stats("ct9")
+    assert flows[0] == {"local_port": 40000, "remote_port": 5201, "win": 10, "dwnd": 3, "rounds": 7}
+    assert flows[1]["win"] == 4
+
+
+def test_share_table_percentages():
+    rows = [share.FlowShare("a vs b", 1, "cubic", "cubic", 60e6, 3, 60.0, 120.0),
+            share.FlowShare("a vs b", 2, "compound", "compound", 40e6, 5, 40.0, 80.0)]
+    table = share.markdown_table(rows)
+    assert "| a vs b | 1 | cubic | cubic | 60.0 | 60.0 | 120.0 | 3 |" in table
+    assert table.count("\n") == 3
