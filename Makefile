@@ -10,7 +10,7 @@ CONGESTLAB := $(VENV)/bin/congestlab
 STAMPS := .stamps
 export CARGO_TERM_COLOR := never
 
-APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps
+APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping
 BUILD_TARGETS :=
 TEST_TARGETS :=
 

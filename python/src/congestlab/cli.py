@@ -165,3 +165,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("congestlab: interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

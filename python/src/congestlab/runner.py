@@ -85,6 +85,7 @@ class Runner:
             "levels": {},
         }
         self.requests_log = run_dir / "requests.jsonl"
+        self.installed_cc: list[str] = []
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -108,6 +109,7 @@ class Runner:
                     for server in self.spec.servers:
                         self._run_server(tb, server, kernel_cc)
                 self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
+                self._remove_installed_cc()
             self._analyze()
         except KeyboardInterrupt:
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
@@ -138,6 +140,10 @@ class Runner:
         return self.run_dir
 
     def _fail(self, status: str, message: str) -> None:
+        try:
+            self._remove_installed_cc()
+        except CongestlabError as err:
+            message += f"; and removing the congestion controls it installed failed: {err}"
         self.manifest["status"] = status
         self.manifest["error"] = message
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
@@ -155,7 +161,23 @@ class Runner:
         chosen = {n.name: n.cc for n in self.spec.topology.nodes if n.kind == "host"}
         for server in self.spec.servers:
             chosen[server.node] = server.cc
-        return {node: kernel_cc_name(cc) for node, cc in chosen.items()}
+        if "compound" in chosen.values():
+            from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available
+
+            if COMPOUND_KERNEL_NAME not in available():
+                self.installed_cc.append("compound")
+        names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
+        self.manifest["congestion_control"] = {"per_host": names, "installed_for_this_run": self.installed_cc}
+        return names
+
+    def _remove_installed_cc(self) -> None:
+        """Registration is global to the machine: what this run installed, it removes."""
+        if self.installed_cc:
+            from congestlab.cc.registry import remove
+
+            for name in self.installed_cc:
+                remove(name)
+            self.installed_cc = []
 
     def _check_reachability(self, tb: Testbed) -> None:
         client = self.spec.measure.client

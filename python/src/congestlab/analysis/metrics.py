@@ -135,10 +135,9 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
 
 def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:
     """Server data segment -> first client ACK at or beyond its end. Segments whose bytes
-    were ever retransmitted give no sample (Karn's algorithm)."""
-    server_dir, client_ack = _Direction(), _Direction()
-    pending: list[tuple[int, float, bool]] = []  # (end offset, sent ts, valid)
-    resent_ends: set[int] = set()
+    were retransmitted give no sample (Karn's algorithm); the others still do."""
+    server_dir = _Direction()
+    pending: list[list] = []  # [start offset, end offset, sent ts, valid]
     samples: list[float] = []
     for i, s in enumerate(segs):
         if not from_client[i]:
@@ -146,19 +145,21 @@ def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: 
             if s.payload_len:
                 end = off + s.payload_len
                 if retransmitted[i]:
-                    resent_ends.update(e for e, _, _ in pending if e > off)
-                    pending = [(e, t, False) if e > off else (e, t, v) for e, t, v in pending]
+                    for entry in pending:
+                        if entry[0] < end and off < entry[1]:
+                            entry[3] = False
                 else:
-                    pending.append((end, s.ts, True))
+                    pending.append([off, end, s.ts, True])
             continue
         if not s.has_ack or server_dir.base is None:
             continue
         ack_off = (s.ack - server_dir.base) % SEQ_MOD
-        covered = [p for p in pending if p[0] <= ack_off]
-        if not covered:
-            continue
-        pending = [p for p in pending if p[0] > ack_off]
-        for end, sent, valid in covered:
-            if valid and end not in resent_ends:
-                samples.append((s.ts - sent) * 1e3)
+        still = []
+        for entry in pending:
+            if entry[1] <= ack_off:
+                if entry[3]:
+                    samples.append((s.ts - entry[2]) * 1e3)
+            else:
+                still.append(entry)
+        pending = still
     return samples

@@ -1,0 +1,96 @@
+"""Analysis on pcaps the tests build with known answers, cross-checked with tshark."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from pcap_builder import transfer_with_loss_and_reordering
+
+from congestlab.analysis.connections import group_connections
+from congestlab.analysis.metrics import ByteRanges, measure_connection
+from congestlab.analysis.packets import ReadStats, read_segments
+from congestlab.errors import TraceError
+
+
+def _measure(path):
+    conns = group_connections(read_segments(path), server_port=80)
+    assert len(conns) == 1
+    return measure_connection(conns[0])
+
+
+@pytest.mark.parametrize("family", ["v4", "v6"])
+@pytest.mark.parametrize("snaplen", [None, 128])
+def test_metrics_match_hand_computed_answers(tmp_path, family, snaplen, within):
+    conv, want = transfer_with_loss_and_reordering(family)
+    m = _measure(conv.write(tmp_path / "t.pcap", snaplen=snaplen))
+    within("delay_ms", m.delay_ms, want["delay_ms"], 0.002)
+    assert m.bytes_captured == want["bytes_captured"]
+    assert m.bytes_nrt == want["bytes_nrt"]
+    assert m.payload_bytes == want["payload_bytes"]
+    assert m.retransmissions == want["retransmissions"]
+    within("goodput", m.goodput_mbps, want["goodput_mbps"], 1e-3)
+    within("nrt throughput", m.nrt_throughput_mbps, want["bytes_nrt"] * 8 / want["delay_ms"] / 1e3, 1e-3)
+    assert len(m.rtt_samples_ms) == want["rtt_samples"]
+    within("first rtt", m.rtt_samples_ms[0], want["first_rtt_ms"], 0.002)
+
+
+def test_reordered_segment_is_not_a_retransmission():
+    ranges = ByteRanges()
+    assert ranges.add(0, 100) is False
+    assert ranges.add(200, 300) is False
+    assert ranges.add(100, 200) is False  # below the highest seen, but new bytes
+    assert ranges.add(150, 250) is True
+    assert ranges.ranges == [[0, 300]]
+
+
+def _tshark(path, fields):
+    argv = ["tshark", "-r", str(path), "-T", "fields", *sum((["-e", f] for f in fields), [])]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
+@pytest.mark.parametrize("family", ["v4", "v6"])
+def test_agrees_with_tshark(tmp_path, family, within):
+    conv, want = transfer_with_loss_and_reordering(family)
+    path = conv.write(tmp_path / "t.pcap")
+    m = _measure(path)
+    rows = _tshark(path, ["frame.time_epoch", "frame.len", "tcp.analysis.retransmission",
+                          "tcp.analysis.out_of_order", "tcp.len", "tcp.srcport"])
+    retrans = sum(1 for r in rows if r[2])
+    out_of_order = sum(1 for r in rows if r[3])
+    assert retrans == m.retransmissions == 1
+    assert out_of_order == 1  # tshark sees the reordering we deliberately do not count
+    get_ts = min(float(r[0]) for r in rows if r[5] != "80" and int(r[4] or 0) > 0)
+    end_ts = get_ts + m.delay_ms / 1e3
+    in_window = [r for r in rows if get_ts - 1e-7 <= float(r[0]) <= end_ts + 1e-7]
+    assert sum(int(r[1]) for r in in_window) == m.bytes_captured
+    assert sum(int(r[1]) for r in in_window if not r[2]) == m.bytes_nrt
+    payload = sum(int(r[4]) for r in rows if r[5] == "80" and not r[2])
+    assert payload == m.payload_bytes
+
+
+def test_connection_without_request_is_a_trace_error(tmp_path):
+    conv, _ = transfer_with_loss_and_reordering("v4")
+    conv.frames = conv.frames[:3]  # handshake only
+    with pytest.raises(TraceError, match="no request"):
+        _measure(conv.write(tmp_path / "t.pcap"))
+
+
+def test_garbage_frames_are_counted_not_fatal(tmp_path):
+    conv, want = transfer_with_loss_and_reordering("v4")
+    conv.frames[5].data = conv.frames[5].data[:20]  # cut inside the IP header
+    path = conv.write(tmp_path / "t.pcap")
+    stats = ReadStats()
+    segs = list(read_segments(path, stats))
+    assert stats.frames == len(conv.frames)
+    assert len(segs) == len(conv.frames) - 1 and sum(stats.skipped.values()) == 1
+
+
+def test_not_a_pcap_is_a_trace_error(tmp_path):
+    bad = tmp_path / "x.pcap"
+    bad.write_bytes(b"definitely not a capture file")
+    with pytest.raises(TraceError, match="not a pcap"):
+        list(read_segments(bad))

@@ -1,0 +1,70 @@
+"""MGEN flows, scripts and log parsing."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from congestlab.spec import load_preset
+from congestlab.traffic.background import utc_seconds_of_day
+from congestlab.traffic.mgen import allocate_flow_counts, build_flows, parse_sink_log, sink_script, source_script
+
+SPEC = load_preset("ipv6")
+LEVELS = {lv.name: lv for lv in SPEC.levels}
+
+
+@pytest.mark.parametrize("level", ["C1B", "C2B", "C3B", "C4B", "C5B", "C6B"])
+def test_ten_flows_at_different_rates_add_up_to_the_level(level, within):
+    flows = build_flows(LEVELS[level], SPEC.background)
+    assert len(flows) == 10
+    assert len({f.port for f in flows}) == 10
+    rates = LEVELS[level].class_rates_bps()
+    for cls, rate in rates.items():
+        members = [f for f in flows if f.cls == cls]
+        within(cls, sum(f.rate_bps for f in members), rate, 1e-6)
+        assert len({round(f.rate_bps) for f in members}) == len(members), "rates differ within a class"
+    for f in flows:
+        assert f.payload_bytes == (1460 if f.family == "v4" else 1440)
+
+
+def test_flow_counts_follow_the_mix():
+    assert allocate_flow_counts({"tcp4": 45, "tcp6": 45, "udp4": 5, "udp6": 5}, 10) == {
+        "tcp4": 4, "tcp6": 4, "udp4": 1, "udp6": 1}
+    counts = allocate_flow_counts({"tcp4": 22.5, "tcp6": 67.5, "udp4": 2.5, "udp6": 7.5}, 10)
+    assert sum(counts.values()) == 10 and counts["tcp6"] > counts["tcp4"] >= 1
+    assert allocate_flow_counts({"tcp4": 0, "tcp6": 0, "udp4": 0, "udp6": 0}, 10) == {}
+
+
+def test_scripts_set_ttl_64_and_stop_by_themselves():
+    flows = build_flows(LEVELS["C1B"], SPEC.background)
+    v6 = [f for f in flows if f.family == "v6"]
+    src = source_script(v6, "fd00::15", 42.5).splitlines()
+    assert src[0] == "TTL 64"
+    assert sum(" ON " in line for line in src) == len(v6)
+    assert sum(line.startswith("42.500 OFF") for line in src) == len(v6)
+    assert sink_script(v6).splitlines()[0] == "TTL 64"
+
+
+def test_sink_log_rates_in_window(tmp_path, within):
+    flows = build_flows(LEVELS["C1B"], SPEC.background)[:2]
+    lines = ["23:59:59.000000 START Mgen Version 5.02b"]
+    # flow 1: 100 messages of 1460 B in the 1 s window (and some outside it)
+    t = 86399.5
+    for k in range(150):
+        ts = (t + k * 0.01) % 86400
+        hh, rem = divmod(ts, 3600)
+        mm, ss = divmod(rem, 60)
+        lines.append(f"{int(hh):02d}:{int(mm):02d}:{ss:09.6f} RECV proto>TCP flow>1 seq>{k} src>10.0.4.20/1 "
+                     f"dst>10.0.0.20/5001 sent>00:00:00.0 size>1460 gps>INVALID,999,999,0 ")
+    log = tmp_path / "sink.drc.gz"
+    with gzip.open(log, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    rates = parse_sink_log(log, flows, (86399.995, 86400.995))  # crosses midnight
+    assert rates[0].messages == 100
+    within("achieved", rates[0].achieved_bps, 100 * 1460 * 8, 1e-6)
+    assert rates[1].messages == 0
+
+
+def test_utc_seconds_of_day():
+    assert utc_seconds_of_day(86400 * 3 + 5.5) == 5.5
