@@ -37,7 +37,7 @@ class ToolError(CongestlabError):
         self.stderr = stderr
         last = (stderr or "").strip().splitlines()[-1:] or [""]
         if rc is None:
-            msg = f"tool not found: {argv[0]}"
+            msg = f"{argv[0]}: {last[0]}" if last[0] else f"tool not found: {argv[0]}"
         else:
             msg = f"`{' '.join(argv)}` exited {rc}: {last[0]}"
         super().__init__(msg)

@@ -7,8 +7,10 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,11 +83,13 @@ class Runner:
             "spec": spec.model_dump(mode="json"),
             "repetitions": repetitions,
             "environment": environment(),
+            "testbed": {"prefix": self.prefix},
             "servers": {},
             "levels": {},
         }
         self.requests_log = run_dir / "requests.jsonl"
         self.installed_cc: list[str] = []
+        self._temp_dirs: list[Path] = []
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -110,8 +114,10 @@ class Runner:
                         self._run_server(tb, server, kernel_cc)
                 self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
                 self._remove_installed_cc()
+                self._remove_temp_dirs()
             self._analyze()
         except KeyboardInterrupt:
+            self._remove_temp_dirs()
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
             raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
         except Interrupted as err:
@@ -139,7 +145,13 @@ class Runner:
         write_manifest(self.run_dir, self.manifest)
         return self.run_dir
 
+    def _remove_temp_dirs(self) -> None:
+        for path in self._temp_dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        self._temp_dirs = []
+
     def _fail(self, status: str, message: str) -> None:
+        self._remove_temp_dirs()
         try:
             self._remove_installed_cc()
         except CongestlabError as err:
@@ -218,7 +230,11 @@ class Runner:
 
     # ------------------------------------------------------------------------------
     def _run_server(self, tb: Testbed, server: ServerSpec, kernel_cc: dict[str, str]) -> None:
-        docroot = self.run_dir / "servers" / "docroot"
+        # Apache's workers run as www-data, which may not traverse the run directory
+        # (e.g. under a private --out): serve from a world-readable temporary docroot.
+        docroot = Path(tempfile.mkdtemp(prefix=f"congestlab-{self.prefix}-docroot-"))
+        docroot.chmod(0o755)
+        self._temp_dirs.append(docroot)
         digests = write_files(docroot, sorted(set(server.files_kib) | {PROBE_FILE_KIB}))
         srv = make_server(server, tb, self.run_dir, docroot)
         proc = srv.start()

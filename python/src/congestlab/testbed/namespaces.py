@@ -81,7 +81,7 @@ def owner_alive(prefix: str) -> bool:
         pid = int((OWNERS_DIR / prefix).read_text().split()[0])
     except (FileNotFoundError, ValueError, IndexError):
         return False
-    return pid != os.getpid() and _alive(pid)
+    return _alive(pid)
 
 
 def clean_leftovers(include_running: bool = False) -> list[str]:

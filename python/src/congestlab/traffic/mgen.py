@@ -8,6 +8,7 @@ so the script sets TTL 64 globally; its IPv6 sockets need the resolver shim
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from congestlab.paths import REPO_ROOT
 from congestlab.spec.models import BackgroundSpec, LevelSpec
 
 CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
-SHIM_PATH = REPO_ROOT / "target" / "mgen" / "libmgen_ipv6_shim.so"
+SHIM_PATH = Path(os.environ.get("CONGESTLAB_MGEN_SHIM", REPO_ROOT / "target" / "mgen" / "libmgen_ipv6_shim.so"))
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,11 @@ def mgen_env(base: dict[str, str]) -> dict[str, str]:
 
 
 def mgen_version() -> str:
-    exe = shutil.which("mgen")
-    if not exe:
+    """The Debian package version (MGEN prints its own only once it runs a script)."""
+    if not shutil.which("mgen"):
         raise ToolError(["mgen"], None)
-    # `mgen version` prints its banner then rejects the command; the banner is what we want
-    proc = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
-    match = re.search(r"version\s+(\S+)", proc.stdout + proc.stderr)
-    return match.group(1) if match else "unknown"
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "mgen"], capture_output=True, text=True, timeout=5)
+    return proc.stdout.strip() or "unknown"
 
 
 _RECV = re.compile(rb"^(\d\d):(\d\d):(\d\d\.\d+) RECV proto>(\w+) flow>(\d+) .*? size>(\d+)")

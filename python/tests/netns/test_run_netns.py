@@ -1,0 +1,120 @@
+"""A whole web study on real namespaces: Apache, MGEN, tcpdump, curl; and every way a run
+can end (done, Ctrl-C, SIGTERM, failure) leaves nothing behind."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from spine_helpers import namespaces_with, processes_mentioning, write_mini_spec
+
+from congestlab.report import build_report
+from congestlab.runner import Runner
+from congestlab.spec import load_spec
+
+pytestmark = pytest.mark.netns
+
+
+def test_mini_study_end_to_end(tmp_path, within):
+    spec = load_spec(write_mini_spec(tmp_path))
+    run_dir = tmp_path / "run"
+    (run_dir / "pcap").mkdir(parents=True)
+    (run_dir / "logs").mkdir()
+    runner = Runner(spec, run_dir, repetitions=2)
+    runner.run()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert namespaces_with(manifest["testbed"]["prefix"]) == []
+    assert processes_mentioning(str(run_dir)) == []
+
+    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    assert len(rows) == 2 * 2 * 2, manifest["analysis"]["problems"]
+    for row in rows:
+        # 320 KiB through 100 Mbit/s takes >= 27 ms; nothing here should take a second
+        assert 20 < float(row["delay_ms"]) < 1000, row
+        assert float(row["goodput_mbps"]) <= 100
+        assert int(row["payload_bytes"]) >= 320 * 1024
+        assert float(row["captured_throughput_mbps"]) >= float(row["nrt_throughput_mbps"])
+    c0 = [float(r["delay_ms"]) for r in rows if r["level"] == "C0"]
+    curl = [float(r["curl_time_ms"]) for r in rows if r["level"] == "C0"]
+    assert max(c0) < min(curl) + 5, "the GET->last ACK delay is inside curl's total time"
+
+    server = manifest["servers"]["apache"]
+    assert server["cc_effective"] == "cubic" and server["version"].startswith("Apache/2.4")
+    bg = manifest["levels"]["apache"]["L20"]["background"]
+    within("background Mbit/s", bg["achieved_bps"] / 1e6, 20.0, 0.6)  # the ±3 % fidelity bound
+    assert len(bg["per_flow"]) == 10 and all(f["messages"] > 0 for f in bg["per_flow"])
+    checks = {c["name"]: c for c in manifest["fidelity"]["checks"]}
+    assert checks["measured_requests"]["ok"]
+    assert manifest["tools"]["mgen"].startswith("5.02")
+
+    report = build_report(run_dir)
+    assert "| L20 |" in report.markdown_path.read_text()
+
+
+def _start_cli(tmp_path: Path, extra_env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+    spec = write_mini_spec(tmp_path, repetitions=4)
+    run_dir = tmp_path / "run"
+    env = dict(os.environ) | (extra_env or {})
+    proc = subprocess.Popen([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--out", str(run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return proc, run_dir
+
+
+def _wait_for(predicate, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("sig, stage", [(signal.SIGINT, "setup"), (signal.SIGINT, "background"),
+                                        (signal.SIGTERM, "measuring")])
+def test_interrupted_run_leaves_nothing(tmp_path, sig, stage):
+    proc, run_dir = _start_cli(tmp_path)
+    try:
+        if stage == "setup":
+            _wait_for(lambda: (run_dir / "manifest.json").exists(), 20)
+        elif stage == "background":
+            _wait_for(lambda: any((run_dir / "logs" / "mgen").glob("*source.mgn")), 60)
+        else:
+            _wait_for(lambda: (run_dir / "requests.jsonl").exists(), 60)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    # one line says what happened (progress bars may stand above it)
+    assert "Traceback" not in stderr and "torn down" in stderr.strip().splitlines()[-1], stderr
+    manifest = _manifest(run_dir)
+    assert manifest["status"] == "interrupted"
+    assert namespaces_with(manifest["testbed"]["prefix"]) == []
+    assert processes_mentioning(str(run_dir)) == []
+
+
+def test_failing_run_leaves_nothing_and_says_why(tmp_path):
+    proc, run_dir = _start_cli(tmp_path, {"CONGESTLAB_MGEN_SHIM": str(tmp_path / "missing-shim.so")})
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 4, stderr
+    assert "missing-shim.so is missing" in stderr and "Traceback" not in stderr
+    manifest = _manifest(run_dir)
+    assert manifest["status"] == "failed" and "missing-shim.so" in manifest["error"]
+    assert namespaces_with(manifest["testbed"]["prefix"]) == []
+    assert processes_mentioning(str(run_dir)) == []
+    refused = subprocess.run([sys.executable, "-m", "congestlab.cli", "report", str(run_dir)],
+                             capture_output=True, text=True)
+    assert refused.returncode == 7 and "not complete" in refused.stderr

@@ -1,0 +1,73 @@
+"""The emulated LAN on real namespaces: built, reachable, shaped, and always removed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from spine_helpers import namespaces_with
+
+from congestlab.spec import load_preset
+from congestlab.testbed import Testbed, new_prefix
+from congestlab.testbed.namespaces import OWNERS_DIR, clean_leftovers
+
+pytestmark = pytest.mark.netns
+SPEC = load_preset("ipv6")
+
+
+def test_testbed_up_reachable_shaped_and_down():
+    with Testbed(SPEC.topology, kernel_cc={"server": "cubic", "client": "cubic"}) as tb:
+        prefix = tb.prefix
+        assert len(namespaces_with(prefix)) == 15
+        for fam in ("v4", "v6"):
+            tb.ping("client", "server", fam)
+            tb.ping("m6src", "m6snk", fam)
+        qdiscs = tb.run("r1", ["tc", "qdisc", "show", "dev", "eth0"]).stdout
+        assert "htb 1:" in qdiscs and "pfifo 10:" in qdiscs and "limit 1000p" in qdiscs
+        classes = tb.run("r1", ["tc", "class", "show", "dev", "eth0"]).stdout
+        assert "rate 100Mbit" in classes
+        upstream = tb.run("client", ["true"])  # the client side stays a plain host
+        assert upstream.returncode == 0
+        offload = tb.run("server", ["ethtool", "-k", "eth0"]).stdout
+        for feature in ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload"):
+            assert f"{feature}: off" in offload
+        routes = tb.run("server", ["ip", "-6", "route", "show", "default"]).stdout
+        assert "congctl cubic" in routes
+        print(f"\nsetup {tb.setup_s:.3f} s with {tb.executor.commands_run} commands")
+    print(f"teardown {tb.teardown_s:.3f} s")
+    assert namespaces_with(prefix) == []
+
+
+def test_exception_inside_still_tears_down():
+    with pytest.raises(RuntimeError):
+        with Testbed(SPEC.topology) as tb:
+            prefix = tb.prefix
+            tb.start("server", ["sleep", "30"])
+            raise RuntimeError("boom")
+    assert namespaces_with(prefix) == []
+
+
+def test_clean_removes_namespaces_of_a_dead_run():
+    prefix = new_prefix()
+    tb = Testbed(SPEC.topology, prefix=prefix)
+    tb.build()
+    try:
+        sleeper = subprocess.Popen(["ip", "netns", "exec", tb.ns("client"), "sleep", "60"])
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        (OWNERS_DIR / prefix).write_text(f"{dead.pid}\n/nowhere\n")  # the owner is gone
+        removed = clean_leftovers()
+        assert sorted(removed) == sorted(tb.layout.namespaces())
+        assert namespaces_with(prefix) == []
+        sleeper.wait(timeout=5)  # killed by PID, not left running in a deleted namespace
+    finally:
+        tb.teardown()
+
+
+def test_clean_spares_a_live_run():
+    with Testbed(SPEC.topology) as tb:
+        clean_leftovers()
+        assert len(namespaces_with(tb.prefix)) == 15
+        assert (OWNERS_DIR / tb.prefix).read_text().split()[0] == str(os.getpid())
