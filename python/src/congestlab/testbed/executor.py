@@ -30,7 +30,8 @@ def run_argv(argv: list[str] | tuple[str, ...], *, input_text: str | None = None
 
 
 class Executor:
-    def __init__(self) -> None:
+    def __init__(self, batch: bool = True) -> None:
+        self.batch = batch
         self.commands_run = 0
         self.seconds = 0.0
 
@@ -38,7 +39,7 @@ class Executor:
         start = time.monotonic()
         for key, group in groupby(steps, key=lambda s: s.batch_key):
             group = list(group)
-            if key is None or len(group) == 1:
+            if key is None or len(group) == 1 or not self.batch:
                 for step in group:
                     self._one(step)
             else:
