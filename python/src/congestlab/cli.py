@@ -22,6 +22,21 @@ for name, module, help_text in SUBAPPS:
     if importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
         app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
 
+# Studies with a runner of their own rather than the spec-driven spine: name -> (module, title).
+# The module exposes `reproduce(out: Path | None, quick: bool) -> Path`, returning the run directory.
+STUDY_MODULES = {
+    "tcp-lab": ("congestlab.tcplab.study", "TCP throughput lab: windows, length, rate, delay, loss, sessions [seed 003]"),
+    "anma": ("congestlab.bench.anma_study", "ANMA dual-stack benchmark, patterns A-E [seed 004]"),
+}
+
+
+def _study_module(name: str):
+    module = STUDY_MODULES.get(name, ("", ""))[0]
+    if module and importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
+        if importlib.util.find_spec(module) is not None:
+            return importlib.import_module(module)
+    return None
+
 
 def _spec_for(spec_path: Path | None, preset: str | None):
     from congestlab.spec import load_preset, load_spec
@@ -91,6 +106,10 @@ def reproduce(
     calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
 ) -> None:
     """Reproduce a study from its preset (see `congestlab presets`)."""
+    study = _study_module(name)
+    if study is not None and not dry_run:
+        study.reproduce(out, quick)
+        return
     _execute(_spec_for(None, name), quick, out, dry_run, calibrate)
 
 
@@ -102,6 +121,9 @@ def presets() -> None:
     for name in preset_names():
         spec = load_preset(name)
         print(f"{name:10} {spec.title}  [{spec.source}]")
+    for name, (_, title) in STUDY_MODULES.items():
+        if _study_module(name) is not None:
+            print(f"{name:10} {title}")
 
 
 @app.command()

@@ -20,7 +20,7 @@ SPEC = load_preset("ipv6")
 def test_testbed_up_reachable_shaped_and_down():
     with Testbed(SPEC.topology, kernel_cc={"server": "cubic", "client": "cubic"}) as tb:
         prefix = tb.prefix
-        assert len(namespaces_with(prefix)) == 15
+        assert sorted(namespaces_with(prefix)) == sorted(tb.layout.namespaces())
         for fam in ("v4", "v6"):
             tb.ping("client", "server", fam)
             tb.ping("m6src", "m6snk", fam)
@@ -58,8 +58,8 @@ def test_clean_removes_namespaces_of_a_dead_run():
         dead = subprocess.Popen(["true"])
         dead.wait()
         (OWNERS_DIR / prefix).write_text(f"{dead.pid}\n/nowhere\n")  # the owner is gone
-        removed = clean_leftovers()
-        assert sorted(removed) == sorted(tb.layout.namespaces())
+        removed = clean_leftovers()  # may also sweep other dead runs on this machine
+        assert set(tb.layout.namespaces()) <= set(removed)
         assert namespaces_with(prefix) == []
         sleeper.wait(timeout=5)  # killed by PID, not left running in a deleted namespace
     finally:
@@ -69,5 +69,5 @@ def test_clean_removes_namespaces_of_a_dead_run():
 def test_clean_spares_a_live_run():
     with Testbed(SPEC.topology) as tb:
         clean_leftovers()
-        assert len(namespaces_with(tb.prefix)) == 15
+        assert sorted(namespaces_with(tb.prefix)) == sorted(tb.layout.namespaces())
         assert (OWNERS_DIR / tb.prefix).read_text().split()[0] == str(os.getpid())
