@@ -57,6 +57,11 @@ def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool
         tb = Testbed(spec.topology)
         for step in tb.plan:
             print(f"[{step.phase}] {step}")
+        for imp in tb.impairments:
+            iface = imp.iface
+            print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
+                  f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
+                  f"link_emulator = {spec.topology.link_emulator})")
         print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
               + " ".join(tb.layout.namespaces()))
         return
@@ -148,8 +153,20 @@ def report(run_dir: Path = typer.Argument(..., help="a complete run directory"))
     from rich.console import Console
 
     from congestlab.report import build_report
+    from congestlab.rundir import read_manifest
 
-    _print_report(build_report(run_dir), Console())
+    manifest = read_manifest(run_dir)
+    study = manifest.get("study") or manifest.get("kind")
+    if study == "anma":
+        from congestlab.bench.anma_report import write_report
+
+        print(f"report: {write_report(run_dir, manifest)[0]}")
+    elif study == "tcp-lab":
+        from congestlab.tcplab.report import build_report as build_tcplab_report
+
+        print(f"report: {build_tcplab_report(run_dir)}")
+    else:
+        _print_report(build_report(run_dir), Console())
 
 
 @app.command()

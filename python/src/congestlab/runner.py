@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from congestlab import fidelity
+from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
 from congestlab.analysis.run_analysis import METRIC_FIELDS, analyze_run, summarize, summary_fields, write_csv
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_version, wait_listening
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
@@ -113,6 +114,7 @@ class Runner:
                     for server in self.spec.servers:
                         self._run_server(tb, server, kernel_cc)
                 self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
+                self.manifest["testbed"]["link_emulation"] = tb.emulation  # now with linkem's final counters
                 self._remove_installed_cc()
                 self._remove_temp_dirs()
             self._analyze()
@@ -170,9 +172,11 @@ class Runner:
         return versions
 
     def _kernel_cc(self) -> dict[str, str]:
-        chosen = {n.name: n.cc for n in self.spec.topology.nodes if n.kind == "host"}
+        kernel_hosts = {n.name for n in self.spec.topology.nodes if n.kind == "host" and n.stack == "kernel"}
+        chosen = {n.name: n.cc for n in self.spec.topology.nodes if n.name in kernel_hosts}
         for server in self.spec.servers:
-            chosen[server.node] = server.cc
+            if server.node in kernel_hosts:
+                chosen[server.node] = server.cc
         if "compound" in chosen.values():
             from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available
 
@@ -193,7 +197,8 @@ class Runner:
 
     def _check_reachability(self, tb: Testbed) -> None:
         client = self.spec.measure.client
-        pairs = [(client, s.node) for s in self.spec.servers]
+        # a user-space stack answers only once its server runs: its ready check covers it
+        pairs = [(client, s.node) for s in self.spec.servers if self.spec.topology.node(s.node).stack == "kernel"]
         if self.spec.background:
             pairs += [(p.source, p.sink) for p in self.spec.background.pairs]
         for src, dst in pairs:
@@ -237,22 +242,32 @@ class Runner:
         self._temp_dirs.append(docroot)
         digests = write_files(docroot, sorted(set(server.files_kib) | {PROBE_FILE_KIB}))
         srv = make_server(server, tb, self.run_dir, docroot)
-        proc = srv.start()
-        tb.processes.append(proc)
+        user_stack = server.kind == "lean"
         record = {"kind": server.kind, "node": server.node, "port": server.port, "argv": srv.argv,
-                  "version": srv.version(), "cc_requested": server.cc, "cc_kernel": kernel_cc.get(server.node),
+                  "version": srv.version(),
+                  "cc_requested": f"leanweb --cc {server.knobs.get('cc', 'none')}" if user_stack else server.cc,
+                  "cc_kernel": None if user_stack else kernel_cc.get(server.node),
+                  "knobs": dict(server.knobs),
                   "files_sha256": {str(k): v for k, v in digests.items()}}
         self.manifest["servers"][server.name] = record
         pcap = self.run_dir / "pcap" / f"{server.name}.pcap"
         dump_err = self.run_dir / "logs" / f"tcpdump-{server.name}.log"
         dump = None
         try:
-            srv.wait_started()
+            srv.start()  # a process in the node's namespace: namespace deletion also ends it
+            if hasattr(srv, "wait_started"):
+                srv.wait_started()
             self._ready_check(tb, server)
-            record["cc_effective"] = self._effective_cc(tb, server)
-            if record["cc_effective"] != record["cc_kernel"]:
+            if user_stack:  # leanweb's own account of the settings it runs with (first log line)
+                record["settings_effective"] = srv.effective_settings()
+                record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
+                wanted = record["cc_requested"]
+            else:
+                record["cc_effective"] = self._effective_cc(tb, server)
+                wanted = record["cc_kernel"]
+            if record["cc_effective"] != wanted:
                 raise TestbedError(f"server {server.name}: connections use {record['cc_effective']!r}, "
-                                   f"not the requested {record['cc_kernel']!r}")
+                                   f"not the requested {wanted!r}")
             iface = tb.layout.nodes[server.node].interfaces[0].dev
             argv = tcpdump_argv(iface, pcap, f"tcp port {server.port}")
             with open(dump_err, "wb") as err:
@@ -267,8 +282,6 @@ class Runner:
                 record.setdefault("capture", {})["tcpdump"] = parse_drop_counts(
                     dump_err.read_text(errors="replace"))
             srv.stop()
-            if srv.proc in tb.processes:
-                tb.processes.remove(srv.proc)
 
     def _ready_check(self, tb: Testbed, server: ServerSpec, timeout_s: float = 10.0) -> None:
         """Both families answer 200 with the whole file before anything is measured."""
@@ -380,7 +393,20 @@ class Runner:
         expected = len(self.spec.servers) * len(self.spec.levels) * self.repetitions * len(self.spec.measure.families)
         self.checks.append(fidelity.Check("measured_requests", len(result.rows) == expected, len(result.rows),
                                           f"{expected}", "; ".join(result.problems[:3])))
+        self._lean_log_checks(result.rows)
         self._bottleneck_checks()
+
+    def _lean_log_checks(self, rows: list[dict]) -> None:
+        """The lean server's log of its own retransmissions against what the pcap analysis found."""
+        for server in (s for s in self.spec.servers if s.kind == "lean"):
+            log_path = self.run_dir / "logs" / f"leanweb-{server.name}.jsonl"
+            if not log_path.exists():
+                continue
+            ours = [r for r in rows if r["server"] == server.name]
+            agreeing, problems = compare_with_pcap(ours, retransmissions_by_peer_port(log_path))
+            self.checks.append(fidelity.Check(
+                f"retransmissions_pcap_vs_log_{server.name}", agreeing == len(ours), f"{agreeing}/{len(ours)}",
+                "every measured connection: pcap count == leanweb log count", "; ".join(problems[:3])))
 
     def _bottleneck_checks(self) -> None:
         for server, levels in self.manifest["levels"].items():

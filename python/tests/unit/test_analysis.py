@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -9,6 +10,7 @@ import pytest
 from pcap_builder import transfer_with_loss_and_reordering
 
 from congestlab.analysis.connections import group_connections
+from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
 from congestlab.analysis.metrics import ByteRanges, measure_connection
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.errors import TraceError
@@ -94,3 +96,25 @@ def test_not_a_pcap_is_a_trace_error(tmp_path):
     bad.write_bytes(b"definitely not a capture file")
     with pytest.raises(TraceError, match="not a pcap"):
         list(read_segments(bad))
+
+
+def test_lean_log_retransmissions_match_rows_by_client_port(tmp_path):
+    events = [
+        {"event": "start", "cc": "none"},
+        {"conn": 1, "event": "open", "peer": "10.0.0.10:40000"},
+        {"conn": 2, "event": "open", "peer": "[fd00::a]:40001"},
+        {"conn": 2, "event": "retransmit", "len": 1440, "seq": 1},
+        {"conn": 2, "event": "retransmit", "len": 1440, "seq": 1441},
+        {"conn": 2, "event": "retransmit", "len": 0, "seq": 2881},  # a FIN, not data
+        {"conn": 9, "event": "retransmit", "len": 1440, "seq": 7},  # no open event: ignored
+    ]
+    log = tmp_path / "leanweb.jsonl"
+    log.write_text("\n".join(json.dumps(e) for e in events) + "\n{\"cut short")
+    logged = retransmissions_by_peer_port(log)
+    assert logged == {40000: 0, 40001: 2}
+    rows = [{"level": "C1B", "family": "v4", "repetition": 1, "client_port": 40000, "retransmissions": 0},
+            {"level": "C1B", "family": "v6", "repetition": 1, "client_port": 40001, "retransmissions": 3},
+            {"level": "C2B", "family": "v6", "repetition": 1, "client_port": 40002, "retransmissions": 0}]
+    agreeing, problems = compare_with_pcap(rows, logged)
+    assert agreeing == 1
+    assert problems == ["C1B v6 #1: pcap 3 vs log 2 retransmissions", "C2B v6 #1: port 40002 not in the log"]

@@ -38,7 +38,8 @@ def test_report_has_study_tables_and_plots(tmp_path):
     text = report.markdown_path.read_text()
     assert "| C1B | 31.5 ± 0.7 | 31.5 ± 0.7 | 95 | 117 |" in text  # ours beside Table 42's 0.095/0.117 s
     assert "| C2B | 88.50 ± 0.71 | 88.50 ± 0.71 | 30.5 | 23.6 |" in text  # Table 41
-    assert len(report.plots) == 2 and all(p.stat().st_size > 5000 for p in report.plots)
+    # delay and throughput plots for each server of the preset (apache and lean)
+    assert len(report.plots) == 4 and all(p.stat().st_size > 5000 for p in report.plots)
     assert report.html_path.exists()
 
 

@@ -44,6 +44,14 @@ def _preset_text() -> str:
          "unknown switch 's9'"),
         (("warmup_s = 3.0", "warmup_s = 3.0\nwarmpu = 1"), "warmpu", "Extra inputs are not permitted"),
         (("file_kib = 320", "file_kib = 321"), "", "does not serve the measured file"),
+        (('kind = "lean"\nnode = "bare"', 'kind = "lean"\nnode = "server"'), "",
+         "server 'lean' (lean) needs node 'server' with stack = \"user\""),
+        (('kind = "lean"\nnode = "bare"', 'kind = "lean"\ncc = "cubic"\nnode = "bare"'), "servers[1:lean]",
+         "set knobs.cc"),
+        (('kind = "apache"', 'kind = "apache"\nknobs = { weight = "W2" }'), "servers[0:apache]",
+         "not for kind 'apache'"),
+        (('host_id = 11 }]\nstack = "user"', 'host_id = 11 }]\nstack = "kernel"'), "",
+         "server 'lean' (lean) needs node 'bare' with stack = \"user\""),
     ],
 )
 def test_wrong_spec_names_field_and_problem(edit, where, problem):
@@ -92,4 +100,4 @@ def test_dry_run_prints_every_command_and_touches_nothing():
     out = proc.stdout.splitlines()
     assert any("htb rate 100000000bit" in line for line in out)
     assert any("pfifo limit 1000" in line for line in out)
-    assert sum(line.startswith("[namespaces] ip netns add") for line in out) == 15
+    assert sum(line.startswith("[namespaces] ip netns add") for line in out) == 16  # r1-r4, client, server, bare, 4 MGEN hosts, 5 switches

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 from congestlab.errors import TestbedError, ToolError
+from congestlab.testbed.executor import run_argv
+from congestlab.testbed.namespaces import delete_namespace
 
 SENDER_ADDR = "10.1.0.1"
 ROUTER_SENDER_SIDE = "10.1.0.2"
@@ -26,14 +28,8 @@ DELAY_TABLE = "100"
 
 
 def run(argv: list[str], timeout_s: float = 30) -> str:
-    """Run one command; raise ToolError on a non-zero exit."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-    except FileNotFoundError:
-        raise ToolError(argv, None) from None
-    if proc.returncode != 0:
-        raise ToolError(argv, proc.returncode, proc.stderr)
-    return proc.stdout
+    """Run one command; raise ToolError on a non-zero exit or a timeout."""
+    return run_argv(argv, timeout_s=timeout_s).stdout
 
 
 @dataclass
@@ -119,13 +115,7 @@ class Dumbbell:
             proc.wait(timeout=10)
         self._procs.clear()
         for ns in (self.sender, self.router, self.receiver):
-            try:
-                pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-            except OSError:
-                pids = []
-            for pid in pids:
-                subprocess.run(["kill", "-9", pid], capture_output=True)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            delete_namespace(ns)
 
     # -- traffic -------------------------------------------------------------------
     def iperf_flows(self, cc_names: list[str], seconds: float, on_tick=None, tick_s: float = 0.2) -> list[dict]:

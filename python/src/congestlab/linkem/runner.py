@@ -23,6 +23,7 @@ from congestlab.paths import rust_binary
 
 RULE_COMMENT_PREFIX = "congestlab-linkem"
 EXIT_NO_NFQUEUE = 3
+CHAINS = ("FORWARD", "OUTPUT", "INPUT")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class LinkemElement:
     max_held: int = 10_000
     families: tuple[str, ...] = ("ipv4", "ipv6")
     log_dir: Path | None = None
+    # FORWARD on a router; OUTPUT (-o only) / INPUT (-i only) for a host's own traffic
+    chain: str = "FORWARD"
     ready_timeout_s: float = 5.0
 
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
@@ -85,6 +88,10 @@ class LinkemElement:
             raise SpecError(f"{where}.max_held", "must be >= 1")
         if not (self.in_iface or self.out_iface or self.match):
             raise SpecError(where, "give in_iface, out_iface or match (else every forwarded packet is queued)")
+        if self.chain not in CHAINS:
+            raise SpecError(f"{where}.chain", f"must be one of {', '.join(CHAINS)}, got {self.chain!r}")
+        if self.chain == "OUTPUT" and self.in_iface or self.chain == "INPUT" and self.out_iface:
+            raise SpecError(f"{where}.chain", f"{self.chain} matches only {'-o' if self.chain == 'OUTPUT' else '-i'}")
         unknown = set(self.families) - {"ipv4", "ipv6"}
         if unknown or not self.families:
             raise SpecError(f"{where}.families", f"must be ipv4 and/or ipv6, got {self.families}")
@@ -136,7 +143,7 @@ class LinkemElement:
         spec += ["-m", "comment", "--comment", f"{RULE_COMMENT_PREFIX}-q{self.queue_num}",
                  "-j", "NFQUEUE", "--queue-num", str(self.queue_num)]
         tools = {"ipv4": "iptables", "ipv6": "ip6tables"}
-        return [["ip", "netns", "exec", self.netns, tools[f], "-w", action, "FORWARD", *spec]
+        return [["ip", "netns", "exec", self.netns, tools[f], "-w", action, self.chain, *spec]
                 for f in self.families]
 
     # --- lifecycle ---
@@ -151,6 +158,9 @@ class LinkemElement:
             raise TestbedError(f"linkem q{self.queue_num} in {self.netns} already started")
         argv = self.linkem_argv(rust_binary("linkem"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # a stats file left by an earlier element in the same log_dir would make stats() wait for
+        # a snapshot number this process has not reached yet
+        self.stats_path.unlink(missing_ok=True)
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self._proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         try:

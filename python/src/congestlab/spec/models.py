@@ -57,6 +57,9 @@ class LinkSpec(Strict):
     delay_ms: float = Field(default=0.0, ge=0)
     jitter_ms: float = Field(default=0.0, ge=0)
     loss: float = Field(default=0.0, ge=0, lt=1)
+    # which way delay/jitter/loss act: egress = packets leaving the node over this link,
+    # ingress = packets arriving over it (docs/linkem.md "In the testbed")
+    impair_direction: Literal["both", "egress", "ingress"] = "both"
 
 
 class NodeSpec(Strict):
@@ -65,6 +68,9 @@ class NodeSpec(Strict):
     links: list[LinkSpec] = Field(min_length=1)
     cc: CongestionControl = "cubic"
     tcp_timestamps: bool = True
+    # "user": the namespace's kernel gets no addresses; its link ends on a bridge where a
+    # user-space TCP/IP stack (the lean server's TAP device) owns the node's addresses
+    stack: Literal["kernel", "user"] = "kernel"
 
 
 class TopologySpec(Strict):
@@ -73,6 +79,9 @@ class TopologySpec(Strict):
     # Links at or above this rate are left at veth speed: a 1 Gbit/s shaper does not fit on
     # 2 cores (~0.8 Gbit/s at 65-96 % CPU), and veth is faster than 1 Gbit/s anyway.
     unshaped_at_or_above_bps: int = 1_000_000_000
+    # who realises delay_ms/jitter_ms/loss: netem when the kernel has it (auto), or always
+    # congestlab's NFQUEUE emulator linkem
+    link_emulator: Literal["auto", "linkem", "netem"] = "auto"
 
     @model_validator(mode="after")
     def _references(self) -> "TopologySpec":
@@ -110,6 +119,15 @@ class ServerSpec(Strict):
     files_kib: list[int] = Field(default=[160, 320, 504], min_length=1)
     # knobs passed to the lean server (rto_alpha, sampling, weight, ...)
     knobs: dict[str, str | int | float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cc_of_kind(self) -> "ServerSpec":
+        # the lean server's TCP is its own: a kernel algorithm would be recorded but never used
+        if self.kind == "lean" and "cc" in self.model_fields_set:
+            raise ValueError("a lean server has no kernel congestion control; set knobs.cc (\"none\") instead of cc")
+        if self.kind != "lean" and self.knobs:
+            raise ValueError(f"knobs are for the lean server, not for kind {self.kind!r}")
+        return self
 
 
 class BackgroundPair(Strict):
@@ -205,6 +223,12 @@ class ExperimentSpec(Strict):
             if server.name in names:
                 raise ValueError(f"server name {server.name!r} is used twice")
             names.add(server.name)
+            wants_user = server.kind == "lean"
+            if (nodes[server.node].stack == "user") != wants_user:
+                raise ValueError(
+                    f"server {server.name!r} ({server.kind}) needs node {server.node!r} with "
+                    f"stack = \"{'user' if wants_user else 'kernel'}\""
+                )
             if self.measure.file_kib not in server.files_kib:
                 raise ValueError(
                     f"server {server.name!r} does not serve the measured file "

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from congestlab.errors import TestbedError
+from congestlab.errors import CongestlabError, TestbedError
 from congestlab.spec.models import TopologySpec
+from congestlab.testbed import emulation
 from congestlab.testbed.executor import Executor, run_argv
 from congestlab.testbed.layout import Layout, build_layout
 from congestlab.testbed.namespaces import delete_namespace, forget_owner, kill_pids, record_owner
@@ -31,6 +32,10 @@ class Testbed:
         self.prefix = prefix or new_prefix()
         self.layout: Layout = build_layout(topology, self.prefix)
         self.plan = build_plan(self.layout, kernel_cc)
+        self.link_emulator_requested = topology.link_emulator
+        self.impairments = emulation.impairments(self.layout)
+        self.emulation: dict = {}  # what realises the impairments, for the manifest
+        self._linkem: list = []
         self.executor = Executor()
         self.run_dir = run_dir
         self.processes: list[subprocess.Popen] = []
@@ -54,7 +59,35 @@ class Testbed:
         record_owner(self.prefix, self.run_dir)
         self._created = self.layout.namespaces()  # teardown tolerates ones never made
         self.executor.run(self.plan)
+        if self.impairments:
+            self._impair_links()
         self.setup_s = time.monotonic() - start
+
+    def _impair_links(self) -> None:
+        netem_ok, netem_error = emulation.netem_probe(self.layout.namespaces()[0])
+        chosen = emulation.choose_emulator(self.link_emulator_requested, netem_ok, netem_error)
+        self.emulation = {"requested": self.link_emulator_requested, "emulator": chosen,
+                          "netem_available": netem_ok, "netem_probe_error": netem_error,
+                          "links": [imp.label for imp in self.impairments]}
+        if chosen == "netem":
+            steps = emulation.netem_steps(self.layout, self.impairments)
+            self.executor.run(steps)
+            self.emulation["commands"] = [" ".join(s.argv) for s in steps]
+            return
+        bridged = emulation.user_stack_impairments(self.layout)
+        if bridged:
+            raise TestbedError(f"node {bridged[0].name}: linkem cannot impair a user-space stack's link "
+                               "(its kernel only bridges); impair the router's end of that link")
+        log_dir = Path(self.run_dir) / "logs" / "linkem" if self.run_dir else None
+        for element in emulation.linkem_elements(self.impairments, log_dir):
+            self._linkem.append(element)
+            element.start()
+        self.emulation["linkem"] = [{"link": imp.label, "argv": e.linkem_argv(), "chain": e.chain}
+                                    for imp, e in zip(self.impairments, self._linkem)]
+
+    def linkem_stats(self) -> dict[str, dict]:
+        """Current counters of every linkem element (packets delayed, dropped, ...)."""
+        return {imp.label: element.stats() for imp, element in zip(self.impairments, self._linkem)}
 
     def teardown(self) -> None:
         """Stop our processes, kill what else lives in our namespaces, delete them.
@@ -62,6 +95,15 @@ class Testbed:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             start = time.monotonic()
+            final = {}
+            for imp, element in zip(self.impairments, self._linkem):
+                try:
+                    final[imp.label] = element.stop()
+                except CongestlabError:
+                    pass  # its namespace goes next, with every process and rule in it
+            if self._linkem:
+                self.emulation["linkem_final_counters"] = final
+            self._linkem.clear()
             live = [p.pid for p in self.processes if p.poll() is None]
             kill_pids(live)
             for proc in self.processes:
@@ -122,6 +164,7 @@ class Testbed:
     def describe(self) -> dict:
         return {
             "prefix": self.prefix,
+            "link_emulation": self.emulation,
             "namespaces": self.layout.namespaces(),
             "nodes": {
                 name: {

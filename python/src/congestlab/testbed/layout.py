@@ -30,6 +30,15 @@ class Interface:
     prefix6: int
     rate_bps: int | None
     queue_packets: int
+    # link impairments (testbed/emulation.py realises them with netem or linkem)
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0
+    impair_direction: str = "both"
+
+    @property
+    def impaired(self) -> bool:
+        return self.delay_ms > 0 or self.jitter_ms > 0 or self.loss > 0
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,7 @@ class NodeLayout:
     namespace: str
     cc: str
     tcp_timestamps: bool
+    stack: str = "kernel"
     interfaces: list[Interface] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
 
@@ -76,7 +86,8 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
     used: dict[tuple[str, int], str] = {}
     auto_next = {s.name: 100 for s in topology.switches}
     for node in topology.nodes:
-        layout = NodeLayout(node.name, node.kind, f"{prefix}-{node.name}", node.cc, node.tcp_timestamps)
+        layout = NodeLayout(node.name, node.kind, f"{prefix}-{node.name}", node.cc, node.tcp_timestamps,
+                            node.stack)
         for index, link in enumerate(node.links):
             host_id = link.host_id
             if host_id is None:
@@ -105,6 +116,10 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
                     prefix6=net6.prefixlen,
                     rate_bps=shaped,
                     queue_packets=link.queue_packets,
+                    delay_ms=link.delay_ms,
+                    jitter_ms=link.jitter_ms,
+                    loss=link.loss,
+                    impair_direction=link.impair_direction,
                 )
             )
         nodes[node.name] = layout

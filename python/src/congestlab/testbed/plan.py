@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from congestlab.testbed.layout import Interface, Layout, NodeLayout, Route
 
 ETH_FRAME_BYTES = 1514
+USER_STACK_BRIDGE = "br0"
 # HTB's burst is sent at line speed; a small burst keeps the 100 Mbit/s link honest for
 # short transfers (a 15 KB burst lets them briefly exceed the rate).
 HTB_BURST_BYTES = 4 * ETH_FRAME_BYTES
@@ -91,6 +92,14 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
     for node in layout.nodes.values():
         ns = node.namespace
         steps.append(_ip(ns, "link", "set", "lo", "up", phase="addresses"))
+        if node.stack == "user":
+            # the user-space stack's TAP joins this bridge when its server starts
+            steps.append(_ip(ns, "link", "add", USER_STACK_BRIDGE, "type", "bridge", "forward_delay", "0",
+                             "mcast_snooping", "0", phase="addresses"))
+            for iface in node.interfaces:
+                steps.append(_ip(ns, "link", "set", iface.dev, "master", USER_STACK_BRIDGE, "up", phase="addresses"))
+            steps.append(_ip(ns, "link", "set", USER_STACK_BRIDGE, "up", phase="addresses"))
+            continue
         for iface in node.interfaces:
             steps.append(_ip(ns, "addr", "add", f"{iface.addr4}/{iface.prefix4}", "dev", iface.dev, phase="addresses"))
             steps.append(_ip(ns, "-6", "addr", "add", f"{iface.addr6}/{iface.prefix6}", "dev", iface.dev,
@@ -112,6 +121,8 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
                                       iface.rate_bps, iface.queue_packets)
 
     for node in layout.nodes.values():
+        if node.stack == "user":
+            continue  # the user-space stack routes by itself (its --gateway4/--gateway6)
         kernel = kernel_cc.get(node.name) if node.kind == "host" else None
         for route in node.routes:
             steps.append(_route_step(node.namespace, route, "add", kernel))

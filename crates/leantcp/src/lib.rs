@@ -1,0 +1,24 @@
+//! leantcp: a sans-IO TCP for IPv4 and IPv6, modelled on the studies' "bare PC" stack.
+//!
+//! No clock, no sockets, no OS: every input carries `now` ([`Instant`]); outputs are
+//! polled ([`Connection::poll_transmit`], [`Connection::poll_timeout`]). Timers are data.
+//! The same code runs in the deterministic in-memory network ([`sim`]) and in `leanweb`.
+//!
+//! Reading list: RFC 9293 (TCP), RFC 6298 (RTO), RFC 7323 (window scale),
+//! RFC 6691 (MSS), RFC 5961 (challenge ACKs), RFC 1122 §4.2.2.17 (zero-window probes).
+#![forbid(unsafe_code)]
+
+pub mod cc;
+pub mod conn;
+pub mod recovery;
+pub mod rto;
+pub mod segment;
+pub mod seq;
+pub mod sim;
+pub mod time;
+
+pub use conn::{Connection, ConnectionStats, Event, State, TcpConfig};
+pub use rto::{RtoConfig, RtoEstimator, SamplingStrategy, Weight};
+pub use segment::{Segment, WireError};
+pub use seq::Seq;
+pub use time::Instant;

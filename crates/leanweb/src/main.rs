@@ -1,0 +1,136 @@
+//! `leanweb`: attach to a TAP device, answer ARP/NDP/ping, serve files over leantcp.
+//! Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad arguments or config, 3 TAP device,
+//! 4 log file, 1 anything else.
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use clap::Parser;
+use leanweb::config::{Args, ConfigError};
+use leanweb::log::EventLog;
+use leanweb::stack::Stack;
+use leanweb::tap::Tap;
+use leantcp::Instant;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct TapError(String);
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct LogError(String);
+
+/// Longest sleep between loop turns, so signals and app timeouts are seen promptly.
+const MAX_WAIT_MS: u64 = 100;
+const MAX_FRAMES_PER_TURN: usize = 256;
+const LOG_FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+fn random_u64() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.finish()
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let args = args.with_config_file()?;
+    let config = args.stack_config(random_u64())?;
+    let tap_name = args.tap.clone().ok_or_else(|| ConfigError("--tap NAME is required".into()))?;
+    let mut tap = Tap::open(&tap_name).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
+    let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+    let start = std::time::Instant::now();
+    let mut log = match &args.log {
+        Some(path) => EventLog::to_file(path, start_unix_us).map_err(|e| LogError(format!("--log {}: {e}", path.display())))?,
+        None => EventLog::disabled(),
+    };
+    let rto = config.tcp.rto;
+    log.write(0, "start", json!({
+        "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4), "addr6": format!("{}/{}", config.addr6, config.prefix6),
+        "port": config.port, "mac": config.mac.to_string(), "profile": "bare", "cc": "none", "recovery": "go-back-n",
+        "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
+        "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
+        "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
+        "version": env!("CARGO_PKG_VERSION"),
+    }));
+    log.flush(); // the start event is on disk before the ready line: callers read it right after
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
+    let mut stack = Stack::new(config.clone(), log, random_u64());
+    stack.announce();
+    for frame in stack.take_output() {
+        let _ = tap.send(&frame); // best effort: peers also learn us from our first reply
+    }
+    println!(
+        "leanweb ready tap={} addr4={}/{} addr6={}/{} port={} mac={} link_local6={} pid={}",
+        tap_name, config.addr4, config.prefix4, config.addr6, config.prefix6, config.port, config.mac, stack.link_local6(), std::process::id()
+    );
+    std::io::stdout().flush().ok();
+
+    let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
+    let mut buf = vec![0u8; 65536];
+    let mut last_flush = now();
+    let mut send_failures = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let t = now();
+        let wait_ms = match stack.poll_timeout() {
+            Some(deadline) => deadline.saturating_since(t).as_micros().div_ceil(1000).min(MAX_WAIT_MS as u128) as i32,
+            None => MAX_WAIT_MS as i32,
+        };
+        if tap.wait_readable(wait_ms).context("waiting on the TAP device")? {
+            for _ in 0..MAX_FRAMES_PER_TURN {
+                match tap.recv(&mut buf).context("reading the TAP device")? {
+                    Some(n) => stack.handle_frame(&buf[..n], now()),
+                    None => break,
+                }
+            }
+        }
+        let t = now();
+        stack.handle_timeouts(t);
+        stack.poll(t);
+        for frame in stack.take_output() {
+            if !matches!(tap.send(&frame), Ok(true)) {
+                send_failures += 1;
+            }
+        }
+        if t.saturating_since(last_flush) >= LOG_FLUSH_EVERY {
+            stack.log.flush();
+            last_flush = t;
+        }
+    }
+    let open_connections = stack.session_count();
+    stack.log_open_connections(now());
+    let counters = serde_json::to_value(stack.counters).unwrap_or_default();
+    let mut fields = json!({"send_failures": send_failures, "open_connections": open_connections});
+    if let (Some(map), serde_json::Value::Object(c)) = (fields.as_object_mut(), counters) {
+        map.extend(c);
+    }
+    stack.log.write(now().as_micros(), "stop", fields);
+    stack.log.flush();
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("leanweb: {err:#}");
+            let code = if err.is::<ConfigError>() {
+                2
+            } else if err.is::<TapError>() {
+                3
+            } else if err.is::<LogError>() {
+                4
+            } else {
+                1
+            };
+            ExitCode::from(code)
+        }
+    }
+}

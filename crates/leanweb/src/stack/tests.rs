@@ -1,0 +1,446 @@
+//! In-memory tests of the frame path: a leantcp client talks to the stack through
+//! Ethernet frames, exactly as a peer on the TAP link would.
+use super::*;
+
+const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x99]);
+const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
+
+struct Fixture {
+    stack: Stack,
+    base: PathBuf,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 13 % 256) as u8).collect()
+}
+
+fn fixture(name: &str, tweak: impl FnOnce(&mut StackConfig)) -> Fixture {
+    let base = std::env::temp_dir().join(format!("leanweb-stack-{name}-{}", std::process::id()));
+    let root = base.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("f320.bin"), pattern(320 * 1024)).unwrap();
+    std::fs::write(root.join("small.txt"), b"hello\n").unwrap();
+    std::fs::write(base.join("secret"), b"secret").unwrap();
+    let mut config = StackConfig {
+        mac: SERVER_MAC,
+        addr4: Ipv4Addr::new(10, 0, 0, 1),
+        prefix4: 24,
+        addr6: "fd00::1".parse().unwrap(),
+        prefix6: 64,
+        gateway4: None,
+        gateway6: None,
+        port: 80,
+        root: root.canonicalize().unwrap(),
+        tcp: TcpConfig { time_wait: Duration::from_millis(100), ..TcpConfig::default() },
+        max_connections: 8,
+        max_half_open: 4,
+        header_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(5),
+    };
+    tweak(&mut config);
+    let log = EventLog::to_writer(Box::new(std::io::sink()), 0);
+    Fixture { stack: Stack::new(config, log, 42), base }
+}
+
+fn frame(ethertype: EthernetProtocol, payload: &[u8], dst: EthernetAddress) -> Vec<u8> {
+    let repr = EthernetRepr { src_addr: CLIENT_MAC, dst_addr: dst, ethertype };
+    let mut buf = vec![0u8; repr.buffer_len() + payload.len()];
+    let mut f = EthernetFrame::new_unchecked(&mut buf[..]);
+    repr.emit(&mut f);
+    f.payload_mut().copy_from_slice(payload);
+    buf
+}
+
+fn tcp_frame(seg: &Segment) -> Vec<u8> {
+    let et = if seg.src.is_ipv4() { EthernetProtocol::Ipv4 } else { EthernetProtocol::Ipv6 };
+    frame(et, &seg.to_ip_bytes(64).unwrap(), SERVER_MAC)
+}
+
+fn segments_out(stack: &mut Stack) -> Vec<Segment> {
+    stack
+        .take_output()
+        .iter()
+        .filter_map(|f| {
+            let frame = EthernetFrame::new_checked(&f[..]).ok()?;
+            assert_eq!(frame.dst_addr(), CLIENT_MAC, "replies go to the client's MAC");
+            Segment::parse_ip(frame.payload()).ok()
+        })
+        .collect()
+}
+
+/// Runs a client connection against the stack until `done` or 600 virtual seconds.
+fn exchange(stack: &mut Stack, client: &mut Connection, request: &[u8], received: &mut Vec<u8>) {
+    let mut now = Instant::ZERO;
+    let mut sent_request = false;
+    for _ in 0..200_000 {
+        if client.state() == State::Established && !sent_request {
+            assert_eq!(client.send(request), request.len());
+            sent_request = true;
+        }
+        while let Some(seg) = client.poll_transmit(now) {
+            stack.handle_frame(&tcp_frame(&seg), now);
+        }
+        stack.handle_timeouts(now);
+        stack.poll(now);
+        let replies = segments_out(stack);
+        for seg in &replies {
+            client.handle_segment(seg, now);
+        }
+        received.extend(client.recv(usize::MAX));
+        if client.peer_finished() && client.state() == State::CloseWait {
+            client.close(now);
+        }
+        if client.is_closed() || client.state() == State::TimeWait {
+            return;
+        }
+        if replies.is_empty() && !client.wants_transmit() {
+            let next = [client.poll_timeout(), stack.poll_timeout()].into_iter().flatten().min();
+            now = match next {
+                Some(t) if t > now => t,
+                _ => now + Duration::from_millis(1),
+            };
+        }
+    }
+    panic!("exchange did not finish; state {:?}", client.state());
+}
+
+fn client(v6: bool) -> Connection {
+    let (local, remote): (SocketAddr, SocketAddr) = if v6 {
+        ("[fd00::99]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
+    } else {
+        ("10.0.0.99:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
+    };
+    Connection::connect(local, remote, TcpConfig::default(), Seq(5))
+}
+
+fn body_of(response: &[u8]) -> (&str, &[u8]) {
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
+    (std::str::from_utf8(&response[..split]).unwrap(), &response[split + 4..])
+}
+
+#[test]
+fn get_over_ipv4_and_ipv6_is_byte_identical() {
+    for v6 in [false, true] {
+        let mut fx = fixture(if v6 { "get6" } else { "get4" }, |_| {});
+        let mut c = client(v6);
+        let mut got = Vec::new();
+        exchange(&mut fx.stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &mut got);
+        let (head, body) = body_of(&got);
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        assert!(head.contains("Content-Length: 327680"));
+        assert_eq!(body, &pattern(320 * 1024)[..]);
+    }
+}
+
+#[test]
+fn keep_alive_serves_pipelined_requests_then_head_and_close() {
+    let mut fx = fixture("keep", |_| {});
+    let mut c = client(false);
+    let mut got = Vec::new();
+    let req = b"GET /small.txt HTTP/1.1\r\n\r\nHEAD /small.txt HTTP/1.1\r\n\r\nGET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n";
+    exchange(&mut fx.stack, &mut c, req, &mut got);
+    let text = String::from_utf8(got).unwrap();
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
+    assert_eq!(text.matches("hello\n").count(), 2, "HEAD has no body: {text}");
+    assert_eq!(text.matches("Connection: keep-alive").count(), 2);
+    assert!(text.ends_with("Connection: close\r\n\r\nhello\n"));
+}
+
+/// 300 pipelined requests (about 11 KiB, more than one maximal head) are all answered:
+/// the stack reads at most one head at a time and leaves the rest in the TCP buffer.
+#[test]
+fn pipelined_requests_beyond_one_head_are_all_answered() {
+    let mut fx = fixture("pipe", |_| {});
+    let mut c = client(true);
+    let mut got = Vec::new();
+    let mut req = b"HEAD /small.txt HTTP/1.1\r\nHost: pipelined\r\n\r\n".repeat(299);
+    req.extend_from_slice(b"GET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert!(req.len() > http::MAX_HEAD_BYTES);
+    exchange(&mut fx.stack, &mut c, &req, &mut got);
+    let text = String::from_utf8(got).unwrap();
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 300);
+    assert!(text.ends_with("Connection: close\r\n\r\nhello\n"));
+    assert_eq!(fx.stack.counters.requests, 300);
+}
+
+#[test]
+fn bad_requests_get_status_codes_and_nothing_outside_root() {
+    let cases: [(&[u8], &str); 6] = [
+        (b"GET /../secret HTTP/1.1\r\n\r\n", "400"),
+        (b"GET /%2e%2e/secret HTTP/1.1\r\n\r\n", "400"),
+        (b"GET /nope HTTP/1.1\r\n\r\n", "404"),
+        (b"DELETE /small.txt HTTP/1.1\r\n\r\n", "405"),
+        (b"garbage\r\n\r\n", "400"),
+        (b"GET / HTTP/1.1\r\n\r\n", "404"),
+    ];
+    for (i, (req, status)) in cases.iter().enumerate() {
+        let mut fx = fixture(&format!("bad{i}"), |_| {});
+        let mut c = client(i % 2 == 1);
+        let mut got = Vec::new();
+        exchange(&mut fx.stack, &mut c, req, &mut got);
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with(&format!("HTTP/1.1 {status}")), "{req:?}: {text}");
+        assert!(!text.contains("secret"));
+    }
+    let mut fx = fixture("long", |_| {});
+    let mut c = client(false);
+    let mut got = Vec::new();
+    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(5000));
+    exchange(&mut fx.stack, &mut c, long.as_bytes(), &mut got);
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 414"));
+}
+
+#[test]
+fn answers_arp_neighbour_solicitation_and_pings() {
+    let mut fx = fixture("arp", |_| {});
+    let stack = &mut fx.stack;
+    let arp = ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Request,
+        source_hardware_addr: CLIENT_MAC,
+        source_protocol_addr: Ipv4Addr::new(10, 0, 0, 99),
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: Ipv4Addr::new(10, 0, 0, 1),
+    };
+    let mut buf = vec![0u8; arp.buffer_len()];
+    arp.emit(&mut ArpPacket::new_unchecked(&mut buf[..]));
+    stack.handle_frame(&frame(EthernetProtocol::Arp, &buf, EthernetAddress::BROADCAST), Instant::ZERO);
+    let out = stack.take_output();
+    assert_eq!(out.len(), 1);
+    let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    let parsed = ArpRepr::parse(&ArpPacket::new_checked(reply.payload()).unwrap()).unwrap();
+    assert!(matches!(parsed, ArpRepr::EthernetIpv4 { operation: ArpOperation::Reply, source_hardware_addr, .. } if source_hardware_addr == SERVER_MAC));
+
+    // Neighbour solicitation for fd00::1 to its solicited-node group.
+    let src: Ipv6Addr = "fd00::99".parse().unwrap();
+    let target: Ipv6Addr = "fd00::1".parse().unwrap();
+    let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit { target_addr: target, lladdr: Some(RawHardwareAddress::from(CLIENT_MAC)) });
+    let packet = stack.icmpv6_packet(src, solicited_node(target), &ns, 255);
+    stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, multicast_mac(solicited_node(target))), Instant::ZERO);
+    let out = stack.take_output();
+    assert_eq!(out.len(), 1);
+    let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    let ip = Ipv6Packet::new_checked(reply.payload()).unwrap();
+    let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
+    assert!(matches!(icmp, Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { target_addr, .. }) if target_addr == target));
+
+    // Echo over IPv6 (the neighbour is known now) and IPv4.
+    let echo = Icmpv6Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
+    let packet = stack.icmpv6_packet(src, target, &echo, 64);
+    stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, SERVER_MAC), Instant::ZERO);
+    let echo4 = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
+    let ip4 = Ipv4Repr { src_addr: Ipv4Addr::new(10, 0, 0, 99), dst_addr: Ipv4Addr::new(10, 0, 0, 1), next_header: IpProtocol::Icmp, payload_len: echo4.buffer_len(), hop_limit: 64 };
+    let mut buf = vec![0u8; ip4.buffer_len() + echo4.buffer_len()];
+    ip4.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]), &ChecksumCapabilities::default());
+    echo4.emit(&mut Icmpv4Packet::new_unchecked(&mut buf[20..]), &ChecksumCapabilities::default());
+    stack.handle_frame(&frame(EthernetProtocol::Ipv4, &buf, SERVER_MAC), Instant::ZERO);
+    assert_eq!(stack.take_output().len(), 2);
+    assert_eq!(stack.counters.echo_replies, 2);
+}
+
+#[test]
+fn garbage_frames_are_counted_not_fatal_and_strays_get_rst() {
+    let mut fx = fixture("garbage", |_| {});
+    let stack = &mut fx.stack;
+    stack.handle_frame(&[1, 2, 3], Instant::ZERO);
+    stack.handle_frame(&frame(EthernetProtocol::Ipv4, &[0x45, 0, 0, 5, 1, 2], SERVER_MAC), Instant::ZERO);
+    stack.handle_frame(&frame(EthernetProtocol::Ipv6, &[0x60; 50], SERVER_MAC), Instant::ZERO);
+    assert_eq!(stack.counters.malformed, 3);
+    // An ACK for no connection gets a RST.
+    let mut c = client(false);
+    let mut seg = c.poll_transmit(Instant::ZERO).unwrap();
+    seg.syn = false;
+    seg.ack = Some(Seq(1234));
+    stack.handle_frame(&tcp_frame(&seg), Instant::ZERO);
+    let out = segments_out(stack);
+    assert!(out.len() == 1 && out[0].rst && out[0].seq == Seq(1234));
+}
+
+#[test]
+fn half_open_cap_drops_syn_floods_and_slowloris_is_cut() {
+    let mut fx = fixture("caps", |c| c.max_half_open = 4);
+    let stack = &mut fx.stack;
+    for port in 0..10u16 {
+        let local: SocketAddr = format!("10.0.0.99:{}", 1000 + port).parse().unwrap();
+        let mut c = Connection::connect(local, "10.0.0.1:80".parse().unwrap(), TcpConfig::default(), Seq(1));
+        let syn = c.poll_transmit(Instant::ZERO).unwrap();
+        stack.handle_frame(&tcp_frame(&syn), Instant::ZERO);
+    }
+    assert_eq!(stack.session_count(), 4);
+    assert_eq!(stack.counters.syn_dropped_half_open_cap, 6);
+    // The half-open ones time out and free their slots.
+    let mut now = Instant::ZERO;
+    for _ in 0..200 {
+        now = now + Duration::from_millis(500);
+        stack.handle_timeouts(now);
+        stack.poll(now);
+    }
+    assert_eq!(stack.session_count(), 0);
+
+    // Slowloris: a connection that never finishes its request head is aborted.
+    let mut c = client(false);
+    let start = now;
+    let mut sent = false;
+    for _ in 0..100 {
+        while let Some(seg) = c.poll_transmit(now) {
+            stack.handle_frame(&tcp_frame(&seg), now);
+        }
+        stack.handle_timeouts(now);
+        stack.poll(now);
+        for seg in segments_out(stack) {
+            c.handle_segment(&seg, now);
+        }
+        if c.state() == State::Established && !sent {
+            c.send(b"GET / HTTP/1.1\r\nX-Slow: ");
+            sent = true;
+        }
+        now = now + Duration::from_millis(100);
+    }
+    assert!(now.saturating_since(start) > Duration::from_secs(2));
+    assert_eq!(c.state(), State::Closed, "slow client was reset");
+    assert!(stack.counters.slow_or_idle_closed >= 1);
+}
+
+#[test]
+fn announce_sends_gratuitous_arp_and_unsolicited_adverts() {
+    let mut fx = fixture("announce", |_| {});
+    fx.stack.announce();
+    let out = fx.stack.take_output();
+    assert_eq!(out.len(), 3, "one ARP, one NA per IPv6 address");
+    let arp = EthernetFrame::new_checked(&out[0][..]).unwrap();
+    assert!(arp.dst_addr().is_broadcast());
+    let parsed = ArpRepr::parse(&ArpPacket::new_checked(arp.payload()).unwrap()).unwrap();
+    let ArpRepr::EthernetIpv4 { source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } = parsed else { panic!() };
+    assert_eq!((source_hardware_addr, source_protocol_addr, target_protocol_addr), (SERVER_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 1)));
+    let mut targets = Vec::new();
+    for raw in &out[1..] {
+        let frame = EthernetFrame::new_checked(&raw[..]).unwrap();
+        let ip = Ipv6Packet::new_checked(frame.payload()).unwrap();
+        assert_eq!(ip.hop_limit(), 255, "NDP needs hop limit 255");
+        let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
+        let Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, target_addr, lladdr: Some(lladdr) }) = icmp else { panic!("{icmp:?}") };
+        assert!(flags.contains(NdiscNeighborFlags::OVERRIDE) && !flags.contains(NdiscNeighborFlags::SOLICITED));
+        assert_eq!(lladdr.as_bytes(), SERVER_MAC.as_bytes());
+        targets.push(target_addr);
+    }
+    assert_eq!(targets, vec!["fd00::1".parse::<Ipv6Addr>().unwrap(), fx.stack.link_local6()]);
+}
+
+/// One turn of the loop between a client and the stack at `now`.
+fn turn(stack: &mut Stack, c: &mut Connection, now: Instant) {
+    while let Some(seg) = c.poll_transmit(now) {
+        stack.handle_frame(&tcp_frame(&seg), now);
+    }
+    stack.handle_timeouts(now);
+    stack.poll(now);
+    for seg in segments_out(stack) {
+        c.handle_segment(&seg, now);
+    }
+}
+
+#[test]
+fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
+    let mut fx = fixture("conncap", |c| c.max_connections = 2);
+    let stack = &mut fx.stack;
+    let now = Instant::ZERO;
+    let mut clients: Vec<Connection> = (0..2u16)
+        .map(|i| {
+            let local: SocketAddr = format!("10.0.0.99:{}", 2000 + i).parse().unwrap();
+            Connection::connect(local, "10.0.0.1:80".parse().unwrap(), TcpConfig::default(), Seq(1))
+        })
+        .collect();
+    for c in clients.iter_mut() {
+        for _ in 0..3 {
+            turn(stack, c, now);
+        }
+        assert_eq!(c.state(), State::Established);
+    }
+    let mut third = Connection::connect("10.0.0.99:2002".parse().unwrap(), "10.0.0.1:80".parse().unwrap(), TcpConfig::default(), Seq(1));
+    turn(stack, &mut third, now);
+    assert_eq!(third.state(), State::Closed, "refused with a RST");
+    assert_eq!(stack.counters.syn_refused_connection_cap, 1);
+
+    // A keep-alive client gets its answer, then is closed (FIN, not RST) after the idle timeout (5 s).
+    let c = &mut clients[0];
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    let mut got = Vec::new();
+    let mut t = now;
+    while t < Instant::from_millis(4_000) {
+        turn(stack, c, t);
+        got.extend(c.recv(usize::MAX));
+        t = t + Duration::from_millis(100);
+    }
+    assert!(String::from_utf8_lossy(&got).ends_with("hello\n"));
+    assert_eq!(c.state(), State::Established, "still open before the idle timeout");
+    while t < Instant::from_millis(7_000) {
+        turn(stack, c, t);
+        t = t + Duration::from_millis(100);
+    }
+    assert!(c.peer_finished() && c.state() == State::CloseWait, "server closed the idle connection: {:?}", c.state());
+    assert!(stack.counters.slow_or_idle_closed >= 1);
+}
+
+#[test]
+fn oversized_head_is_431_and_symlinks_out_of_root_are_404() {
+    let mut fx = fixture("431", |_| {});
+    std::os::unix::fs::symlink(fx.base.join("secret"), fx.stack.config.root.join("link")).unwrap();
+    let mut c = client(true);
+    let mut got = Vec::new();
+    let head = format!("GET /small.txt HTTP/1.1\r\n{}\r\n", "X-Filler: aaaaaaaaaaaaaaaa\r\n".repeat(400));
+    exchange(&mut fx.stack, &mut c, head.as_bytes(), &mut got);
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 431"));
+    let mut c = client(false);
+    let mut got = Vec::new();
+    exchange(&mut fx.stack, &mut c, b"GET /link HTTP/1.1\r\n\r\n", &mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 404") && !text.contains("secret"), "{text}");
+}
+
+/// A log sink the test can read back.
+#[derive(Clone, Default)]
+struct SharedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
+    let mut fx = fixture("logexit", |_| {});
+    let sink = SharedLog::default();
+    fx.stack.log = EventLog::to_writer(Box::new(sink.clone()), 1_000_000);
+    let mut c = client(false);
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    for ms in 0..10 {
+        turn(&mut fx.stack, &mut c, Instant::from_millis(ms));
+    }
+    assert!(c.recv(usize::MAX).ends_with(b"hello\n"));
+    fx.stack.log_open_connections(Instant::from_millis(10));
+    assert_eq!(fx.stack.session_count(), 0);
+    fx.stack.log.flush();
+    let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    for kind in ["open", "state", "request", "rtt_sample", "close"] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    let close = events.iter().find(|e| e["event"] == "close").unwrap();
+    assert_eq!(close["state"], "ESTABLISHED");
+    assert_eq!(close["bytes_acked"], close["bytes_sent"]);
+    assert_eq!(close["unix_us"].as_u64().unwrap(), 1_000_000 + close["t_us"].as_u64().unwrap());
+    let sample = events.iter().find(|e| e["event"] == "rtt_sample").unwrap();
+    for key in ["rtt_us", "srtt_us", "rttvar_us", "rto_us", "conn"] {
+        assert!(sample[key].is_u64(), "{key} in {sample}");
+    }
+}

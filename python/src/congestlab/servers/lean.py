@@ -1,0 +1,189 @@
+"""The lean ("bare PC") server: leanweb on a TAP device inside a server namespace.
+
+`LeanServer.start()` creates the TAP device in the namespace, attaches it to the given
+bridge, starts `leanweb` there and waits for its one ready line; `stop()` sends SIGTERM
+to that PID (SIGKILL after a grace period) and deletes the TAP device. The kernel of the
+namespace never sees the server's IP traffic: leanweb has its own TCP/IP stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from congestlab.errors import SpecError, ToolError
+from congestlab.paths import rust_binary
+
+READY_PREFIX = "leanweb ready "
+READY_TIMEOUT_S = 10.0
+STOP_GRACE_S = 5.0
+
+# knob name (spec / TOML) -> leanweb flag
+KNOB_FLAGS = {
+    "rto_alpha": "--rto-alpha",
+    "rto_beta": "--rto-beta",
+    "rto_k": "--rto-k",
+    "rto_g_us": "--rto-g-us",
+    "rto_min_ms": "--rto-min-ms",
+    "rto_max_ms": "--rto-max-ms",
+    "rto_initial_ms": "--rto-initial-ms",
+    "sampling": "--sampling",
+    "weight": "--weight",
+    "port": "--port",
+    "profile": "--profile",
+    "cc": "--cc",
+    "mtu": "--mtu",
+    "mac": "--mac",
+    "send_buffer_bytes": "--send-buffer-bytes",
+    "recv_buffer_bytes": "--recv-buffer-bytes",
+    "window_scale": "--window-scale",
+    "time_wait_ms": "--time-wait-ms",
+    "max_connections": "--max-connections",
+    "max_half_open": "--max-half-open",
+    "header_timeout_ms": "--header-timeout-ms",
+    "idle_timeout_ms": "--idle-timeout-ms",
+}
+
+
+def _run(argv: list[str]) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise ToolError(argv, proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+class LeanServer:
+    """One leanweb process on a TAP device bridged onto the server LAN of `netns`."""
+
+    def __init__(
+        self,
+        netns: str,
+        tap: str,
+        bridge: str,
+        addr4_cidr: str,
+        addr6_cidr: str,
+        gateway4: str | None,
+        gateway6: str | None,
+        root_dir: Path,
+        log_path: Path,
+        knobs: dict[str, str | float | int] | None = None,
+    ):
+        if not 0 < len(tap) <= 15:
+            raise SpecError("lean.tap", f"interface name {tap!r} must be 1..15 characters")
+        for name in (knobs or {}):
+            if name not in KNOB_FLAGS:
+                raise SpecError(f"lean.knobs.{name}", f"unknown knob; known: {', '.join(sorted(KNOB_FLAGS))}")
+        self.netns = netns
+        self.tap = tap
+        self.bridge = bridge
+        self.addr4_cidr = addr4_cidr
+        self.addr6_cidr = addr6_cidr
+        self.gateway4 = gateway4
+        self.gateway6 = gateway6
+        self.root_dir = Path(root_dir)
+        self.log_path = Path(log_path)
+        self.knobs = dict(knobs or {})
+        self.ready_line: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._tap_created = False
+        self._binary: Path | None = None
+
+    @property
+    def binary(self) -> Path:
+        if self._binary is None:
+            self._binary = rust_binary("leanweb")
+        return self._binary
+
+    @property
+    def argv(self) -> list[str]:
+        """The leanweb command line (without the `ip netns exec` prefix)."""
+        argv = [str(self.binary), "--tap", self.tap, "--addr4", self.addr4_cidr, "--addr6", self.addr6_cidr,
+                "--root", str(self.root_dir), "--log", str(self.log_path)]
+        if self.gateway4:
+            argv += ["--gateway4", self.gateway4]
+        if self.gateway6:
+            argv += ["--gateway6", self.gateway6]
+        for name, value in self.knobs.items():
+            argv += [KNOB_FLAGS[name], str(value)]
+        return argv
+
+    @property
+    def pids(self) -> list[int]:
+        return [self._proc.pid] if self._proc is not None and self._proc.poll() is None else []
+
+    def version(self) -> str:
+        return _run([str(self.binary), "--version"]).strip()
+
+    def start(self) -> None:
+        ns = ["ip", "-n", self.netns]
+        _run(ns + ["tuntap", "add", "dev", self.tap, "mode", "tap"])
+        self._tap_created = True
+        try:
+            _run(ns + ["link", "set", self.tap, "master", self.bridge])
+            _run(ns + ["link", "set", self.tap, "up"])
+            argv = ["ip", "netns", "exec", self.netns] + self.argv
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            # stdout and stderr go to a file, never a pipe nobody drains once it is ready
+            with self.console_path.open("w") as console:
+                self._proc = subprocess.Popen(argv, stdout=console, stderr=subprocess.STDOUT, text=True)
+            self.ready_line = self._wait_ready(argv)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def console_path(self) -> Path:
+        """leanweb's stdout and stderr (the ready line, warnings, errors)."""
+        return self.log_path.with_suffix(".console.log")
+
+    def _wait_ready(self, argv: list[str]) -> str:
+        assert self._proc is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            exited = self._proc.poll() is not None
+            for line in self.console_path.read_text(errors="replace").splitlines():
+                if line.startswith(READY_PREFIX):
+                    return line.strip()
+            if exited:
+                break
+            time.sleep(0.05)
+        rc = self._proc.poll()
+        output = self.console_path.read_text(errors="replace").strip()
+        raise ToolError(argv, rc if rc is not None else -1, output or "no ready line in time")
+
+    def effective_settings(self) -> dict:
+        """The `start` event leanweb logs: the cc, recovery and RTO settings it really runs with."""
+        try:
+            with self.log_path.open() as log:
+                event = json.loads(log.readline())
+        except (OSError, ValueError) as err:
+            raise ToolError(self.argv, None, f"no start event in {self.log_path}: {err}") from None
+        if event.get("event") != "start":
+            raise ToolError(self.argv, None, f"first event of {self.log_path} is not 'start'")
+        return {k: v for k, v in event.items() if k not in ("event", "t_us", "unix_us")}
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        try:
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=STOP_GRACE_S)
+        finally:
+            if self._tap_created:
+                self._tap_created = False
+                subprocess.run(["ip", "-n", self.netns, "link", "del", self.tap], capture_output=True, timeout=30)
+
+    def __enter__(self) -> LeanServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
