@@ -74,6 +74,11 @@ def fidelity_table(manifest: dict) -> str:
                              f"{bg['deviation_pct']:+.1f} % | {drops} | {info.get('cpu_busy_pct', '–')} |")
             else:
                 lines.append(f"| {server} | {level} | 0 | – | – | {drops} | {info.get('cpu_busy_pct', '–')} |")
+    other = [c for c in manifest.get("fidelity", {}).get("checks", []) if not c["name"].startswith("background_rate_")]
+    if other:
+        lines += ["", "| Check | ok | value | expected | detail |", "|---|---|---|---|---|"]
+        lines += [f"| {c['name']} | {'yes' if c['ok'] else '**no**'} | {c['value']} | {c['expected']} | "
+                  f"{c.get('message') or ''} |" for c in other]
     return "\n".join(lines) + "\n"
 
 
