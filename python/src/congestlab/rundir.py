@@ -17,7 +17,9 @@ FORMAT_VERSION = 1
 
 def new_run_dir(base: Path, name: str, prefix: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    path = base / f"{name}-{stamp}-{prefix}"
+    # absolute: servers and tools started in namespaces get these paths (Apache would read a
+    # relative config path against its own ServerRoot)
+    path = (base / f"{name}-{stamp}-{prefix}").absolute()
     path.mkdir(parents=True, exist_ok=False)
     (path / "pcap").mkdir()
     (path / "logs").mkdir()
@@ -25,7 +27,9 @@ def new_run_dir(base: Path, name: str, prefix: str) -> Path:
 
 
 def prepare_out_dir(out: Path) -> Path:
-    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one."""
+    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one.
+    Returns it absolute (see new_run_dir)."""
+    out = out.absolute()
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
     out.mkdir(parents=True, exist_ok=True)
