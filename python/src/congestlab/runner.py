@@ -255,8 +255,7 @@ class Runner:
         dump = None
         try:
             srv.start()  # a process in the node's namespace: namespace deletion also ends it
-            if hasattr(srv, "wait_started"):
-                srv.wait_started()
+            srv.wait_started()
             self._ready_check(tb, server)
             if user_stack:  # leanweb's own account of the settings it runs with (first log line)
                 record["settings_effective"] = srv.effective_settings()

@@ -100,8 +100,7 @@ def _run_server(tb: Testbed, binary: Path, server: ServerSpec, run_dir: Path, re
     record["version"] = srv.version()
     try:
         srv.start()
-        if hasattr(srv, "wait_started"):
-            srv.wait_started()
+        srv.wait_started()
         record["argv"] = srv.argv
         _ready(tb, binary, server, run_dir / "logs")
         rounds = math.ceil(requests / concurrency)

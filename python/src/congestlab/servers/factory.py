@@ -10,7 +10,7 @@ from congestlab.spec.models import ServerSpec
 
 
 def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path):
-    """Returns an object with start(), wait_started(), stop(), version(), argv, proc."""
+    """Returns an object with start(), wait_started(), stop(), version() and argv."""
     ns = testbed.ns(spec.node)
     addrs = [testbed.address(spec.node, fam) for fam in ("v4", "v6")]
     workdir = run_dir / "servers" / spec.name

@@ -135,6 +135,9 @@ class LeanServer:
             self.stop()
             raise
 
+    def wait_started(self) -> None:
+        """Nothing left to wait for: start() returns once leanweb printed its ready line."""
+
     @property
     def console_path(self) -> Path:
         """leanweb's stdout and stderr (the ready line, warnings, errors)."""

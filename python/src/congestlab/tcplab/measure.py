@@ -15,7 +15,7 @@ from congestlab.errors import TestbedError, ToolError
 from congestlab.tcplab import iperf2
 from congestlab.tcplab.network import LabNetwork
 from congestlab.tcplab.sweeps import Point
-from congestlab.testbed.namespaces import kill_pids
+from congestlab.testbed.namespaces import kill_pids, stop_processes
 
 UDP_RATE_BPS = 1_000_000  # iperf 2's default, written out so the record is explicit
 LISTEN_TIMEOUT_S = 5.0
@@ -58,15 +58,7 @@ class Processes:
             self.procs.remove(proc)
 
     def kill_all(self) -> None:
-        live = [p.pid for p in self.procs if p.poll() is None]
-        if live:
-            kill_pids(live)
-        for p in self.procs:
-            try:
-                p.wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                pass
-        self.procs.clear()
+        stop_processes(self.procs)
 
 
 def wait_listening(net: LabNetwork, udp: bool, server: subprocess.Popen, stderr_path: Path) -> None:

@@ -14,7 +14,7 @@ from congestlab.spec.models import TopologySpec
 from congestlab.testbed import emulation
 from congestlab.testbed.executor import Executor, run_argv
 from congestlab.testbed.layout import Layout, build_layout
-from congestlab.testbed.namespaces import delete_namespace, forget_owner, kill_pids, record_owner
+from congestlab.testbed.namespaces import delete_namespace, forget_owner, kill_pids, record_owner, stop_processes
 from congestlab.testbed.plan import build_plan, teardown_order
 
 
@@ -104,14 +104,7 @@ class Testbed:
             if self._linkem:
                 self.emulation["linkem_final_counters"] = final
             self._linkem.clear()
-            live = [p.pid for p in self.processes if p.poll() is None]
-            kill_pids(live)
-            for proc in self.processes:
-                try:
-                    proc.wait(timeout=1)
-                except subprocess.TimeoutExpired:
-                    pass
-            self.processes.clear()
+            stop_processes(self.processes)
             created = set(self._created)
             for ns in teardown_order(self.layout):
                 if ns in created:

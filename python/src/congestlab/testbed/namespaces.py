@@ -44,6 +44,17 @@ def kill_pids(pids: list[int], grace_s: float = 2.0) -> None:
             pass
 
 
+def stop_processes(procs: list[subprocess.Popen]) -> None:
+    """Kill the live ones of our own processes by PID, reap them all, empty the list."""
+    kill_pids([p.pid for p in procs if p.poll() is None])
+    for proc in procs:
+        try:
+            proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+    procs.clear()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)  # reap our own children
