@@ -8,7 +8,9 @@ from pathlib import Path
 from congestlab.rundir import read_manifest
 
 # study -> module whose build_report(run_dir) makes its report; others: report/build.py
-STUDY_REPORTS: dict[str, str] = {}
+STUDY_REPORTS: dict[str, str] = {
+    "anma": "congestlab.report.anma",
+}
 
 
 def build_report(run_dir: Path):
