@@ -3,6 +3,11 @@
 //! scheduled time, so a slow server cannot slow the offered load (no coordinated
 //! omission). Closed loop (`--parallel`): P workers each fetch back to back.
 //! Always bounded: by seconds or by a fetch count, and every fetch by a timeout.
+//!
+//! Open loop may be capped (`max_connections`): a fetch whose scheduled time comes while
+//! that many fetches are still open is *skipped* — counted, never started, never delayed —
+//! so the schedule of the fetches that do start stays the configured one, and the
+//! shortfall shows as `skipped` per second instead of as a slower offered rate in disguise.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -41,6 +46,8 @@ pub struct LoadConfig {
     pub threads: usize,
     /// print per-second lines as they happen
     pub print_seconds: bool,
+    /// open loop: at most this many fetches open at once; the rest are skipped
+    pub max_connections: Option<u64>,
 }
 
 impl LoadConfig {
@@ -56,6 +63,10 @@ impl LoadConfig {
             (Drive::Rate(r), Bound::Seconds(s)) => concurrent.min((r * s.as_secs_f64()).ceil() as u64),
             _ => concurrent,
         }
+        .min(match self.drive {
+            Drive::Rate(_) => self.max_connections.unwrap_or(u64::MAX),
+            Drive::Parallel(_) => u64::MAX,
+        })
     }
 }
 
@@ -71,6 +82,7 @@ struct Live {
     refused: AtomicU64,
     other: AtomicU64,
     body_bytes: AtomicU64,
+    skipped: AtomicU64,
 }
 
 impl Live {
@@ -86,9 +98,9 @@ impl Live {
         }
         .fetch_add(1, Relaxed);
     }
-    fn snapshot(&self) -> [u64; 8] {
+    fn snapshot(&self) -> [u64; 9] {
         [&self.started, &self.completed, &self.normal, &self.reset, &self.timeout, &self.refused, &self.other,
-         &self.body_bytes]
+         &self.body_bytes, &self.skipped]
             .map(|a| a.load(Relaxed))
     }
 }
@@ -105,8 +117,8 @@ impl Counters {
     fn slot(&self, i: usize) -> &Live {
         &self.slots[i % self.slots.len()]
     }
-    fn snapshot(&self) -> [u64; 8] {
-        let mut sum = [0u64; 8];
+    fn snapshot(&self) -> [u64; 9] {
+        let mut sum = [0u64; 9];
         for live in &self.slots {
             for (s, v) in sum.iter_mut().zip(live.snapshot()) {
                 *s += v;
@@ -128,14 +140,16 @@ pub struct SecondLine {
     pub other: u64,
     pub body_bytes: u64,
     pub mbps: f64,
+    /// open loop with a connection cap: scheduled fetches not started
+    pub skipped: u64,
 }
 
 impl SecondLine {
     pub fn human(&self) -> String {
         format!(
-            "{:>4}s  started {:>6}  done {:>6}  normal {:>6}  reset {:>4}  timeout {:>4}  refused {:>4}  other {:>4}  {:>9.3} Mbit/s",
+            "{:>4}s  started {:>6}  done {:>6}  normal {:>6}  reset {:>4}  timeout {:>4}  refused {:>4}  other {:>4}  {:>9.3} Mbit/s  skipped {:>4}",
             self.second, self.started, self.completed, self.normal, self.reset, self.timeout, self.refused,
-            self.other, self.mbps
+            self.other, self.mbps, self.skipped
         )
     }
 }
@@ -144,6 +158,10 @@ pub struct LoadOutcome {
     pub totals: Totals,
     pub wall: Duration,
     pub started: u64,
+    /// open loop with a connection cap: scheduled fetches not started
+    pub skipped: u64,
+    /// the most fetches open at once
+    pub max_open: u64,
     pub per_second: Vec<SecondLine>,
     /// open loop: the latest a fetch started after its scheduled time (scheduler fidelity)
     pub max_start_lag: Duration,
@@ -162,19 +180,20 @@ pub async fn run_load(cfg: &LoadConfig) -> LoadOutcome {
     let reporter = tokio::spawn(report_seconds(live.clone(), lines.clone(), start, cfg.print_seconds));
     let requests: Arc<Vec<Vec<u8>>> =
         Arc::new(cfg.urls.iter().map(|u| request_bytes(&u.host_header(), &u.path, cfg.keepalive)).collect());
-    let (totals, max_start_lag) = match cfg.drive {
+    let (totals, max_start_lag, max_open) = match cfg.drive {
         Drive::Rate(rate) => open_loop(cfg, rate, requests, live.clone(), start).await,
-        Drive::Parallel(p) => (closed_loop(cfg, p, requests, live.clone(), start).await, Duration::ZERO),
+        Drive::Parallel(p) => (closed_loop(cfg, p, requests, live.clone(), start).await, Duration::ZERO, p as u64),
     };
     let wall = start.elapsed();
     reporter.abort();
     let _ = reporter.await;
     let per_second = lines.lock().unwrap().clone();
-    LoadOutcome { totals, wall, started: live.snapshot()[0], per_second, max_start_lag }
+    let snap = live.snapshot();
+    LoadOutcome { totals, wall, started: snap[0], skipped: snap[8], max_open, per_second, max_start_lag }
 }
 
 async fn report_seconds(live: Arc<Counters>, lines: Arc<Mutex<Vec<SecondLine>>>, start: Instant, print: bool) {
-    let mut prev = [0u64; 8];
+    let mut prev = [0u64; 9];
     for second in 1u64.. {
         sleep_until(start + Duration::from_secs(second)).await;
         let now = live.snapshot();
@@ -191,6 +210,7 @@ async fn report_seconds(live: Arc<Counters>, lines: Arc<Mutex<Vec<SecondLine>>>,
             other: d[6],
             body_bytes: d[7],
             mbps: d[7] as f64 * 8.0 / 1e6,
+            skipped: d[8],
         };
         if print {
             crate::report::say(&line.human());
@@ -205,7 +225,7 @@ async fn open_loop(
     requests: Arc<Vec<Vec<u8>>>,
     counters: Arc<Counters>,
     start: Instant,
-) -> (Totals, Duration) {
+) -> (Totals, Duration, u64) {
     let fetches = match cfg.bound {
         Bound::Fetches(n) => n,
         Bound::Seconds(s) => (s.as_secs_f64() * rate).ceil() as u64,
@@ -214,15 +234,26 @@ async fn open_loop(
     let pool: Pool = Arc::new(Mutex::new((0..cfg.urls.len()).map(|_| Vec::new()).collect()));
     let mut tasks = JoinSet::new();
     let mut max_lag = Duration::ZERO;
+    let open = Arc::new(AtomicU64::new(0));
+    let mut max_open = 0u64;
     for k in 0..fetches {
         let scheduled = start + Duration::from_secs_f64(k as f64 / rate);
         sleep_until(scheduled).await;
         max_lag = max_lag.max(scheduled.elapsed());
+        while tasks.try_join_next().is_some() {}
+        let now_open = open.load(Relaxed);
+        if cfg.max_connections.is_some_and(|cap| now_open >= cap) {
+            counters.slot(0).skipped.fetch_add(1, Relaxed);
+            continue;
+        }
+        open.fetch_add(1, Relaxed);
+        max_open = max_open.max(now_open + 1);
         counters.slot(0).started.fetch_add(1, Relaxed);
         let u = (k % cfg.urls.len() as u64) as usize;
         let addr = cfg.urls[u].addr;
         let (requests, counters, totals, pool) = (requests.clone(), counters.clone(), totals.clone(), pool.clone());
         let (keepalive, deadline) = (cfg.keepalive, scheduled + cfg.timeout);
+        let open = open.clone();
         tasks.spawn(async move {
             let reuse = if keepalive { pool.lock().unwrap()[u].pop() } else { None };
             let mut buf = Vec::with_capacity(16 * 1024);
@@ -232,12 +263,13 @@ async fn open_loop(
             if let Some(conn) = r.reusable.take() {
                 pool.lock().unwrap()[u].push(conn);
             }
+            open.fetch_sub(1, Relaxed);
         });
         while tasks.try_join_next().is_some() {}
     }
     while tasks.join_next().await.is_some() {}
     let totals = totals.lock().unwrap().clone();
-    (totals, max_lag)
+    (totals, max_lag, max_open)
 }
 
 /// Closed loop, shaped like wrk: `threads` OS threads, each with its own single-threaded

@@ -88,6 +88,10 @@ struct LoadArgs {
     keepalive: bool,
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     timeout: Duration,
+    /// open loop: at most N fetches open at once; a fetch due while N are open is skipped
+    /// (counted per second as `skipped`, never delayed)
+    #[arg(long, value_name = "N", conflicts_with = "parallel")]
+    max_connections: Option<u64>,
     #[arg(long)]
     json: Option<PathBuf>,
     #[arg(long)]
@@ -237,7 +241,19 @@ fn load(a: LoadArgs) -> Result<()> {
         }
         (None, None) => unreachable!("clap requires --seconds or --fetches"),
     };
-    let cfg = LoadConfig { urls: urls.clone(), drive, bound, keepalive: a.keepalive, timeout: a.timeout, threads: 1, print_seconds: !a.quiet };
+    if let Some(n) = a.max_connections {
+        positive("--max-connections", n)?;
+    }
+    let cfg = LoadConfig {
+        urls: urls.clone(),
+        drive,
+        bound,
+        keepalive: a.keepalive,
+        timeout: a.timeout,
+        threads: 1,
+        print_seconds: !a.quiet,
+        max_connections: a.max_connections,
+    };
     let nofile = raise_nofile(sockets_needed(cfg.sockets_needed()));
     warn_if_short(&nofile);
     let (rt, threads) = runtime(a.threads)?;
@@ -250,7 +266,12 @@ fn load(a: LoadArgs) -> Result<()> {
         outcome.started, outcome.wall.as_secs_f64(), all.normal, all.normal_per_s, all.throughput_mbps,
         all.latency_ms.avg, all.latency_ms.p50, all.latency_ms.p99, all.latency_ms.max,
         match drive {
-            Drive::Rate(_) => format!(", max start lag {:.3} ms", outcome.max_start_lag.as_secs_f64() * 1e3),
+            Drive::Rate(_) => format!(
+                ", max start lag {:.3} ms, at most {} open, {} skipped",
+                outcome.max_start_lag.as_secs_f64() * 1e3,
+                outcome.max_open,
+                outcome.skipped
+            ),
             Drive::Parallel(_) => String::new(),
         }
     ));
@@ -270,9 +291,12 @@ fn load(a: LoadArgs) -> Result<()> {
                 keepalive: a.keepalive,
                 timeout_s: a.timeout.as_secs_f64(),
                 threads,
+                max_connections: a.max_connections,
             },
             wall_s: outcome.wall.as_secs_f64(),
             started: outcome.started,
+            skipped: outcome.skipped,
+            max_open: outcome.max_open,
             max_start_lag_ms: outcome.max_start_lag.as_secs_f64() * 1e3,
             nofile,
             per_second: outcome.per_second,

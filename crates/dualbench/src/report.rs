@@ -56,6 +56,10 @@ pub struct LoadJson {
     pub config: LoadConfigJson,
     pub wall_s: f64,
     pub started: u64,
+    /// open loop with --max-connections: scheduled fetches not started
+    pub skipped: u64,
+    /// the most fetches open at once
+    pub max_open: u64,
     pub max_start_lag_ms: f64,
     pub nofile: NofileStatus,
     pub per_second: Vec<SecondLine>,
@@ -72,6 +76,7 @@ pub struct LoadConfigJson {
     pub keepalive: bool,
     pub timeout_s: f64,
     pub threads: usize,
+    pub max_connections: Option<u64>,
 }
 
 /// One row per family (v6, v4, all): the slides' counts and times, plus percentiles.

@@ -18,6 +18,7 @@ fn config(addr: std::net::SocketAddr, drive: Drive, bound: Bound, timeout_ms: u6
         timeout: Duration::from_millis(timeout_ms),
         threads: 2,
         print_seconds: false,
+        max_connections: None,
     }
 }
 
@@ -60,4 +61,35 @@ async fn keepalive_reuses_connections() {
     cfg.keepalive = false;
     let fresh = run_load(&cfg).await.totals.overall();
     assert_eq!((fresh.normal, fresh.connect.count()), (400, 400));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_cap_skips_fetches_due_while_the_cap_is_full_and_keeps_the_schedule() {
+    // a stalled server holds every fetch until its 500 ms timeout: at 100/s, 50 would be open
+    let srv = start("127.0.0.1:0", Behaviour::Stall).await;
+    let mut cfg = config(srv.addr, Drive::Rate(100.0), Bound::Seconds(Duration::from_millis(1500)), 500);
+    cfg.max_connections = Some(10);
+    assert_eq!(cfg.sockets_needed(), 10, "the cap bounds the sockets needed");
+    let out = run_load(&cfg).await;
+    assert_eq!(out.started + out.skipped, 150, "every scheduled fetch is started or skipped");
+    assert!(out.max_open <= 10, "at most the cap open: {}", out.max_open);
+    // each 500 ms timeout frees the 10 slots once: ~10 per 500 ms started, the rest skipped
+    assert!((20..=45).contains(&out.started), "started {}", out.started);
+    assert_eq!(out.totals.overall().requests, out.started);
+    // the per-second lines split the schedule the same way: ~100 due in the first second
+    let first = &out.per_second[0];
+    assert!((95..=105).contains(&(first.started + first.skipped)), "{first:?}");
+    assert!(first.skipped >= 60, "{first:?}");
+    // skipping never delays the fetches that do start
+    assert!(out.max_start_lag < Duration::from_millis(100), "{:?}", out.max_start_lag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_above_the_need_changes_nothing() {
+    let srv = start("127.0.0.1:0", Behaviour::Serve(4096)).await;
+    let mut cfg = config(srv.addr, Drive::Rate(50.0), Bound::Fetches(50), 2000);
+    cfg.max_connections = Some(1000);
+    let out = run_load(&cfg).await;
+    assert_eq!((out.started, out.skipped), (50, 0));
+    assert_eq!(out.totals.overall().normal, 50);
 }

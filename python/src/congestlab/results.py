@@ -31,7 +31,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
     "load": [
         "workload", "client", "server", "family", "file_kib", "configured_mbps", "configured_fetches_per_s",
         "offered_fetches_per_s", "achieved_mbps", "shared_bandwidth_pct", "fetches_ok", "fetches_failed",
-        "latency_mean_ms", "window_s",
+        "fetches_skipped", "latency_mean_ms", "window_s",
     ],
     # iperf sessions, as the receiving side reported them
     "iperf": [

@@ -141,6 +141,7 @@ class Runner:
         self._temp_dirs: list[Path] = []
         self._instances = 0
         self._last_point = ""
+        self._servers_started: set[str] = set()  # by the latest _reconcile_servers
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -253,7 +254,10 @@ class Runner:
         info: dict = {"point": point.id, "repetition": rep, "started_utc": _utc_now()}
         checks: list[fidelity.Check] = []
         try:
+            if started:  # a long-lived background warms up before the capture: a 60 s warm-up
+                time.sleep(study.warmup_s)  # of 100 Mbit/s would fill the first repetition's pcap
             captures = self._start_captures(tb, rep_dir)
+            started = False
             for name in point.workloads:
                 spec = study.workload(name)
                 if spec.kind in BACKGROUND_KINDS and spec.lifetime == "point":
@@ -346,9 +350,11 @@ class Runner:
         for name in list(self.servers):
             if name not in want or self.servers[name].spec != want[name]:
                 self._stop_server(name)
+        self._servers_started = set()
         for name, spec in want.items():
             if name not in self.servers:
                 self._start_server(tb, spec, point)
+                self._servers_started.add(name)
 
     def _start_server(self, tb: Testbed, spec: ServerSpec, point: Point) -> None:
         # Apache's workers run as www-data, which may not traverse the run directory
@@ -458,7 +464,9 @@ class Runner:
             if spec.kind in BACKGROUND_KINDS and spec.lifetime == "block":
                 want[name] = spec
         for name in list(self.backgrounds):
-            if name not in want or self.backgrounds[name][0] != want[name]:
+            # a load whose server was just (re)started begins again too, with its warm-up
+            if name not in want or self.backgrounds[name][0] != want[name] \
+                    or getattr(want[name], "server", None) in self._servers_started:
                 self._stop_background(name, self._last_point)
         started = False
         for name, spec in want.items():

@@ -35,7 +35,7 @@ def runner(tmp_path):
 def test_parse_seconds_reads_every_line():
     rows = parse_seconds(LINES + b"garbage line\n")
     assert [r["second"] for r in rows] == [1, 2, 3, 4]
-    assert rows[2] == {"second": 3, "started": 2, "done": 1, "normal": 0, "failed": 1, "mbps": 0.0}
+    assert rows[2] == {"second": 3, "started": 2, "done": 1, "normal": 0, "failed": 1, "mbps": 0.0, "skipped": 0}
 
 
 def test_a_window_shorter_than_a_second_takes_the_second_it_falls_in(runner):
@@ -64,3 +64,40 @@ def test_lifetime_check_spans_first_to_last_window(runner):
     runner.measure((START + 3.2, START + 3.4))
     check, = runner.lifetime_checks()
     assert check.name == "load_offered_lifetime_load" and check.ok  # 6 fetches in 4 s against 6.1
+
+
+# seed 002 Table 2, C1, Apache stress: 50 Mbit/s configured, the stress client received
+# 42.20 Mbit/s (seed 000 Table 8, 504 KB) -> shared bandwidth 84.4 %
+CAPPED = b"""   1s  started     19  done     17  normal     17  reset    0  timeout    0  refused    0  other    0     44.564 Mbit/s  skipped    0
+   2s  started     12  done     16  normal     16  reset    0  timeout    0  refused    0  other    0     39.836 Mbit/s  skipped    7
+"""
+
+
+def test_shared_bandwidth_is_achieved_over_configured_and_skipped_fetches_are_counted(tmp_path):
+    spec = HttpLoadWorkload(kind="http_load", name="stress", client="c", server="s", file_kib=320, rate_mbps=50.0,
+                            max_connections=200)
+    r = HttpLoadRunner(spec, ctx=None, log_dir=tmp_path)
+    r.stdout_path.write_text(CAPPED.decode())
+    r.proc = _Ended()
+    r.started_epoch_s = START
+    (kind, row), = r.measure((START + 0.5, START + 1.5))[0]
+    assert row["window_s"] == 2.0 and row["achieved_mbps"] == pytest.approx(42.20)
+    assert row["shared_bandwidth_pct"] == pytest.approx(84.4)
+    assert row["configured_fetches_per_s"] == pytest.approx(50e6 / (320 * 1024 * 8))
+    assert (row["fetches_ok"], row["fetches_skipped"], row["offered_fetches_per_s"]) == (33, 7, 15.5)
+    # skipped fetches were not offered: 31 started in 2 s against 38.1 configured warns
+    (check,) = r.measure((START + 0.5, START + 1.5))[1]
+    assert not check.ok and "started 31 fetches in 2 s" in check.message
+
+
+def test_the_cap_reaches_dualbench_and_the_manifest(tmp_path):
+    from congestlab.bench.stress import HttpStress
+
+    argv = HttpStress(urls=("http://10.0.4.10/f",), seconds=5, rate_per_s=19.07, max_connections=200).argv(
+        tmp_path / "dualbench", tmp_path / "out.json")
+    assert argv[argv.index("--max-connections") + 1] == "200"
+    assert "--max-connections" not in HttpStress(urls=("http://10.0.4.10/f",), seconds=5, rate_per_s=1).argv(
+        tmp_path / "dualbench", tmp_path / "out.json")
+    spec = HttpLoadWorkload(kind="http_load", name="bt", client="c", server="s", rate_mbps=40.0, max_connections=64)
+    described = HttpLoadRunner(spec, ctx=None, log_dir=tmp_path).describe()
+    assert described["max_connections"] == 64 and described["configured_fetches_per_s"] == pytest.approx(15.2587890625)

@@ -21,6 +21,7 @@ class HttpStress:
     parallel: int | None = None  # closed loop
     keepalive: bool = False
     timeout_s: float = 10.0
+    max_connections: int | None = None  # open loop: fetches due beyond this many open are skipped
 
     def __post_init__(self) -> None:
         if (self.rate_per_s is None) == (self.parallel is None):
@@ -47,6 +48,8 @@ class HttpStress:
             argv += ["--parallel", str(self.parallel)]
         argv += ["--seconds", f"{self.seconds:g}", "--timeout", f"{self.timeout_s:g}s", "--quiet",
                  "--json", str(json_path)]
+        if self.max_connections is not None:
+            argv += ["--max-connections", str(self.max_connections)]
         return argv + (["--keepalive"] if self.keepalive else [])
 
 

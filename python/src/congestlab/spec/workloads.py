@@ -78,6 +78,11 @@ class HttpLoadWorkload(_Workload):
     fetches_per_s: float | None = Field(default=None, gt=0, description="or: fetches per second")
     keepalive: bool = Field(default=False, description="false: a new connection per fetch")
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per fetch")
+    # dualbench load --max-connections (crates/dualbench/src/load.rs): without a cap an open
+    # loop against a congested server holds up to rate x timeout sockets
+    max_connections: int | None = Field(
+        default=None, ge=1, le=1_000_000,
+        description="at most this many fetches open at once; fetches due beyond it are skipped (counted)")
     duration_s: float = Field(default=0, ge=0, description="with no measuring workload: run this long")
     tolerance_pct: float = Field(default=3.0, gt=0, description="offered vs configured fetch rate: warn beyond")
 

@@ -19,7 +19,7 @@ from congestlab.workloads.base import Background, Record
 
 # dualbench's per-second line (crates/dualbench/src/load.rs, SecondLine::human)
 _SECOND = re.compile(rb"^\s*(\d+)s\s+started\s+(\d+)\s+done\s+(\d+)\s+normal\s+(\d+)\s+reset\s+(\d+)\s+timeout\s+(\d+)"
-                     rb"\s+refused\s+(\d+)\s+other\s+(\d+)\s+([\d.]+) Mbit/s")
+                     rb"\s+refused\s+(\d+)\s+other\s+(\d+)\s+([\d.]+) Mbit/s(?:\s+skipped\s+(\d+))?")
 
 
 def parse_seconds(text: bytes) -> list[dict]:
@@ -29,7 +29,8 @@ def parse_seconds(text: bytes) -> list[dict]:
         if m:
             second, started, done, normal, reset, timeout, refused, other = (int(g) for g in m.groups()[:8])
             rows.append({"second": second, "started": started, "done": done, "normal": normal,
-                         "failed": reset + timeout + refused + other, "mbps": float(m.group(9))})
+                         "failed": reset + timeout + refused + other, "mbps": float(m.group(9)),
+                         "skipped": int(m.group(10) or 0)})
     return rows
 
 
@@ -53,7 +54,8 @@ class HttpLoadRunner(Background):
         server = ctx.servers[spec.server]
         url = url_for(ctx.server_address(spec.server, spec.family), server.port, url_path(spec.file_kib))
         stress = HttpStress(urls=(url,), seconds=ctx.bound_s, rate_per_s=spec.fetch_rate_per_s(),
-                            keepalive=spec.keepalive, timeout_s=spec.timeout_s)
+                            keepalive=spec.keepalive, timeout_s=spec.timeout_s,
+                            max_connections=spec.max_connections)
         # not --quiet: the per-second lines are what each window is measured from
         argv = [a for a in stress.argv(rust_binary("dualbench"), self.log_dir / f"dualbench-{spec.name}.json")
                 if a != "--quiet"]
@@ -104,12 +106,12 @@ class HttpLoadRunner(Background):
         configured_fetches = spec.fetch_rate_per_s()
         configured_mbps = configured_fetches * spec.file_kib * 1024 * 8 / 1e6
         if not seconds:  # the load printed no line for the window's seconds (it ended?)
-            return [("load", self._row(configured_mbps, configured_fetches, None, None, 0, 0, 0.0))], []
+            return [("load", self._row(configured_mbps, configured_fetches, None, None, 0, 0, 0.0, 0))], []
         n = len(seconds)
         offered = sum(r["started"] for r in seconds) / n
         achieved = sum(r["mbps"] for r in seconds) / n
         row = self._row(configured_mbps, configured_fetches, offered, achieved, sum(r["normal"] for r in seconds),
-                        sum(r["failed"] for r in seconds), float(n))
+                        sum(r["failed"] for r in seconds), float(n), sum(r["skipped"] for r in seconds))
         return [("load", row)], [self._offered_check(f"load_offered_{spec.name}", seconds)]
 
     def lifetime_checks(self) -> list[Check]:
@@ -119,7 +121,12 @@ class HttpLoadRunner(Background):
         seconds = self._covering(parse_seconds(self.stdout_path.read_bytes()), *self.span_epoch_s)
         return [self._offered_check(f"load_offered_lifetime_{self.spec.name}", seconds)] if seconds else []
 
-    def _row(self, configured_mbps, configured_fetches, offered, achieved, ok, failed, window_s) -> dict:
+    def describe(self) -> dict:
+        spec = self.spec
+        return super().describe() | {"max_connections": spec.max_connections,
+                                     "configured_fetches_per_s": spec.fetch_rate_per_s(), "file_kib": spec.file_kib}
+
+    def _row(self, configured_mbps, configured_fetches, offered, achieved, ok, failed, window_s, skipped) -> dict:
         spec = self.spec
         return {"workload": spec.name, "client": spec.client, "server": spec.server, "family": spec.family,
                 "file_kib": spec.file_kib, "configured_mbps": configured_mbps,
@@ -127,7 +134,8 @@ class HttpLoadRunner(Background):
                 "achieved_mbps": achieved,
                 "shared_bandwidth_pct": None if achieved is None or not configured_mbps
                 else achieved / configured_mbps * 100,
-                "fetches_ok": ok, "fetches_failed": failed, "latency_mean_ms": None, "window_s": window_s}
+                "fetches_ok": ok, "fetches_failed": failed, "fetches_skipped": skipped, "latency_mean_ms": None,
+                "window_s": window_s}
 
     def stop(self) -> None:
         if self.proc is not None:

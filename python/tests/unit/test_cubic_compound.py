@@ -1,0 +1,134 @@
+"""The cubic-compound preset (seed 002) without root: its expansion (points, units, quick),
+its levels against the seed's, and the two computations its tables rest on, from hand-made
+captures through the run analysis: every connection on a server's port (captured and NRT
+throughput) and the load clients' shared bandwidth."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pcap_builder import ACK, MSS, Conversation, transfer_with_loss_and_reordering
+
+from congestlab.analysis.run_analysis import analyze_run
+from congestlab.results import read_results
+from congestlab.spec import load_preset
+from congestlab.spec.sweep import expand, run_order
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_preset("cubic-compound")
+
+
+def test_full_study_is_27_points_of_3_repetitions_in_15_warm_ups(study):
+    points = expand(study)
+    runs = run_order(points, study.order, study.seed)
+    assert [len([p for p in points if p.experiment == e]) for e in ("same", "different", "competing")] == [18, 6, 3]
+    assert len(runs) == 81 and {p.repetitions for p in points} == {3}
+    # a unit = a pairing x level: its load runs across its file sizes and repetitions
+    assert len({p.unit for p in points}) == 15
+    assert points[0].study.warmup_s >= 60
+
+
+def test_quick_is_504_kib_only_2_repetitions_and_a_shorter_warm_up(study):
+    points = expand(study, quick=True)
+    assert len(points) == 15 and len(run_order(points, study.order, study.seed)) == 30
+    assert {p.labels.get("size_kib", "504") for p in points} == {"504"}
+    assert {p.study.warmup_s for p in points} == {20.0}
+
+
+@pytest.mark.parametrize("level, udp, bt, stress", [("C1", 10, 40, 50), ("C2", 15, 60, 25), ("C3", 10, 30, 60)])
+def test_levels_are_the_seeds_and_add_up_to_100_mbits(study, level, udp, bt, stress):
+    point = next(p for p in expand(study) if p.labels.get("level") == level)
+    s = point.study
+    assert s.workload("udp").rate_bps == udp * 1e6 and s.workload("udp").mix == {"udp4": 100}
+    assert (s.workload("bt").rate_mbps, s.workload("stress").rate_mbps) == (bt, stress)
+    # 320 KiB per fetch: the fetch rate that offers the level's Mbit/s of body bytes
+    assert s.workload("stress").fetch_rate_per_s() == pytest.approx(stress * 1e6 / (320 * 1024 * 8))
+    assert udp + bt + stress == 100
+
+
+def test_server_types_are_congestion_controls_and_competing_runs_both_servers(study):
+    points = {p.id: p for p in expand(study)}
+    ii = points["same.pair-IIS-IIS.level-C2.size_kib-160"]
+    assert (ii.study.server("s1").cc, ii.study.server("bts").cc) == ("compound", "compound")
+    ia = points["different.pair-IIS-Apache.level-C1.size_kib-504"]
+    assert (ia.study.server("s1").cc, ia.study.server("bts").cc) == ("compound", "cubic")
+    mixed = next(p for p in points.values() if p.labels.get("pair") == "S1 IIS, S2 Apache, BTS Apache")
+    assert sorted(mixed.servers) == ["bts", "s1", "s2"]
+    assert [mixed.study.server(n).cc for n in ("s1", "s2", "bts")] == ["compound", "cubic", "cubic"]
+    assert [mixed.study.workload(n).rate_mbps for n in ("bt", "stress", "stress2")] == [30, 30, 30]
+    for name in ("bt", "stress", "stress2"):
+        assert mixed.study.workload(name).max_connections == 200
+
+
+# --- the analysis of a hand-made repetition -----------------------------------------------
+T0 = 1_700_000_000.0
+
+
+def _stress_fetch_mid_stream(port: int) -> tuple[Conversation, int, int]:
+    """A load fetch already running when the capture began (no handshake): four server
+    segments, the second resent 200 ms later, client ACKs. Returns it, its captured bytes
+    and the bytes of its one retransmission."""
+    conv = Conversation("v4", client_port=port)
+    mss = MSS["v4"]
+    for i in range(4):
+        conv.segment(T0 - 0.01 + i * 0.0003, False, 1 + i * mss, 101, ACK, mss)
+    conv.segment(T0 - 0.008, True, 101, 1 + mss, ACK, 0)
+    conv.segment(T0 + 0.19, False, 1 + mss, 101, ACK, mss, retransmission=True)
+    conv.segment(T0 + 0.2, True, 101, 1 + 4 * mss, ACK, 0)
+    resent = [f for f in conv.frames if f.retransmission]
+    return conv, sum(len(f.data) for f in conv.frames), sum(len(f.data) for f in resent)
+
+
+def _run_dir(tmp_path, conversations, records) -> object:
+    run = tmp_path / "run"
+    rep = run / "points" / "same.pair-Apache-Apache.level-C1.size_kib-504" / "r1"
+    (rep / "pcap").mkdir(parents=True)
+    merged = Conversation("v4")
+    merged.frames = [f for c in conversations for f in c.frames]
+    merged.write(rep / "pcap" / "s1.pcap")
+    (rep / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (rep / "rep.json").write_text(json.dumps({"servers": {"s1": "i1"}}))
+    manifest = {"axes": ["pair", "level", "size_kib"],
+                "points": [{"id": rep.parent.name, "experiment": "same",
+                            "axes": {"pair": "Apache-Apache", "level": "C1", "size_kib": "504"}}],
+                "servers": {"s1": [{"instance": "i1", "port": 80}]}, "spec": {"servers": []}}
+    return run, manifest
+
+
+def test_port_aggregate_counts_every_connection_both_ways_with_and_without_retransmissions(tmp_path):
+    get, answers = transfer_with_loss_and_reordering("v4", t0=T0)
+    stress, stress_bytes, stress_resent = _stress_fetch_mid_stream(40001)
+    get_bytes = sum(len(f.data) for f in get.frames)
+    get_resent = sum(len(f.data) for f in get.frames if f.retransmission)
+    frames = get.frames + stress.frames
+    first, last = min(f.ts for f in frames), max(f.ts for f in frames)
+    raw = {"kind": "get_raw", "row": {"server": "s1", "client": "client", "family": "v4", "file_kib": 504,
+                                      "ok": True, "client_port": 40000, "start_ts": T0, "end_ts": T0 + 0.3,
+                                      "time_total_s": 0.3}}
+    load = {"kind": "load", "row": {"workload": "stress", "client": "stress", "server": "s1", "family": "v4",
+                                    "file_kib": 320, "configured_mbps": 50.0, "achieved_mbps": 42.2,
+                                    "shared_bandwidth_pct": 84.4, "fetches_skipped": 0}}
+    run, manifest = _run_dir(tmp_path, [get, stress], [raw, load])
+    analyze_run(run, manifest)
+
+    port, = read_results(run, "port")
+    assert (port["server"], port["pair"], port["level"], port["size_kib"]) == ("s1", "Apache-Apache", "C1", "504")
+    assert int(port["connections"]) == 2 and int(port["retransmissions"]) == 2
+    interval = last - first
+    assert float(port["interval_s"]) == pytest.approx(interval, abs=1e-5)
+    assert float(port["captured_throughput_mbps"]) == pytest.approx(
+        (get_bytes + stress_bytes) * 8 / interval / 1e6, rel=1e-4)
+    assert float(port["nrt_throughput_mbps"]) == pytest.approx(
+        (get_bytes + stress_bytes - get_resent - stress_resent) * 8 / interval / 1e6, rel=1e-4)
+
+    request, = read_results(run, "request")
+    assert request["ok"] == "True"
+    assert float(request["delay_ms"]) == pytest.approx(answers["delay_ms"], abs=0.01)
+    # the request's own connection, not the port: fewer bytes than the port carried
+    assert int(request["bytes_captured"]) < get_bytes + stress_bytes
+
+    row, = read_results(run, "load")
+    assert float(row["shared_bandwidth_pct"]) == pytest.approx(84.4) and row["level"] == "C1"
