@@ -9,6 +9,10 @@ seed 000 ch. 3): measured at the server's port.
   below the highest sequence seen that fills a hole is reordering, not a retransmission
 - RTT samples: server data segment -> first client ACK covering it (Karn: never for
   retransmitted bytes)
+- connection time: from the client's SYN to the same last ACK (`syn_to_last_ack_ms`)
+
+crates/traceanalyze computes the same in one streaming pass; this module is its reference
+(python/src/congestlab/analysis/trace.py runs either).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class ConnectionMetrics:
     bytes_captured: int
     payload_bytes: int
     rtt_samples_ms: list[float] = field(default_factory=list)
+    syn_to_last_ack_ms: float | None = None
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -73,13 +78,33 @@ class _Direction:
     def offset(self, seq: int) -> int:
         if self.base is None:
             self.base = seq
+        self.last = self.nearest(seq)
+        return self.last
+
+    def nearest(self, seq: int) -> int | None:
+        """Offset of a number in this direction's space (an ACK of it), closest to the last
+        offset, without moving it; None before the direction's first segment."""
+        if self.base is None:
+            return None
         rel = (seq - self.base) % SEQ_MOD
         # pick the unwrapped value closest to the last one (handles wrap-around)
         candidates = (rel + k * SEQ_MOD for k in (self.last // SEQ_MOD - 1, self.last // SEQ_MOD,
                                                   self.last // SEQ_MOD + 1))
-        best = min(candidates, key=lambda v: abs(v - self.last))
-        self.last = best
-        return best
+        return min(candidates, key=lambda v: abs(v - self.last))
+
+
+def retransmitted_flags(conn: Connection) -> list[bool]:
+    """Per segment: its bytes (SYN and FIN count one each) were all or partly seen before."""
+    seen = {True: ByteRanges(), False: ByteRanges()}
+    seqs = {True: _Direction(), False: _Direction()}
+    flags = [False] * len(conn.segments)
+    for i, s in enumerate(conn.segments):
+        d = conn.from_client(s)
+        off = seqs[d].offset(s.seq)
+        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
+        if length:
+            flags[i] = seen[d].add(off, off + length)
+    return flags
 
 
 def measure_connection(conn: Connection) -> ConnectionMetrics:
@@ -100,15 +125,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     if delay_s <= 0:
         raise TraceError(f"connection {conn.family} port {conn.client_port}: non-positive delay")
 
-    seen = {True: ByteRanges(), False: ByteRanges()}
-    seqs = {True: _Direction(), False: _Direction()}
-    retransmitted = [False] * len(segs)
-    for i, s in enumerate(segs):
-        d = from_client[i]
-        off = seqs[d].offset(s.seq)
-        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
-        if length:
-            retransmitted[i] = seen[d].add(off, off + length)
+    retransmitted = retransmitted_flags(conn)
 
     bytes_captured = bytes_nrt = 0
     for i in range(get_index, last_ack_index + 1):
@@ -118,6 +135,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     payload_bytes = sum(s.payload_len for i, s in enumerate(segs[: last_ack_index + 1])
                         if not from_client[i] and s.payload_len and not retransmitted[i])
     retrans = sum(1 for i, s in enumerate(segs) if retransmitted[i] and s.payload_len > 0)
+    syn_index = next((i for i, s in enumerate(segs) if from_client[i] and s.syn and not s.has_ack), None)
     return ConnectionMetrics(
         family=conn.family,
         client_port=conn.client_port,
@@ -130,15 +148,21 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
         bytes_captured=bytes_captured,
         payload_bytes=payload_bytes,
         rtt_samples_ms=rtt_samples_ms(segs, from_client, retransmitted),
+        syn_to_last_ack_ms=(t1 - segs[syn_index].ts) * 1e3 if syn_index is not None else None,
     )
 
 
 def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:
     """Server data segment -> first client ACK at or beyond its end. Segments whose bytes
     were retransmitted give no sample (Karn's algorithm); the others still do."""
+    return [rtt for _, rtt in rtt_samples(segs, from_client, retransmitted)]
+
+
+def rtt_samples(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[tuple[float, float]]:
+    """(ACK timestamp, RTT in ms) per sample, in the order rtt_samples_ms gives them."""
     server_dir = _Direction()
     pending: list[list] = []  # [start offset, end offset, sent ts, valid]
-    samples: list[float] = []
+    samples: list[tuple[float, float]] = []
     for i, s in enumerate(segs):
         if not from_client[i]:
             off = server_dir.offset(s.seq)
@@ -153,12 +177,13 @@ def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: 
             continue
         if not s.has_ack or server_dir.base is None:
             continue
-        ack_off = (s.ack - server_dir.base) % SEQ_MOD
+        # unwrapped like the data (a connection may carry more than 4 GiB)
+        ack_off = server_dir.nearest(s.ack)
         still = []
         for entry in pending:
             if entry[1] <= ack_off:
                 if entry[3]:
-                    samples.append((s.ts - entry[2]) * 1e3)
+                    samples.append((s.ts, (s.ts - entry[2]) * 1e3))
             else:
                 still.append(entry)
         pending = still

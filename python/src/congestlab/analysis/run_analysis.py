@@ -6,13 +6,13 @@ import csv
 import json
 import math
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from congestlab.analysis.connections import group_connections
-from congestlab.analysis.metrics import ConnectionMetrics, measure_connection
-from congestlab.analysis.packets import ReadStats, read_segments
-from congestlab.errors import RunDirError, TraceError
+from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.analysis.trace import measure_pcap
+from congestlab.errors import RunDirError
 
 METRIC_FIELDS = [
     "server", "level", "family", "repetition", "client_port", "delay_ms", "nrt_throughput_mbps",
@@ -27,6 +27,7 @@ class AnalysisResult:
     rows: list[dict]
     problems: list[str]
     read_stats: dict[str, dict]
+    analysis_s: float = 0.0  # wall time of analyze_run (the manifest's analysis_s)
 
 
 def analyze_run(run_dir: Path) -> AnalysisResult:
@@ -38,33 +39,30 @@ def analyze_run(run_dir: Path) -> AnalysisResult:
     by_server: dict[str, list[dict]] = {}
     for req in requests:
         by_server.setdefault(req["server"], []).append(req)
+    started = time.monotonic()
     rows, problems, read_stats = [], [], {}
     for server, reqs in by_server.items():
         pcap = run_dir / "pcap" / f"{server}.pcap"
-        stats = ReadStats()
-        conns = group_connections(read_segments(pcap, stats), server_port=reqs[0]["server_port"])
+        measured = measure_pcap(pcap, server_port=reqs[0]["server_port"])
+        stats = measured.read_stats
         read_stats[server] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments, "skipped": stats.skipped}
-        index: dict[tuple[str, int], list] = {}
-        for conn in conns:
-            index.setdefault(conn.key, []).append(conn)
+        index = measured.by_key()
         for req in reqs:
             where = f"{server} {req['level']} {req['family']} rep {req['repetition']}"
             if not req.get("ok"):
                 problems.append(f"{where}: request failed: {req.get('error')}")
                 continue
             candidates = index.get((req["family"], req["client_port"]), [])
-            candidates = [c for c in candidates if c.segments[0].ts <= req["end_ts"] + 1
-                          and c.segments[-1].ts >= req["start_ts"] - 1]
+            candidates = [c for c in candidates if c.first_ts <= req["end_ts"] + 1
+                          and c.last_ts >= req["start_ts"] - 1]
             if not candidates:
                 problems.append(f"{where}: connection from port {req['client_port']} not in {pcap.name}")
                 continue
-            try:
-                m = measure_connection(candidates[0])
-            except TraceError as err:
-                problems.append(f"{where}: {err}")
+            if candidates[0].metrics is None:
+                problems.append(f"{where}: {candidates[0].error}")
                 continue
-            rows.append(_row(server, req, m))
-    return AnalysisResult(rows, problems, read_stats)
+            rows.append(_row(server, req, candidates[0].metrics))
+    return AnalysisResult(rows, problems, read_stats, analysis_s=time.monotonic() - started)
 
 
 def _row(server: str, req: dict, m: ConnectionMetrics) -> dict:
