@@ -190,9 +190,13 @@ pub fn analyze<R: Read + Send>(
         elapsed_s: started.elapsed().as_secs_f64(),
     };
     ndjson(a.sinks.summary, &stats)?;
-    for w in [Some(&mut *a.sinks.summary), a.sinks.rtt.as_deref_mut(), a.sinks.series.as_deref_mut()]
-        .into_iter()
-        .flatten()
+    for w in [
+        Some(&mut *a.sinks.summary),
+        a.sinks.rtt.as_deref_mut(),
+        a.sinks.series.as_deref_mut(),
+    ]
+    .into_iter()
+    .flatten()
     {
         w.flush().map_err(TraceError::write("output"))?;
     }
@@ -232,7 +236,8 @@ impl Analyzer<'_, '_> {
             seg,
             |ack_ns, rtt_ns| {
                 if let Some(w) = rtt.as_mut() {
-                    if let Err(e) = writeln!(w, "{id},{},{}", seconds(ack_ns), rtt_ns as f64 / 1e6) {
+                    if let Err(e) = writeln!(w, "{id},{},{}", seconds(ack_ns), rtt_ns as f64 / 1e6)
+                    {
                         io_err.borrow_mut().get_or_insert(e);
                     }
                 }
@@ -247,9 +252,15 @@ impl Analyzer<'_, '_> {
             },
         );
         if let Some(e) = io_err.into_inner() {
-            return Err(TraceError::Write { what: "RTT samples or series", source: e });
+            return Err(TraceError::Write {
+                what: "RTT samples or series",
+                source: e,
+            });
         }
-        let in_window = self.config.window_ns.is_none_or(|(s, e)| s <= seg.ts_ns && seg.ts_ns <= e);
+        let in_window = self
+            .config
+            .window_ns
+            .is_none_or(|(s, e)| s <= seg.ts_ns && seg.ts_ns <= e);
         if in_window {
             let p = &mut self.port;
             if !conn.in_window {
@@ -301,4 +312,172 @@ fn write_bin(w: &mut dyn Write, conn: u64, bin: &SeriesBin) -> io::Result<()> {
         bin.in_flight_max_bytes,
         bin.in_flight_end_bytes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    /// (t_us, from_client, client_port, seq, ack, syn, fin, payload) -> Ethernet frame bytes
+    type Spec = (u32, bool, u16, u32, u32, bool, bool, usize);
+
+    fn pcap(specs: &[Spec], tail: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut frames: Vec<(u32, Vec<u8>)> = specs
+            .iter()
+            .map(|&(t, fc, port, seq, ack, syn, fin, payload)| {
+                let (src, dst, sp, dp) = if fc {
+                    ([10, 0, 0, 10], [10, 0, 4, 10], port, 80)
+                } else {
+                    ([10, 0, 4, 10], [10, 0, 0, 10], 80, port)
+                };
+                let mut b = PacketBuilder::ethernet2([2; 6], [4; 6])
+                    .ipv4(src, dst, 64)
+                    .tcp(sp, dp, seq, 65535);
+                if !(syn && fc) {
+                    b = b.ack(ack);
+                }
+                if syn {
+                    b = b.syn();
+                }
+                if fin {
+                    b = b.fin();
+                }
+                let mut data = Vec::new();
+                b.write(&mut data, &vec![0u8; payload]).unwrap();
+                (t, data)
+            })
+            .collect();
+        frames.extend(
+            tail.iter()
+                .enumerate()
+                .map(|(i, d)| (9_000_000 + i as u32, d.to_vec())),
+        );
+        for (t, data) in frames {
+            for v in [
+                t / 1_000_000,
+                t % 1_000_000,
+                data.len() as u32,
+                data.len() as u32,
+            ] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.extend_from_slice(&data);
+        }
+        out
+    }
+
+    fn exchange(t0: u32, port: u16, isn: u32) -> Vec<Spec> {
+        vec![
+            (t0, true, port, isn, 0, true, false, 0),
+            (t0 + 100, false, port, 5000, isn + 1, true, false, 0),
+            (t0 + 200, true, port, isn + 1, 5001, false, false, 50),
+            (t0 + 300, false, port, 5001, isn + 51, false, false, 1000),
+            (t0 + 400, true, port, isn + 51, 6001, false, false, 0),
+            (t0 + 500, true, port, isn + 51, 6001, false, true, 0),
+            (t0 + 600, false, port, 6001, isn + 52, false, true, 0),
+            (t0 + 700, true, port, isn + 52, 6002, false, false, 0),
+        ]
+    }
+
+    fn run(
+        bytes: &[u8],
+        window_ns: Option<(i64, i64)>,
+    ) -> (Vec<serde_json::Value>, String, Outcome) {
+        let (mut summary, mut rtt) = (Vec::new(), Vec::new());
+        let outcome = {
+            let mut sinks = Sinks {
+                summary: &mut summary,
+                rtt: Some(&mut rtt),
+                series: None,
+            };
+            let config = Config {
+                server_port: 80,
+                bin_ns: None,
+                window_ns,
+            };
+            analyze(bytes, "test", config, &mut sinks).unwrap()
+        };
+        let records = String::from_utf8(summary)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (records, String::from_utf8(rtt).unwrap(), outcome)
+    }
+
+    #[test]
+    fn reused_four_tuple_is_a_new_connection_and_records_are_typed() {
+        let mut specs = exchange(1_000_000, 40000, 100);
+        specs.extend(exchange(2_000_000, 40001, 900));
+        specs.extend(exchange(3_000_000, 40000, 7000)); // same 4-tuple, after the close
+        let ether_arp = {
+            let mut f = vec![0u8; 42];
+            f[12..14].copy_from_slice(&[0x08, 0x06]);
+            f
+        };
+        let (records, rtt, outcome) = run(&pcap(&specs, &[&ether_arp, &[1, 2, 3]]), None);
+        let kinds: Vec<&str> = records
+            .iter()
+            .map(|r| r["record"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "header",
+                "connection",
+                "connection",
+                "connection",
+                "port",
+                "stats"
+            ]
+        );
+        // the first connection is written when its 4-tuple is reused, the others at the end
+        let conns: Vec<(u64, u64)> = records[1..4]
+            .iter()
+            .map(|r| {
+                (
+                    r["conn"].as_u64().unwrap(),
+                    r["client_port"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(conns, [(0, 40000), (1, 40001), (2, 40000)]);
+        for r in &records[1..4] {
+            assert_eq!(r["error"], serde_json::Value::Null);
+            assert_eq!(r["delay_ms"].as_f64(), Some(0.2)); // request at +200 µs, ACK at +400 µs
+            assert_eq!(r["payload_bytes"].as_u64(), Some(1000));
+        }
+        assert_eq!(rtt.lines().count(), 1 + 3);
+        assert_eq!(outcome.stats.frames, 26);
+        assert_eq!(outcome.stats.tcp_segments, 24);
+        assert_eq!(outcome.stats.malformed, 1); // the 3-byte frame; ARP is merely not IP
+        assert_eq!(outcome.port.connections, 3);
+        assert_eq!(outcome.port.payload_bytes_from_server, 3000);
+        assert!(!outcome.stats.truncated);
+    }
+
+    #[test]
+    fn window_and_truncation() {
+        let mut specs = exchange(1_000_000, 40000, 100);
+        specs.extend(exchange(2_000_000, 40001, 900));
+        let bytes = pcap(&specs, &[]);
+        let (_, _, outcome) = run(&bytes, Some((1_900_000_000, 3_000_000_000)));
+        assert_eq!((outcome.port.connections, outcome.port.segments), (1, 8));
+        assert!((outcome.port.interval_s - 1.1).abs() < 1e-12);
+        let (records, _, outcome) = run(&bytes[..bytes.len() - 10], None);
+        assert!(outcome.stats.truncated);
+        assert_eq!(outcome.stats.frames, 15);
+        assert_eq!(
+            records
+                .iter()
+                .filter(|r| r["record"] == "connection")
+                .count(),
+            2
+        );
+    }
 }

@@ -82,7 +82,11 @@ where
                     }
                     PcapBlockOwned::Legacy(rec) => {
                         let (linktype, nanos) = legacy.unwrap_or((1, false));
-                        let frac_ns = if nanos { rec.ts_usec as i64 } else { rec.ts_usec as i64 * 1000 };
+                        let frac_ns = if nanos {
+                            rec.ts_usec as i64
+                        } else {
+                            rec.ts_usec as i64 * 1000
+                        };
                         on_item(Item::Frame(Frame {
                             linktype,
                             ts_ns: rec.ts_sec as i64 * 1_000_000_000 + frac_ns,
@@ -90,23 +94,32 @@ where
                         }));
                     }
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => interfaces.clear(),
-                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => interfaces.push(Interface {
-                        linktype: idb.linktype.0,
-                        ticks_per_s: idb.ts_resolution().unwrap_or(1_000_000).max(1),
-                        offset_s: idb.ts_offset(),
-                    }),
+                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        interfaces.push(Interface {
+                            linktype: idb.linktype.0,
+                            ticks_per_s: idb.ts_resolution().unwrap_or(1_000_000).max(1),
+                            offset_s: idb.ts_offset(),
+                        })
+                    }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                         match interfaces.get(epb.if_id as usize) {
                             Some(ifc) => {
                                 let ticks = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                                let ns = ticks_to_ns(ticks, ifc.ticks_per_s) + ifc.offset_s * 1_000_000_000;
+                                let ns = ticks_to_ns(ticks, ifc.ticks_per_s)
+                                    + ifc.offset_s * 1_000_000_000;
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
-                                on_item(Item::Frame(Frame { linktype: ifc.linktype, ts_ns: ns, data: &epb.data[..caplen] }));
+                                on_item(Item::Frame(Frame {
+                                    linktype: ifc.linktype,
+                                    ts_ns: ns,
+                                    data: &epb.data[..caplen],
+                                }));
                             }
                             None => on_item(Item::Bad(BadFrame::UnknownInterface)),
                         }
                     }
-                    PcapBlockOwned::NG(Block::SimplePacket(_)) => on_item(Item::Bad(BadFrame::NoTimestamp)),
+                    PcapBlockOwned::NG(Block::SimplePacket(_)) => {
+                        on_item(Item::Bad(BadFrame::NoTimestamp))
+                    }
                     PcapBlockOwned::NG(_) => {} // statistics, name resolution, custom blocks
                 }
                 reader.consume(offset);
@@ -114,7 +127,9 @@ where
             }
             Err(PcapError::Eof) => Some(End::Complete),
             Err(PcapError::Incomplete(_)) => {
-                reader.refill().map_err(|_| TraceError::Read(std::io::Error::other("read failed")))?;
+                reader
+                    .refill()
+                    .map_err(|_| TraceError::Read(std::io::Error::other("read failed")))?;
                 None
             }
             Err(PcapError::UnexpectedEof) => {
@@ -123,14 +138,22 @@ where
             Err(PcapError::BufferTooSmall) => {
                 if capacity < MAX_BUFFER_BYTES && reader.grow(capacity * 2) {
                     capacity *= 2;
-                    reader.refill().map_err(|_| TraceError::Read(std::io::Error::other("read failed")))?;
+                    reader
+                        .refill()
+                        .map_err(|_| TraceError::Read(std::io::Error::other("read failed")))?;
                     None
                 } else {
-                    Some(End::Truncated(format!("a record claims more than {MAX_BUFFER_BYTES} bytes")))
+                    Some(End::Truncated(format!(
+                        "a record claims more than {MAX_BUFFER_BYTES} bytes"
+                    )))
                 }
             }
-            Err(PcapError::ReadError) => return Err(TraceError::Read(std::io::Error::other("read failed"))),
-            Err(e) => Some(End::Truncated(format!("corrupt block after {consumed} bytes: {e:?}"))),
+            Err(PcapError::ReadError) => {
+                return Err(TraceError::Read(std::io::Error::other("read failed")))
+            }
+            Err(e) => Some(End::Truncated(format!(
+                "corrupt block after {consumed} bytes: {e:?}"
+            ))),
         };
         if let Some(end) = stop {
             return Ok(end);
@@ -200,7 +223,10 @@ mod tests {
     fn garbage_is_not_a_pcap() {
         let err = read_frames(&b"definitely not a capture file"[..], |_| {}).unwrap_err();
         assert!(matches!(err, TraceError::NotAPcap(_)), "{err}");
-        assert!(matches!(read_frames(&b""[..], |_| {}), Err(TraceError::NotAPcap(_))));
+        assert!(matches!(
+            read_frames(&b""[..], |_| {}),
+            Err(TraceError::NotAPcap(_))
+        ));
     }
 
     #[test]

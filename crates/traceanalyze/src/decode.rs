@@ -2,7 +2,9 @@
 //! headers only (tcpdump -s 128), so the IP length fields, not the captured bytes, say how
 //! much payload a segment carried. Same rules as python/src/congestlab/analysis/packets.py.
 
-use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, LinuxSllProtocolType, LinuxSllSlice, TransportSlice};
+use etherparse::{
+    EtherType, LaxNetSlice, LaxSlicedPacket, LinuxSllProtocolType, LinuxSllSlice, TransportSlice,
+};
 
 use crate::capture::Frame;
 
@@ -119,27 +121,57 @@ pub fn decode(frame: &Frame<'_>) -> Result<Segment, Skip> {
             src[..4].copy_from_slice(&h.source());
             dst[..4].copy_from_slice(&h.destination());
             let total = i64::from(h.total_len());
-            (Family::V4, src, dst, h.slice().as_ptr(), total - i64::from(h.ihl()) * 4, total)
+            (
+                Family::V4,
+                src,
+                dst,
+                h.slice().as_ptr(),
+                total - i64::from(h.ihl()) * 4,
+                total,
+            )
         }
         Some(LaxNetSlice::Ipv6(ip)) => {
             let h = ip.header();
             let plen = i64::from(h.payload_length());
             let ext = ip.extensions().slice().len() as i64;
-            (Family::V6, h.source(), h.destination(), h.slice().as_ptr(), plen - ext, 40 + plen)
+            (
+                Family::V6,
+                h.source(),
+                h.destination(),
+                h.slice().as_ptr(),
+                plen - ext,
+                40 + plen,
+            )
         }
         Some(LaxNetSlice::Arp(_)) => return Err(Skip::NotIp),
         None => {
-            return Err(if packet.stop_err.is_some() { Skip::Undecodable } else { Skip::NotIp });
+            return Err(if packet.stop_err.is_some() {
+                Skip::Undecodable
+            } else {
+                Skip::NotIp
+            });
         }
     };
     let tcp = match &packet.transport {
         Some(TransportSlice::Tcp(tcp)) => tcp,
         Some(_) => return Err(Skip::NotTcp),
         None => {
-            let is_tcp = packet.net.as_ref().and_then(|n| n.ip_payload_ref()).map(|p| p.ip_number)
+            let is_tcp = packet
+                .net
+                .as_ref()
+                .and_then(|n| n.ip_payload_ref())
+                .map(|p| p.ip_number)
                 == Some(etherparse::IpNumber::TCP);
-            let fragmented = packet.net.as_ref().and_then(|n| n.ip_payload_ref()).is_some_and(|p| p.fragmented);
-            return Err(if is_tcp && !fragmented && packet.stop_err.is_some() { Skip::Undecodable } else { Skip::NotTcp });
+            let fragmented = packet
+                .net
+                .as_ref()
+                .and_then(|n| n.ip_payload_ref())
+                .is_some_and(|p| p.fragmented);
+            return Err(if is_tcp && !fragmented && packet.stop_err.is_some() {
+                Skip::Undecodable
+            } else {
+                Skip::NotTcp
+            });
         }
     };
     let payload_len = ip_payload_len - i64::from(tcp.data_offset()) * 4;
@@ -148,7 +180,16 @@ pub fn decode(frame: &Frame<'_>) -> Result<Segment, Skip> {
     }
     let link_header_len = (ip_start as usize).saturating_sub(data.as_ptr() as usize) as i64;
     let mut flags = 0u8;
-    let bits = [tcp.fin(), tcp.syn(), tcp.rst(), tcp.psh(), tcp.ack(), tcp.urg(), tcp.ece(), tcp.cwr()];
+    let bits = [
+        tcp.fin(),
+        tcp.syn(),
+        tcp.rst(),
+        tcp.psh(),
+        tcp.ack(),
+        tcp.urg(),
+        tcp.ece(),
+        tcp.cwr(),
+    ];
     for (i, set) in bits.into_iter().enumerate() {
         if set {
             flags |= 1 << i;
@@ -175,7 +216,11 @@ mod tests {
     use etherparse::PacketBuilder;
 
     fn frame(data: &[u8], linktype: i32) -> Frame<'_> {
-        Frame { linktype, ts_ns: 5, data }
+        Frame {
+            linktype,
+            ts_ns: 5,
+            data,
+        }
     }
 
     fn v4_segment(payload: usize) -> Vec<u8> {
@@ -195,7 +240,10 @@ mod tests {
         let seg = decode(&frame(&full[..128.min(full.len())], LINKTYPE_ETHERNET)).unwrap();
         assert_eq!(seg.payload_len, 1448);
         assert_eq!(seg.frame_len as usize, full.len());
-        assert_eq!((seg.sport, seg.dport, seg.seq, seg.ack), (40000, 80, 1000, 77));
+        assert_eq!(
+            (seg.sport, seg.dport, seg.seq, seg.ack),
+            (40000, 80, 1000, 77)
+        );
         assert!(seg.has_ack() && !seg.syn() && !seg.fin());
         assert_eq!(&seg.src[..4], &[10, 0, 0, 10]);
     }
@@ -225,15 +273,29 @@ mod tests {
     #[test]
     fn malformed_frames_are_skips_not_panics() {
         let full = v4_segment(10);
-        assert_eq!(decode(&frame(&full[..20], LINKTYPE_ETHERNET)), Err(Skip::Undecodable));
-        assert_eq!(decode(&frame(&full[..10], LINKTYPE_ETHERNET)), Err(Skip::Undecodable));
-        assert_eq!(decode(&frame(&full[..40], LINKTYPE_ETHERNET)), Err(Skip::Undecodable)); // inside TCP
+        assert_eq!(
+            decode(&frame(&full[..20], LINKTYPE_ETHERNET)),
+            Err(Skip::Undecodable)
+        );
+        assert_eq!(
+            decode(&frame(&full[..10], LINKTYPE_ETHERNET)),
+            Err(Skip::Undecodable)
+        );
+        assert_eq!(
+            decode(&frame(&full[..40], LINKTYPE_ETHERNET)),
+            Err(Skip::Undecodable)
+        ); // inside TCP
         assert_eq!(decode(&frame(&full, 147)), Err(Skip::Linktype(147)));
         let mut arp = full.clone();
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        assert!(matches!(decode(&frame(&arp, LINKTYPE_ETHERNET)), Err(Skip::NotIp | Skip::Undecodable)));
+        assert!(matches!(
+            decode(&frame(&arp, LINKTYPE_ETHERNET)),
+            Err(Skip::NotIp | Skip::Undecodable)
+        ));
         let udp = {
-            let b = PacketBuilder::ethernet2([2; 6], [4; 6]).ipv4([1, 1, 1, 1], [2, 2, 2, 2], 9).udp(1, 2);
+            let b = PacketBuilder::ethernet2([2; 6], [4; 6])
+                .ipv4([1, 1, 1, 1], [2, 2, 2, 2], 9)
+                .udp(1, 2);
             let mut out = Vec::new();
             b.write(&mut out, &[1, 2, 3]).unwrap();
             out
@@ -243,7 +305,10 @@ mod tests {
         for cut in 0..full.len() {
             let _ = decode(&frame(&full[..cut], LINKTYPE_ETHERNET));
             let _ = decode(&frame(&full[..cut], LINKTYPE_LINUX_SLL));
-            let _ = decode(&frame(&full[14..14 + cut.min(full.len() - 14)], LINKTYPE_RAW));
+            let _ = decode(&frame(
+                &full[14..14 + cut.min(full.len() - 14)],
+                LINKTYPE_RAW,
+            ));
         }
     }
 

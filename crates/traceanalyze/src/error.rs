@@ -12,7 +12,10 @@ pub enum TraceError {
     #[error("reading the capture: {0}")]
     Read(io::Error),
     #[error("writing {what}: {source}")]
-    Write { what: &'static str, source: io::Error },
+    Write {
+        what: &'static str,
+        source: io::Error,
+    },
 }
 
 impl TraceError {

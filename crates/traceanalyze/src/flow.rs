@@ -99,7 +99,14 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(id: u64, seg: &Segment, client: [u8; 16], client_port: u16, server: [u8; 16], server_port: u16) -> Self {
+    pub fn new(
+        id: u64,
+        seg: &Segment,
+        client: [u8; 16],
+        client_port: u16,
+        server: [u8; 16],
+        server_port: u16,
+    ) -> Self {
         Connection {
             id,
             family: seg.family,
@@ -201,15 +208,20 @@ impl Connection {
         // RTT samples (Karn) and in-flight bytes
         if !from_client {
             if payload > 0 {
-                self.rtt.on_server_data(off, off + payload as i64, seg.ts_ns, retransmitted);
+                self.rtt
+                    .on_server_data(off, off + payload as i64, seg.ts_ns, retransmitted);
             }
             if length > 0 {
                 self.snd_max = Some(self.snd_max.map_or(off + length, |m| m.max(off + length)));
             }
         } else if seg.has_ack() {
             if let Some(ack_off) = self.seq[SERVER].nearest(seg.ack) {
-                let (count, sum, min, max) =
-                    (&mut self.rtt_count, &mut self.rtt_sum_ns, &mut self.rtt_min_ns, &mut self.rtt_max_ns);
+                let (count, sum, min, max) = (
+                    &mut self.rtt_count,
+                    &mut self.rtt_sum_ns,
+                    &mut self.rtt_min_ns,
+                    &mut self.rtt_max_ns,
+                );
                 self.rtt.on_client_ack(ack_off, seg.ts_ns, |rtt_ns| {
                     *count += 1;
                     *sum += i128::from(rtt_ns);
@@ -230,7 +242,11 @@ impl Connection {
                 }
             }
             let in_flight = self.in_flight_bytes();
-            let bin = self.bin.get_or_insert(SeriesBin { index, width_ns: bin_ns, ..Default::default() });
+            let bin = self.bin.get_or_insert(SeriesBin {
+                index,
+                width_ns: bin_ns,
+                ..Default::default()
+            });
             if from_client {
                 bin.client_bytes += frame;
             } else {
@@ -246,7 +262,10 @@ impl Connection {
             bin.in_flight_max_bytes = bin.in_flight_max_bytes.max(in_flight);
             bin.in_flight_end_bytes = in_flight;
         }
-        SegmentEffect { from_client, retransmitted }
+        SegmentEffect {
+            from_client,
+            retransmitted,
+        }
     }
 
     /// Server bytes sent and not yet acknowledged (0 before the server sent anything).
@@ -291,7 +310,8 @@ impl Connection {
             unique_payload_bytes_from_server: s.unique_payload,
             retransmissions: self.retransmissions,
             rtt_samples: self.rtt_count,
-            rtt_mean_ms: (self.rtt_count > 0).then(|| self.rtt_sum_ns as f64 / self.rtt_count as f64 / 1e6),
+            rtt_mean_ms: (self.rtt_count > 0)
+                .then(|| self.rtt_sum_ns as f64 / self.rtt_count as f64 / 1e6),
             rtt_min_ms: (self.rtt_count > 0).then(|| ms(self.rtt_min_ns)),
             rtt_max_ms: (self.rtt_count > 0).then(|| ms(self.rtt_max_ns)),
             error: None,
@@ -333,5 +353,201 @@ impl Connection {
         rec.nrt_throughput_mbps = Some(mbps(ack.bytes_nrt, delay_ns));
         rec.goodput_mbps = Some(mbps(ack.payload_bytes, delay_ns));
         rec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{ACK, FIN, RST, SYN};
+
+    const C: [u8; 16] = [10, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    const S: [u8; 16] = [10, 0, 4, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    const MS: i64 = 1_000_000;
+
+    /// A segment at `t_ms`, sequence numbers relative to ISNs 1000 (client) and u32::MAX - 5000
+    /// (server: wraps inside the transfer).
+    fn seg(
+        t_ms: i64,
+        from_client: bool,
+        seq_off: u32,
+        ack_off: u32,
+        flags: u8,
+        payload: u32,
+    ) -> Segment {
+        let (ci, si) = (1000u32, u32::MAX - 5000);
+        let (src, dst, sport, dport) = if from_client {
+            (C, S, 40000, 80)
+        } else {
+            (S, C, 80, 40000)
+        };
+        let (seq, ack) = if from_client {
+            (ci.wrapping_add(seq_off), si.wrapping_add(ack_off))
+        } else {
+            (si.wrapping_add(seq_off), ci.wrapping_add(ack_off))
+        };
+        Segment {
+            ts_ns: t_ms * MS,
+            family: Family::V4,
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            payload_len: payload,
+            frame_len: 66 + payload,
+        }
+    }
+
+    fn run(segs: &[Segment]) -> (ConnectionRecord, Vec<i64>, Vec<SeriesBin>) {
+        let mut conn = Connection::new(0, &segs[0], C, 40000, S, 80);
+        let mut rtts = Vec::new();
+        let mut bins = Vec::new();
+        for s in segs {
+            conn.update(s, |_, r| rtts.push(r), Some(10 * MS), |b| bins.push(*b));
+        }
+        bins.extend(conn.take_bin());
+        (conn.summary(), rtts, bins)
+    }
+
+    /// Handshake, 100-byte request, 4 x 1000 bytes (the third lost and resent), ACKs, FIN.
+    fn transfer() -> Vec<Segment> {
+        vec![
+            seg(0, true, 0, 0, SYN, 0),
+            seg(1, false, 0, 1, SYN | ACK, 0),
+            seg(2, true, 1, 1, ACK, 0),
+            seg(3, true, 1, 1, ACK, 100), // request
+            seg(5, false, 1, 101, ACK, 1000),
+            seg(5, false, 1001, 101, ACK, 1000),
+            seg(5, false, 2001, 101, ACK, 1000), // lost downstream
+            seg(5, false, 3001, 101, ACK, 1000),
+            seg(7, true, 101, 2001, ACK, 0),
+            seg(7, true, 101, 2001, ACK, 0),      // duplicate
+            seg(12, false, 2001, 101, ACK, 1000), // resent
+            seg(14, true, 101, 4001, ACK, 0),     // last ACK before FIN
+            seg(20, true, 101, 4001, FIN | ACK, 0),
+            seg(21, false, 4001, 102, FIN | ACK, 0),
+            seg(22, true, 102, 4002, ACK, 0),
+        ]
+    }
+
+    #[test]
+    fn delay_window_bytes_and_karn() {
+        let (rec, rtts, _) = run(&transfer());
+        assert_eq!(rec.error, None);
+        assert_eq!(rec.delay_ms, Some(11.0)); // 3 ms -> 14 ms
+        assert_eq!(rec.syn_to_last_ack_ms, Some(14.0));
+        assert_eq!(rec.retransmissions, 1);
+        // segments 3..=11 of transfer(): 9 frames, the resend (1066) only in captured
+        let captured = 166 + 4 * 1066 + 66 + 66 + 1066 + 66;
+        assert_eq!(rec.bytes_captured, Some(captured));
+        assert_eq!(rec.bytes_nrt, Some(captured - 1066));
+        assert_eq!(rec.payload_bytes, Some(4000));
+        // samples: two segments at the first ACK (2 ms), the fourth at the last ACK (9 ms);
+        // none for the resent third
+        assert_eq!(rtts, vec![2 * MS, 2 * MS, 9 * MS]);
+        assert_eq!(rec.rtt_samples, 3);
+        assert_eq!(rec.rtt_max_ms, Some(9.0));
+    }
+
+    #[test]
+    fn series_bins_and_in_flight() {
+        let (_, _, bins) = run(&transfer());
+        assert_eq!(
+            bins.iter().map(|b| b.index).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert_eq!(bins[0].server_payload_bytes, 4000);
+        assert_eq!(bins[0].in_flight_max_bytes, 4000);
+        assert_eq!(bins[0].in_flight_end_bytes, 2000);
+        assert_eq!(
+            (
+                bins[1].retransmissions,
+                bins[1].server_goodput_bytes,
+                bins[1].server_payload_bytes
+            ),
+            (1, 0, 1000)
+        );
+        assert_eq!(bins[2].in_flight_end_bytes, 0); // the FIN is ACKed
+        let total: u64 = bins.iter().map(|b| b.server_bytes + b.client_bytes).sum();
+        assert_eq!(
+            total,
+            transfer()
+                .iter()
+                .map(|s| u64::from(s.frame_len))
+                .sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn no_request_no_ack_and_get_only() {
+        let t = transfer();
+        let (rec, _, _) = run(&t[..3]);
+        assert_eq!(rec.error, Some(NO_REQUEST));
+        assert_eq!(rec.delay_ms, None);
+        // the request is the last client ACK: no ACK after it
+        let (rec, _, _) = run(&[
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            seg(30, true, 101, 1001, FIN | ACK, 0),
+        ]);
+        assert_eq!(rec.error, Some(NO_ACK));
+        // an RST is not the last ACK
+        let (rec, _, _) = run(&[
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            seg(30, true, 101, 1001, RST | ACK, 0),
+        ]);
+        assert_eq!(rec.error, Some(NO_ACK));
+    }
+
+    #[test]
+    fn acks_after_the_fin_do_not_count() {
+        let mut t = transfer();
+        t.push(seg(40, true, 102, 4002, ACK, 0)); // after the client's FIN
+        let (rec, _, _) = run(&t);
+        assert_eq!(rec.delay_ms, Some(11.0));
+        assert_eq!(rec.last_ts_s, 0.04);
+    }
+
+    #[test]
+    fn rtt_samples_past_4_gib() {
+        let gib: u32 = 1 << 30;
+        let mut segs = vec![
+            seg(0, true, 0, 0, SYN, 0),
+            seg(1, false, 0, 1, SYN | ACK, 0),
+            seg(2, true, 1, 1, ACK, 100),
+        ];
+        for i in 0..6u32 {
+            let t = 10 * (i64::from(i) + 1);
+            segs.push(seg(
+                t,
+                false,
+                1u32.wrapping_add(i.wrapping_mul(gib)),
+                101,
+                ACK,
+                gib,
+            ));
+            segs.push(seg(
+                t + 2,
+                true,
+                101,
+                1u32.wrapping_add((i + 1).wrapping_mul(gib)),
+                ACK,
+                0,
+            ));
+        }
+        let (rec, rtts, _) = run(&segs);
+        assert_eq!(rtts, vec![2 * MS; 6]);
+        assert_eq!(rec.payload_bytes, Some(6 * u64::from(gib)));
+        assert_eq!(rec.retransmissions, 0);
     }
 }

@@ -14,7 +14,10 @@ use clap::Parser;
 use traceanalyze::{analyze, Config, Sinks, TraceError};
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Per-connection TCP metrics of a server-side pcap/pcapng, in one streaming pass")]
+#[command(
+    version,
+    about = "Per-connection TCP metrics of a server-side pcap/pcapng, in one streaming pass"
+)]
 struct Args {
     /// The capture (pcap or pcapng)
     pcap: PathBuf,
@@ -53,6 +56,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// Epoch seconds -> ns, whole seconds apart: an f64 of ~1.7e18 ns is only good to 256 ns.
+fn epoch_ns(seconds: f64) -> i64 {
+    let whole = seconds.floor();
+    whole as i64 * 1_000_000_000 + ((seconds - whole) * 1e9).round() as i64
+}
+
 fn create(path: &PathBuf) -> anyhow::Result<BufWriter<File>> {
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     Ok(BufWriter::with_capacity(1 << 16, file))
@@ -60,12 +69,17 @@ fn create(path: &PathBuf) -> anyhow::Result<BufWriter<File>> {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.bin_ms > 0.0, "--bin-ms must be positive");
-    let window_ns = args.window.as_ref().map(|w| ((w[0] * 1e9).round() as i64, (w[1] * 1e9).round() as i64));
+    let window_ns = args
+        .window
+        .as_ref()
+        .map(|w| (epoch_ns(w[0]), epoch_ns(w[1])));
     if let Some((s, e)) = window_ns {
         anyhow::ensure!(e > s, "--window: END_S must be after START_S");
     }
-    let input = File::open(&args.pcap)
-        .map_err(|source| TraceError::Open { path: args.pcap.display().to_string(), source })?;
+    let input = File::open(&args.pcap).map_err(|source| TraceError::Open {
+        path: args.pcap.display().to_string(),
+        source,
+    })?;
     let mut summary: Box<dyn Write> = match &args.summary {
         Some(path) => Box::new(create(path)?),
         None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
@@ -74,7 +88,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let mut series = args.series.as_ref().map(create).transpose()?;
     let config = Config {
         server_port: args.server_port,
-        bin_ns: args.series.as_ref().map(|_| (args.bin_ms * 1e6).round().max(1.0) as i64),
+        bin_ns: args
+            .series
+            .as_ref()
+            .map(|_| (args.bin_ms * 1e6).round().max(1.0) as i64),
         window_ns,
     };
     let mut sinks = Sinks {
@@ -82,7 +99,12 @@ fn run(args: &Args) -> anyhow::Result<()> {
         rtt: rtt.as_mut().map(|w| w as &mut dyn Write),
         series: series.as_mut().map(|w| w as &mut dyn Write),
     };
-    let outcome = analyze(io::BufReader::with_capacity(1 << 20, input), &args.pcap.display().to_string(), config, &mut sinks)?;
+    let outcome = analyze(
+        io::BufReader::with_capacity(1 << 20, input),
+        &args.pcap.display().to_string(),
+        config,
+        &mut sinks,
+    )?;
     if let Some(reason) = &outcome.stats.stop_reason {
         eprintln!(
             "traceanalyze: warning: {}: {reason}; analysed the {} frames before the cut",

@@ -104,8 +104,10 @@ pub struct StatsRecord {
 }
 
 pub fn ndjson<W: Write + ?Sized, T: Serialize>(out: &mut W, record: &T) -> Result<(), TraceError> {
-    serde_json::to_writer(&mut *out, record)
-        .map_err(|e| TraceError::Write { what: "summary", source: e.into() })?;
+    serde_json::to_writer(&mut *out, record).map_err(|e| TraceError::Write {
+        what: "summary",
+        source: e.into(),
+    })?;
     out.write_all(b"\n").map_err(TraceError::write("summary"))
 }
 

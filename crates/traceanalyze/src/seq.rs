@@ -126,7 +126,15 @@ impl RttTracker {
         } else {
             let order = self.next_order;
             self.next_order += 1;
-            self.pending.insert(end, Pending { start, sent_ns: ts_ns, valid: true, order });
+            self.pending.insert(
+                end,
+                Pending {
+                    start,
+                    sent_ns: ts_ns,
+                    valid: true,
+                    order,
+                },
+            );
         }
     }
 
