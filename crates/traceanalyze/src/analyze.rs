@@ -236,8 +236,7 @@ impl Analyzer<'_, '_> {
             seg,
             |ack_ns, rtt_ns| {
                 if let Some(w) = rtt.as_mut() {
-                    if let Err(e) = writeln!(w, "{id},{},{}", seconds(ack_ns), rtt_ns as f64 / 1e6)
-                    {
+                    if let Err(e) = writeln!(w, "{id},{ack_ns},{rtt_ns}") {
                         io_err.borrow_mut().get_or_insert(e);
                     }
                 }

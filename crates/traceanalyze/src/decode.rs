@@ -3,7 +3,8 @@
 //! much payload a segment carried. Same rules as python/src/congestlab/analysis/packets.py.
 
 use etherparse::{
-    EtherType, LaxNetSlice, LaxSlicedPacket, LinuxSllProtocolType, LinuxSllSlice, TransportSlice,
+    EtherType, Ethernet2Header, Ethernet2Slice, IpNumber, LaxIpSlice, LaxNetSlice, LaxSlicedPacket,
+    LinuxSllProtocolType, LinuxSllSlice, TcpSlice,
 };
 
 use crate::capture::Frame;
@@ -93,92 +94,101 @@ impl Skip {
 
 pub fn decode(frame: &Frame<'_>) -> Result<Segment, Skip> {
     let data = frame.data;
-    let packet = match frame.linktype {
-        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(data).map_err(|_| Skip::Undecodable)?,
+    // the common links go layer by layer (etherparse's per-layer slices); anything else
+    // (VLAN tags, other SLL protocol types) through etherparse's whole-packet lax slicer
+    let ip_start = match frame.linktype {
+        LINKTYPE_ETHERNET => {
+            let eth =
+                Ethernet2Slice::from_slice_without_fcs(data).map_err(|_| Skip::Undecodable)?;
+            match eth.ether_type() {
+                EtherType::IPV4 | EtherType::IPV6 => Ethernet2Header::LEN,
+                _ => ip_offset(
+                    &LaxSlicedPacket::from_ethernet(data).map_err(|_| Skip::Undecodable)?,
+                    data,
+                )?,
+            }
+        }
         LINKTYPE_LINUX_SLL => {
             let sll = LinuxSllSlice::from_slice(data).map_err(|_| Skip::Undecodable)?;
             match sll.protocol_type() {
+                LinuxSllProtocolType::EtherType(EtherType::IPV4 | EtherType::IPV6) => {
+                    SLL_HEADER_BYTES
+                }
                 LinuxSllProtocolType::EtherType(ether_type) => {
-                    LaxSlicedPacket::from_ether_type(ether_type, &data[SLL_HEADER_BYTES..])
+                    let rest = &data[SLL_HEADER_BYTES..];
+                    SLL_HEADER_BYTES
+                        + ip_offset(&LaxSlicedPacket::from_ether_type(ether_type, rest), rest)?
                 }
                 _ => return Err(Skip::NotIp),
             }
         }
         LINKTYPE_RAW | DLT_RAW => match data.first().map(|b| b >> 4) {
-            Some(4) => LaxSlicedPacket::from_ether_type(EtherType::IPV4, data),
-            Some(6) => LaxSlicedPacket::from_ether_type(EtherType::IPV6, data),
+            Some(4 | 6) => 0,
             Some(_) => return Err(Skip::NotIp),
             None => return Err(Skip::Undecodable),
         },
         other => return Err(Skip::Linktype(other)),
     };
-    // IP header length fields, not the captured length, say what the segment carried
-    let (family, src, dst, ip_start, ip_payload_len, ip_total_len) = match &packet.net {
-        Some(LaxNetSlice::Ipv4(ip)) => {
-            let h = ip.header();
-            let mut src = [0u8; 16];
-            let mut dst = [0u8; 16];
-            src[..4].copy_from_slice(&h.source());
-            dst[..4].copy_from_slice(&h.destination());
-            let total = i64::from(h.total_len());
-            (
-                Family::V4,
-                src,
-                dst,
-                h.slice().as_ptr(),
-                total - i64::from(h.ihl()) * 4,
-                total,
-            )
-        }
-        Some(LaxNetSlice::Ipv6(ip)) => {
-            let h = ip.header();
-            let plen = i64::from(h.payload_length());
-            let ext = ip.extensions().slice().len() as i64;
-            (
-                Family::V6,
-                h.source(),
-                h.destination(),
-                h.slice().as_ptr(),
-                plen - ext,
-                40 + plen,
-            )
-        }
+    from_ip(frame.ts_ns, &data[ip_start..], ip_start)
+}
+
+/// Where the IP header starts in a frame the lax slicer took apart.
+fn ip_offset(packet: &LaxSlicedPacket<'_>, data: &[u8]) -> Result<usize, Skip> {
+    let header = match &packet.net {
+        Some(LaxNetSlice::Ipv4(ip)) => ip.header().slice().as_ptr(),
+        Some(LaxNetSlice::Ipv6(ip)) => ip.header().slice().as_ptr(),
         Some(LaxNetSlice::Arp(_)) => return Err(Skip::NotIp),
         None => {
             return Err(if packet.stop_err.is_some() {
                 Skip::Undecodable
             } else {
                 Skip::NotIp
-            });
+            })
         }
     };
-    let tcp = match &packet.transport {
-        Some(TransportSlice::Tcp(tcp)) => tcp,
-        Some(_) => return Err(Skip::NotTcp),
-        None => {
-            let is_tcp = packet
-                .net
-                .as_ref()
-                .and_then(|n| n.ip_payload_ref())
-                .map(|p| p.ip_number)
-                == Some(etherparse::IpNumber::TCP);
-            let fragmented = packet
-                .net
-                .as_ref()
-                .and_then(|n| n.ip_payload_ref())
-                .is_some_and(|p| p.fragmented);
-            return Err(if is_tcp && !fragmented && packet.stop_err.is_some() {
-                Skip::Undecodable
-            } else {
-                Skip::NotTcp
-            });
+    Ok((header as usize).saturating_sub(data.as_ptr() as usize))
+}
+
+/// The IP and TCP headers of `ip` (the frame from its IP header on, `link_header_len` bytes
+/// of link header before it).
+fn from_ip(ts_ns: i64, ip: &[u8], link_header_len: usize) -> Result<Segment, Skip> {
+    let (ip, stop_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Undecodable)?;
+    // IP header length fields, not the captured length, say what the segment carried
+    let (family, src, dst, ip_payload_len, ip_total_len) = match &ip {
+        LaxIpSlice::Ipv4(v4) => {
+            let h = v4.header();
+            let mut src = [0u8; 16];
+            let mut dst = [0u8; 16];
+            src[..4].copy_from_slice(&h.source());
+            dst[..4].copy_from_slice(&h.destination());
+            let total = i64::from(h.total_len());
+            (Family::V4, src, dst, total - i64::from(h.ihl()) * 4, total)
+        }
+        LaxIpSlice::Ipv6(v6) => {
+            let h = v6.header();
+            let plen = i64::from(h.payload_length());
+            let ext = v6.extensions().slice().len() as i64;
+            (
+                Family::V6,
+                h.source(),
+                h.destination(),
+                plen - ext,
+                40 + plen,
+            )
         }
     };
+    let payload = ip.payload();
+    if payload.ip_number != IpNumber::TCP || payload.fragmented {
+        return Err(Skip::NotTcp);
+    }
+    if stop_err.is_some() {
+        return Err(Skip::Undecodable);
+    }
+    let tcp = TcpSlice::from_slice(payload.payload).map_err(|_| Skip::Undecodable)?;
     let payload_len = ip_payload_len - i64::from(tcp.data_offset()) * 4;
     if payload_len < 0 || ip_total_len < 0 {
         return Err(Skip::BadTcpHeaderLength);
     }
-    let link_header_len = (ip_start as usize).saturating_sub(data.as_ptr() as usize) as i64;
     let mut flags = 0u8;
     let bits = [
         tcp.fin(),
@@ -196,7 +206,7 @@ pub fn decode(frame: &Frame<'_>) -> Result<Segment, Skip> {
         }
     }
     Ok(Segment {
-        ts_ns: frame.ts_ns,
+        ts_ns,
         family,
         src,
         dst,
@@ -206,7 +216,7 @@ pub fn decode(frame: &Frame<'_>) -> Result<Segment, Skip> {
         ack: tcp.acknowledgment_number(),
         flags,
         payload_len: payload_len as u32,
-        frame_len: (link_header_len + ip_total_len) as u32,
+        frame_len: (link_header_len as i64 + ip_total_len) as u32,
     })
 }
 
@@ -310,6 +320,19 @@ mod tests {
                 LINKTYPE_RAW,
             ));
         }
+    }
+
+    #[test]
+    fn vlan_tagged_frame_goes_through_the_lax_slicer() {
+        let builder = PacketBuilder::ethernet2([2; 6], [4; 6])
+            .single_vlan(etherparse::VlanId::try_new(7).unwrap())
+            .ipv4([10, 0, 0, 10], [10, 0, 4, 10], 64)
+            .tcp(40000, 80, 1, 65535)
+            .ack(1);
+        let mut out = Vec::new();
+        builder.write(&mut out, &[0u8; 100]).unwrap();
+        let seg = decode(&frame(&out, LINKTYPE_ETHERNET)).unwrap();
+        assert_eq!((seg.payload_len, seg.frame_len as usize), (100, out.len()));
     }
 
     #[test]

@@ -27,7 +27,7 @@ struct Args {
     /// NDJSON summary (default: stdout)
     #[arg(long)]
     summary: Option<PathBuf>,
-    /// CSV of RTT samples: conn,ack_ts_s,rtt_ms
+    /// CSV of RTT samples: conn,ack_ts_ns,rtt_ns
     #[arg(long)]
     rtt_samples: Option<PathBuf>,
     /// CSV of per-flow time series (bytes per bin, in-flight bytes)
@@ -100,7 +100,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         series: series.as_mut().map(|w| w as &mut dyn Write),
     };
     let outcome = analyze(
-        io::BufReader::with_capacity(1 << 20, input),
+        input, // pcap-parser buffers: no BufReader (one copy less)
         &args.pcap.display().to_string(),
         config,
         &mut sinks,

@@ -3,7 +3,8 @@
 //! - the summary: NDJSON, one object per line, each with a `record` tag: one `header`, one
 //!   `connection` per TCP connection (written when it is complete: at the end of the capture,
 //!   or when its 4-tuple is reused), then one `port` and one `stats`;
-//! - RTT samples: CSV `conn,ack_ts_s,rtt_ms`, one line per sample as it is taken;
+//! - RTT samples: CSV `conn,ack_ts_ns,rtt_ns` (integers: exact, and cheap to write), one
+//!   line per sample as it is taken;
 //! - the per-flow series: CSV, one line per connection and time bin with packets in it.
 
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ use crate::error::TraceError;
 pub const FORMAT: &str = "congestlab-traceanalyze";
 pub const FORMAT_VERSION: u32 = 1;
 
-pub const RTT_HEADER: &str = "conn,ack_ts_s,rtt_ms";
+pub const RTT_HEADER: &str = "conn,ack_ts_ns,rtt_ns";
 pub const SERIES_HEADER: &str = "conn,bin_start_s,bin_s,server_bytes,client_bytes,server_payload_bytes,\
 server_goodput_bytes,retransmissions,server_throughput_mbps,goodput_mbps,in_flight_max_bytes,in_flight_end_bytes";
 

@@ -227,7 +227,7 @@ def test_series_and_samples_files_agree(suite, tmp_path):
         assert sum(r["server_bytes"] for r in first) == summary["bytes_from_server"]
         assert first[-1]["in_flight_end_bytes"] == 0
         assert max(r["in_flight_max_bytes"] for r in first) > 0
-        assert m.rtt_samples_path.read_text().splitlines()[0] == "conn,ack_ts_s,rtt_ms"
+        assert m.rtt_samples_path.read_text().splitlines()[0] == "conn,ack_ts_ns,rtt_ns"
 
 
 def test_port_aggregate_over_a_window(suite, tmp_path):

@@ -27,7 +27,7 @@ from congestlab.paths import rust_binary
 log = logging.getLogger(__name__)
 
 BACKENDS = ("rust", "dpkt")
-RTT_HEADER = ["conn", "ack_ts_s", "rtt_ms"]
+RTT_HEADER = ["conn", "ack_ts_ns", "rtt_ns"]
 SERIES_HEADER = ["conn", "bin_start_s", "bin_s", "server_bytes", "client_bytes", "server_payload_bytes",
                  "server_goodput_bytes", "retransmissions", "server_throughput_mbps", "goodput_mbps",
                  "in_flight_max_bytes", "in_flight_end_bytes"]
@@ -203,10 +203,10 @@ def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
     with open(rtt_path, newline="") as fh:
         rows = csv.reader(fh)
         next(rows, None)
-        for conn, _ack_ts, rtt_ms in rows:
+        for conn, _ack_ts_ns, rtt_ns in rows:
             m = by_id.get(int(conn))
             if m is not None:
-                m.rtt_samples_ms.append(float(rtt_ms))
+                m.rtt_samples_ms.append(int(rtt_ns) / 1e6)
 
 
 # --- the dpkt reference --------------------------------------------------------------------
@@ -230,7 +230,7 @@ def _measure_dpkt(pcap: Path, server_port: int, rtt_path: Path, series_path: Pat
                 from_client = [conn.from_client(s) for s in segs]
                 retx = retransmitted_flags(conn)
                 for ack_ts, rtt_ms in rtt_samples(segs, from_client, retx):
-                    rtt_csv.writerow([conn_id, repr(ack_ts), repr(rtt_ms)])
+                    rtt_csv.writerow([conn_id, round(ack_ts * 1e9), round(rtt_ms * 1e6)])
                 if series_csv:
                     for row in _series_rows(conn, from_client, retx, series_bin_ms / 1e3):
                         series_csv.writerow([conn_id, *row])
