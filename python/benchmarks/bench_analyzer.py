@@ -24,7 +24,7 @@ after the one before (editcap -t), concatenated (mergecap -a) — the same 4-tup
 after their close, as a server sees new connections from recycled ports.
 
 Run as root after `cargo build --release -p traceanalyze`:
-    .venv/bin/python python/benchmarks/bench_analyzer.py [--bytes 1400M] [--keep DIR]
+    .venv/bin/python python/benchmarks/bench_analyzer.py [--bytes 2000M] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def repeat_capture(pcap: Path, out: Path, copies: int, span_s: float) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bytes", default="1400M", help="iperf3 -n: bytes the server sends (default 1400M)")
+    ap.add_argument("--bytes", default="2000M", help="iperf3 -n: bytes the server sends (default 2000M)")
     ap.add_argument("--keep", type=Path, help="keep the captures and outputs in this directory")
     ap.add_argument("--skip-10x", action="store_true", help="no 10x capture")
     ap.add_argument("--min-frames", type=int, default=MIN_FRAMES, help=argparse.SUPPRESS)  # smoke runs

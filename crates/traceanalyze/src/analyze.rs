@@ -54,7 +54,11 @@ struct PortTotals {
 struct Analyzer<'s, 'a> {
     config: Config,
     sinks: &'s mut Sinks<'a>,
-    conns: HashMap<Key, Connection>,
+    /// Open connections in slots (reused when a 4-tuple is), found by key; the last key
+    /// found is remembered, as consecutive segments mostly belong to one connection.
+    slots: Vec<Connection>,
+    index: HashMap<Key, usize>,
+    last: Option<(Key, usize)>,
     next_id: u64,
     port: PortTotals,
     frames: u64,
@@ -92,7 +96,9 @@ pub fn analyze<R: Read + Send>(
     let mut a = Analyzer {
         config,
         sinks,
-        conns: HashMap::new(),
+        slots: Vec::new(),
+        index: HashMap::new(),
+        last: None,
         next_id: 0,
         port: PortTotals::default(),
         frames: 0,
@@ -145,7 +151,7 @@ pub fn analyze<R: Read + Send>(
         }
     };
     // connections still open, in order of their first packet
-    let mut rest: Vec<Connection> = a.conns.drain().map(|(_, c)| c).collect();
+    let mut rest = std::mem::take(&mut a.slots);
     rest.sort_by_key(|c| c.id);
     for conn in rest {
         finish(a.sinks, conn)?;
@@ -216,18 +222,36 @@ impl Analyzer<'_, '_> {
         self.segments_at_port += 1;
         let key: Key = (seg.family, client, client_port, server);
         let fresh_syn = seg.syn() && !seg.has_ack() && seg.dport == port;
-        if fresh_syn && self.conns.get(&key).is_some_and(|c| c.closing) {
-            // a reused 4-tuple after a close starts a new connection at its SYN
-            if let Some(old) = self.conns.remove(&key) {
+        let slot = match self.last {
+            Some((last_key, slot)) if last_key == key => Some(slot),
+            _ => self.index.get(&key).copied(),
+        };
+        let slot = match slot {
+            Some(slot) if fresh_syn && self.slots[slot].closing => {
+                // a reused 4-tuple after a close starts a new connection at its SYN
+                let fresh = Connection::new(self.next_id, seg, client, client_port, server, port);
+                self.next_id += 1;
+                let old = std::mem::replace(&mut self.slots[slot], fresh);
                 finish(self.sinks, old)?;
+                slot
             }
-        }
-        let next_id = &mut self.next_id;
-        let conn = self.conns.entry(key).or_insert_with(|| {
-            let id = *next_id;
-            *next_id += 1;
-            Connection::new(id, seg, client, client_port, server, port)
-        });
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Connection::new(
+                    self.next_id,
+                    seg,
+                    client,
+                    client_port,
+                    server,
+                    port,
+                ));
+                self.next_id += 1;
+                self.index.insert(key, self.slots.len() - 1);
+                self.slots.len() - 1
+            }
+        };
+        self.last = Some((key, slot));
+        let conn = &mut self.slots[slot];
         let id = conn.id;
         let io_err: RefCell<Option<io::Error>> = RefCell::new(None);
         let bin_ns = self.config.bin_ns;

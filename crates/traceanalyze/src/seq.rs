@@ -61,6 +61,16 @@ pub struct ByteRanges {
 impl ByteRanges {
     /// Records [start, end); true when any of it was seen before (a retransmission).
     pub fn add(&mut self, start: i64, end: i64) -> bool {
+        // the common case: the range starting at or before `start` reaches it (in-order data
+        // extends the last range) and no range starts inside (start, end]
+        if let Some((&s, &e)) = self.ranges.range(..=start).next_back() {
+            if e >= start && self.ranges.range(start + 1..=end).next().is_none() {
+                if end > e {
+                    self.ranges.insert(s, end);
+                }
+                return start < e && s < end;
+            }
+        }
         let mut overlap = false;
         let (mut lo, mut hi) = (start, end);
         // ranges that overlap or touch [start, end): start <= end and finish >= start
