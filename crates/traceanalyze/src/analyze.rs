@@ -485,6 +485,51 @@ mod tests {
     }
 
     #[test]
+    fn mutated_captures_never_panic() {
+        // seeded byte flips, cuts and splices of a valid capture: every outcome is a result
+        // (frames skipped, a truncated stream, or a not-a-pcap error), never a panic
+        let mut specs = exchange(1_000_000, 40000, 100);
+        specs.extend(exchange(1_000_350, 40001, 900));
+        let good = pcap(&specs, &[]);
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let mut bytes = good.clone();
+            let flips = 1 + next() % 8;
+            for _ in 0..flips {
+                let at = 24 + (next() as usize) % (bytes.len() - 24);
+                bytes[at] = next() as u8;
+            }
+            if round % 3 == 0 {
+                bytes.truncate(24 + (next() as usize) % (bytes.len() - 24));
+            }
+            if round % 5 == 0 {
+                let at = (next() as usize) % bytes.len();
+                bytes[at..].rotate_left(1 + (next() as usize) % 7);
+            }
+            let (mut summary, mut rtt, mut series) = (Vec::new(), Vec::new(), Vec::new());
+            let mut sinks = Sinks {
+                summary: &mut summary,
+                rtt: Some(&mut rtt),
+                series: Some(&mut series),
+            };
+            let config = Config {
+                server_port: 80,
+                bin_ns: Some(100_000),
+                window_ns: Some((0, i64::MAX)),
+            };
+            if let Ok(outcome) = analyze(&bytes[..], "fuzz", config, &mut sinks) {
+                assert!(outcome.stats.tcp_segments <= outcome.stats.frames);
+            }
+        }
+    }
+
+    #[test]
     fn window_and_truncation() {
         let mut specs = exchange(1_000_000, 40000, 100);
         specs.extend(exchange(2_000_000, 40001, 900));

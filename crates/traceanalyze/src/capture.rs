@@ -12,7 +12,7 @@ use crate::error::TraceError;
 
 /// Start size of the read buffer; grown (up to `MAX_BUFFER_BYTES`) for larger records.
 const BUFFER_BYTES: usize = 1 << 20;
-const MAX_BUFFER_BYTES: usize = 256 << 20;
+const MAX_BUFFER_BYTES: usize = 16 << 20; // a larger record is corrupt (tcpdump's snaplen is at most 256 KiB)
 
 /// One captured frame: link type (LINKTYPE_* value), timestamp and the captured bytes.
 #[derive(Debug, Clone, Copy)]
@@ -105,8 +105,10 @@ where
                         match interfaces.get(epb.if_id as usize) {
                             Some(ifc) => {
                                 let ticks = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                                let ns = ticks_to_ns(ticks, ifc.ticks_per_s)
-                                    + ifc.offset_s * 1_000_000_000;
+                                let ns = clamp_ns(
+                                    ticks_to_ns(ticks, ifc.ticks_per_s)
+                                        .saturating_add(ifc.offset_s.saturating_mul(1_000_000_000)),
+                                );
                                 let caplen = (epb.caplen as usize).min(epb.data.len());
                                 on_item(Item::Frame(Frame {
                                     linktype: ifc.linktype,
@@ -159,6 +161,12 @@ where
             return Ok(end);
         }
     }
+}
+
+/// Timestamps are kept in [0, 2^62] ns (until the year 2116), so that differences of two
+/// never overflow, whatever a corrupt pcapng block says.
+fn clamp_ns(ns: i64) -> i64 {
+    ns.clamp(0, 1 << 62)
 }
 
 fn ticks_to_ns(ticks: u64, ticks_per_s: u64) -> i64 {
