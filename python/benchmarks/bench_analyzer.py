@@ -137,8 +137,14 @@ def make_capture(pcap: Path, nbytes: str) -> dict:
             "dropped_by_kernel": int(dropped.group(1)) if dropped else None}
 
 
-def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall s, peak RSS MB) of one child under /usr/bin/time -v."""
+class Timing:
+    def __init__(self, wall_s: float, cpu_s: float, rss_mb: float) -> None:
+        self.wall_s, self.cpu_s, self.rss_mb = wall_s, cpu_s, rss_mb
+
+
+def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[Timing, subprocess.CompletedProcess]:
+    """Wall time, CPU time (user + system) and peak RSS of one child under /usr/bin/time -v.
+    CPU time is the steadier number on a machine shared with other work."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         started = time.monotonic()
         proc = subprocess.run(["/usr/bin/time", "-v", "-o", tf.name, *argv], stdout=stdout,
@@ -146,16 +152,18 @@ def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, sub
         wall = time.monotonic() - started
         if proc.returncode != 0:
             raise ToolError(argv, proc.returncode, proc.stderr[-2000:])
-        rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tf.read()).group(1))
-    return wall, rss_kb / 1024, proc
+        report = tf.read()
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", report).group(1))
+    cpu_s = sum(float(re.search(rf"{what} time \(seconds\): ([\d.]+)", report).group(1)) for what in ("User", "System"))
+    return Timing(wall, max(cpu_s, 0.01), rss_kb / 1024), proc  # /usr/bin/time counts in 10 ms
 
 
-def analyzer(pcap: Path, out: Path) -> tuple[float, float, dict]:
+def analyzer(pcap: Path, out: Path) -> tuple[Timing, dict]:
     argv = [str(rust_binary("traceanalyze")), str(pcap), "--server-port", str(PORT),
             "--summary", str(out / "summary.ndjson"), "--rtt-samples", str(out / "rtt.csv")]
-    wall, rss, _ = timed(argv)
+    timing, _ = timed(argv)
     records = [json.loads(line) for line in (out / "summary.ndjson").read_text().splitlines()]
-    return wall, rss, next(r for r in records if r["record"] == "stats")
+    return timing, next(r for r in records if r["record"] == "stats")
 
 
 DPKT_CHILD = """
@@ -170,9 +178,9 @@ print(json.dumps({"frames": m.read_stats.frames, "conns": [
 """
 
 
-def python_backend(pcap: Path, backend: str) -> tuple[float, float, dict]:
-    wall, rss, proc = timed([sys.executable, "-c", DPKT_CHILD, str(pcap), str(PORT), backend], stdout=subprocess.PIPE)
-    return wall, rss, json.loads(proc.stdout)
+def python_backend(pcap: Path, backend: str) -> tuple[Timing, dict]:
+    timing, proc = timed([sys.executable, "-c", DPKT_CHILD, str(pcap), str(PORT), backend], stdout=subprocess.PIPE)
+    return timing, json.loads(proc.stdout)
 
 
 def agree(a: dict, b: dict) -> list[str]:
@@ -190,14 +198,10 @@ def agree(a: dict, b: dict) -> list[str]:
     return problems
 
 
-def tshark(pcap: Path) -> float:
+def tshark(pcap: Path) -> Timing:
     argv = ["tshark", "-r", str(pcap), "-n", "-T", "fields", *sum((["-e", f] for f in TSHARK_FIELDS), [])]
-    started = time.monotonic()
-    with open(os.devnull, "w") as null:
-        proc = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        raise ToolError(argv, proc.returncode, proc.stderr[-2000:])
-    return time.monotonic() - started
+    timing, _ = timed(argv)
+    return timing
 
 
 def repeat_capture(pcap: Path, out: Path, copies: int, span_s: float) -> Path:
@@ -240,25 +244,27 @@ def main() -> int:
               f"{cap['transfer_s']:.1f} s, sender retransmits {cap['sender_retransmits']}, "
               f"tcpdump captured {cap['captured']} (dropped by kernel {cap['dropped_by_kernel']}), "
               f"{pcap.stat().st_size / 1e6:.0f} MB")
-        new_s, new_rss, stats = analyzer(pcap, work)
+        new, stats = analyzer(pcap, work)
         frames = stats["frames"]
         if frames < args.min_frames:
             print(f"bench_analyzer: only {frames} frames captured (< {args.min_frames}); raise --bytes",
                   file=sys.stderr)
             return 1
-        rust_s, _, rust_res = python_backend(pcap, "rust")
-        dpkt_s, dpkt_rss, dpkt_res = python_backend(pcap, "dpkt")
-        tshark_s = tshark(pcap)
+        rust, rust_res = python_backend(pcap, "rust")
+        dpkt, dpkt_res = python_backend(pcap, "dpkt")
+        tsh = tshark(pcap)
         print(f"\n{frames} frames ({stats['tcp_segments']} TCP segments, {stats['connections']} connections, "
               f"skipped {stats['skipped']}, truncated {stats['truncated']})")
-        print(f"{'':34}{'wall s':>9}{'frames/s':>13}{'peak RSS MB':>13}")
-        rows = [("traceanalyze (binary)", new_s, new_rss), ("measure_pcap rust (end to end)", rust_s, None),
-                ("measure_pcap dpkt (reference)", dpkt_s, dpkt_rss), ("tshark -T fields", tshark_s, None)]
-        for name, wall, rss in rows:
-            print(f"{name:34}{wall:9.2f}{frames / wall:13,.0f}{'' if rss is None else f'{rss:13.1f}'}")
-        print(f"\ntraceanalyze / tshark: {tshark_s / new_s:.1f}x (goal >= 10)")
-        print(f"traceanalyze / dpkt:   {dpkt_s / new_s:.1f}x (goal >= 30)")
-        print(f"traceanalyze peak RSS: {new_rss:.1f} MB (goal <= 100)")
+        print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores; wall times stretch with it, CPU times less)")
+        print(f"{'':34}{'wall s':>9}{'frames/s':>13}{'CPU s':>9}{'frames/CPU s':>14}{'peak RSS MB':>13}")
+        rows = [("traceanalyze (binary)", new), ("measure_pcap rust (end to end)", rust),
+                ("measure_pcap dpkt (reference)", dpkt), ("tshark -T fields", tsh)]
+        for name, t in rows:
+            print(f"{name:34}{t.wall_s:9.2f}{frames / t.wall_s:13,.0f}{t.cpu_s:9.2f}{frames / t.cpu_s:14,.0f}"
+                  f"{t.rss_mb:13.1f}")
+        print(f"\ntraceanalyze / tshark: {tsh.wall_s / new.wall_s:.1f}x wall, {tsh.cpu_s / new.cpu_s:.1f}x CPU (goal >= 10)")
+        print(f"traceanalyze / dpkt:   {dpkt.wall_s / new.wall_s:.1f}x wall, {dpkt.cpu_s / new.cpu_s:.1f}x CPU (goal >= 30)")
+        print(f"traceanalyze peak RSS: {new.rss_mb:.1f} MB (goal <= 100)")
         problems = agree(rust_res, dpkt_res)
         print(f"backends agree on the capture: {'yes' if not problems else 'NO: ' + '; '.join(problems[:5])}")
         if not args.skip_10x:
@@ -267,10 +273,11 @@ def main() -> int:
                          (work / "summary.ndjson").read_text().splitlines()) - first
             os.unlink(work / "rtt.csv")
             big = repeat_capture(pcap, work, COPIES, span_s)
-            big_s, big_rss, big_stats = analyzer(big, work)
+            big_t, big_stats = analyzer(big, work)
             print(f"\n{COPIES}x capture (editcap -t, mergecap -a): {big_stats['frames']} frames, "
                   f"{big_stats['connections']} connections, {big.stat().st_size / 1e9:.2f} GB: traceanalyze "
-                  f"{big_s:.2f} s, {big_stats['frames'] / big_s:,.0f} frames/s, peak RSS {big_rss:.1f} MB")
+                  f"{big_t.wall_s:.2f} s wall ({big_stats['frames'] / big_t.wall_s:,.0f} frames/s), "
+                  f"{big_t.cpu_s:.2f} s CPU, peak RSS {big_t.rss_mb:.1f} MB (goal <= 100)")
         return 0 if not problems else 1
     finally:
         if args.keep is None:
