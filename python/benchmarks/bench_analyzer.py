@@ -7,7 +7,7 @@ also on an error or Ctrl-C; traffic only on their veth pair):
     client ns  10.77.0.2  --- veth (TSO/GSO/GRO off) ---  10.77.0.1  server ns
                iperf3 -c -R (the server sends)                        iperf3 -s, tcpdump -s 128
 
-`iperf3 -R -n BYTES` makes one bulk transfer at the server port 5201; tcpdump in the server
+`iperf3 -R -n BYTES -b 1000M` makes one bulk transfer at the server port 5201; tcpdump in the server
 namespace captures it with a 128-byte snaplen, as congestlab's capture does
 (python/src/congestlab/capture/tcpdump.py). The capture must hold at least 1 million frames.
 
@@ -48,6 +48,7 @@ from congestlab.paths import REPO_ROOT, rust_binary
 SERVER_IP, CLIENT_IP = "10.77.0.1", "10.77.0.2"
 PORT = 5201
 SNAPLEN_BYTES = 128
+RATE = "1000M"
 MIN_FRAMES = 1_000_000
 COPIES = 10
 TSHARK_FIELDS = ["frame.time_epoch", "tcp.stream", "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission",
@@ -121,7 +122,8 @@ def make_capture(pcap: Path, nbytes: str) -> dict:
             raise ToolError(["tcpdump"], dump.poll(), line)
         time.sleep(0.5)  # iperf3 -s binds
         started = time.monotonic()
-        client = net.run(net.client, "iperf3", "-c", SERVER_IP, "-p", str(PORT), "-R", "-n", nbytes, "-J",
+        # paced at 1 Gbit/s: faster, tcpdump starts dropping (and may miss the FINs)
+        client = net.run(net.client, "iperf3", "-c", SERVER_IP, "-p", str(PORT), "-R", "-n", nbytes, "-b", RATE, "-J",
                          timeout_s=600)
         transfer_s = time.monotonic() - started
         time.sleep(0.3)
@@ -240,7 +242,7 @@ def main() -> int:
     try:
         pcap = work / "iperf3.pcap"
         cap = make_capture(pcap, args.bytes)
-        print(f"capture: iperf3 -R -n {args.bytes} over veth, {cap['sender_mbps']:.0f} Mbit/s, "
+        print(f"capture: iperf3 -R -n {args.bytes} -b {RATE} over veth, {cap['sender_mbps']:.0f} Mbit/s, "
               f"{cap['transfer_s']:.1f} s, sender retransmits {cap['sender_retransmits']}, "
               f"tcpdump captured {cap['captured']} (dropped by kernel {cap['dropped_by_kernel']}), "
               f"{pcap.stat().st_size / 1e6:.0f} MB")
