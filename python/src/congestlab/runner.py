@@ -92,6 +92,11 @@ def wanted_cc(study: StudySpec) -> dict[str, str]:
     return chosen
 
 
+def flow_cc(study: StudySpec) -> set[str]:
+    """Congestion controls the study's iperf flows select per socket (iperf3 -C)."""
+    return {flow.cc for w in study.workloads if w.kind == "iperf" for flow in w.flows if flow.cc}
+
+
 class _Server:
     """A server started for a run of points with the same settings."""
 
@@ -523,11 +528,14 @@ class Runner:
 
     def _kernel_cc(self, study: StudySpec) -> dict[str, str]:
         chosen = wanted_cc(study)
-        if "compound" in chosen.values() and "compound" not in self.installed_cc:
+        per_socket = flow_cc(study)  # iperf3 -C asks for these on its own sockets
+        if "compound" in set(chosen.values()) | per_socket and "compound" not in self.installed_cc:
             from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available
 
             if COMPOUND_KERNEL_NAME not in available():
                 self.installed_cc.append("compound")
+        for cc in sorted(per_socket):
+            kernel_cc_name(cc)  # installs Compound TCP when a flow asks for it
         names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
         record = self.manifest.setdefault("congestion_control", {"per_host": names})
         record["installed_for_this_run"] = self.installed_cc
@@ -552,6 +560,7 @@ class Runner:
                 pairs |= {(p.source, p.sink) for p in w.pairs}
             elif w.kind in ("iperf", "ping"):
                 pairs.add((w.client, w.server))
+                pairs |= {(f.client, w.server) for f in getattr(w, "flows", []) if f.client}
             elif w.kind in ("http_load", "anma"):
                 pairs.add((w.client, study.server(w.server).node))
             elif w.kind == "get":

@@ -12,13 +12,14 @@ import re
 import statistics
 import subprocess
 import time
-import uuid
 
 import pytest
 
 from congestlab.errors import TestbedError
 from congestlab.linkem import LinkemElement
-from congestlab.linkem.line import Line
+from congestlab.testbed import Testbed
+
+from line_helpers import Line, line_topology
 
 pytestmark = [
     pytest.mark.netns,
@@ -32,12 +33,20 @@ def assert_within_tolerance(what: str, measured: float, expected: float, toleran
 
 @pytest.fixture
 def line(tmp_path):
-    with Line(prefix=f"t{uuid.uuid4().hex[:4]}") as built:
-        yield built
+    """A — R — B built by the testbed, unshaped; linkem elements are added by hand."""
+    with Testbed(line_topology()) as tb:
+        yield Line(tb)
+
+
+@pytest.fixture
+def line_100mbit(tmp_path):
+    """The same line with 100 Mbit/s HTB + 1000-packet FIFO on R's link to B, both ways."""
+    with Testbed(line_topology(100_000_000, 1000)) as tb:
+        yield Line(tb)
 
 
 def both_directions(line: Line, tmp_path, **knobs) -> tuple[LinkemElement, LinkemElement]:
-    base = 100 + int(line.prefix[1:], 16) % 30000  # distinct queue numbers per test
+    base = 100 + int(line.prefix[2:], 16) % 30000  # distinct queue numbers per test
     forward = LinkemElement(netns=line.ns_r, queue_num=base, in_iface=line.r_to_a, out_iface=line.r_to_b,
                             log_dir=tmp_path, seed=1, families=("ipv4",), **knobs)
     backward = LinkemElement(netns=line.ns_r, queue_num=base + 1, in_iface=line.r_to_b, out_iface=line.r_to_a,
@@ -65,7 +74,7 @@ def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path):
 
 def test_linkem_bernoulli_loss_measures_configured_rate(line, tmp_path):
     # loss on A->B only, no delay: flood ping stays fast; 20000 probes (sigma 0.07 %)
-    lossy = LinkemElement(netns=line.ns_r, queue_num=200 + int(line.prefix[1:], 16) % 30000,
+    lossy = LinkemElement(netns=line.ns_r, queue_num=200 + int(line.prefix[2:], 16) % 30000,
                           in_iface=line.r_to_a, out_iface=line.r_to_b, delay_ms=0.0, loss=0.01, seed=7,
                           log_dir=tmp_path, families=("ipv4",))
     with lossy:
@@ -87,8 +96,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_linkem_tcp_fills_100_mbit_bottleneck_with_20_ms_each_way(line, tmp_path):
-    line.set_bottleneck(100)
+def test_linkem_tcp_fills_100_mbit_bottleneck_with_20_ms_each_way(line_100mbit, tmp_path):
+    line = line_100mbit
     forward, backward = both_directions(line, tmp_path, delay_ms=20.0)
     server = subprocess.Popen(["ip", "netns", "exec", line.ns_b, "iperf3", "-s", "-1", "-p", "5201"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -121,7 +130,7 @@ def test_linkem_tcp_fills_100_mbit_bottleneck_with_20_ms_each_way(line, tmp_path
 
 
 def test_linkem_duplicates_reach_the_host(line, tmp_path):
-    dup = LinkemElement(netns=line.ns_r, queue_num=300 + int(line.prefix[1:], 16) % 30000,
+    dup = LinkemElement(netns=line.ns_r, queue_num=300 + int(line.prefix[2:], 16) % 30000,
                         in_iface=line.r_to_a, out_iface=line.r_to_b, delay_ms=1.0, duplicate=1.0,
                         log_dir=tmp_path, families=("ipv4",))
     with dup:

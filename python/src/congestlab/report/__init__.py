@@ -8,7 +8,10 @@ from pathlib import Path
 from congestlab.rundir import read_manifest
 
 # study -> module whose build_report(run_dir) makes its report; others: report/build.py
-STUDY_REPORTS: dict[str, str] = {}
+STUDY_REPORTS: dict[str, str] = {
+    "tcp-lab": "congestlab.report.tcp_lab",
+    "cc-share": "congestlab.report.cc_share",
+}
 
 
 def build_report(run_dir: Path):
