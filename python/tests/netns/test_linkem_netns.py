@@ -68,7 +68,7 @@ def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path):
     assert_within_tolerance("median RTT ms", median_ms, 40.0, 0.5)
     assert_within_tolerance("mean RTT ms", mean_ms, 40.0, 0.5)
     assert fwd["delayed"] >= 300 and bwd["delayed"] >= 300
-    assert fwd["dropped"] == 0 and bwd["dropped"] == 0
+    assert fwd["dropped"] == 0 and bwd["dropped"] == 0, (fwd, bwd)
     print(f"kernel-stamped arrivals: {fwd['kernel_stamped']}/{fwd['received']} and {bwd['kernel_stamped']}/{bwd['received']}")
 
 

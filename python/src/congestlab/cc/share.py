@@ -56,8 +56,9 @@ def shares(run_dir: Path) -> list[FlowShare]:
     by_run: dict[tuple[str, int], list[dict]] = {}
     for row in read_results(Path(run_dir), "iperf"):
         by_run.setdefault((row["point_id"], int(row["repetition"])), []).append(row)
+    declared = {p["id"]: i for i, p in enumerate(manifest.get("points", []))}
     out = []
-    for (point_id, rep), rows in by_run.items():
+    for (point_id, rep), rows in sorted(by_run.items(), key=lambda kv: (declared.get(kv[0][0], 0), kv[0])):
         rows.sort(key=lambda r: int(r["session"]))
         total = sum(float(r["throughput_mbps"]) for r in rows) * 1e6 or 1.0
         pair = " vs ".join(r["cc"] for r in rows)
