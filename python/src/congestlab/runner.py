@@ -254,6 +254,7 @@ class Runner:
         point_backgrounds: list[Background] = []
         captures = []
         q0 = self._qdisc_snapshot(tb)
+        linkem0 = tb.linkem_stats()
         cpu0 = fidelity.read_cpu_jiffies()
         info: dict = {"point": point.id, "repetition": rep, "started_utc": _utc_now()}
         checks: list[fidelity.Check] = []
@@ -287,6 +288,11 @@ class Runner:
                           for label, now in self._qdisc_snapshot(tb).items()}
         info["bottleneck_drops"] = {label: sum(q["drops"] for q in qs.values() if q["kind"] in ("pfifo", "tbf"))
                                     for label, qs in info["qdiscs"].items()}
+        # what the link emulator did during the repetition (e.g. the loss it realised)
+        info["linkem"] = {label: {k: v - linkem0.get(label, {}).get(k, 0) for k, v in now.items()
+                                  if isinstance(v, int) and k in ("received", "delayed", "dropped", "dropped_random",
+                                                                  "dropped_held_cap", "kernel_user_dropped")}
+                          for label, now in tb.linkem_stats().items()}
         info["servers"] = {name: s.record["instance"] for name, s in self.servers.items()}
         info["checks"] = fidelity.checks_to_json(checks)
         info["finished_utc"] = _utc_now()

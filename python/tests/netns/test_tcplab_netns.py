@@ -68,6 +68,7 @@ def test_tiny_tcp_lab_run_results_and_report_without_root(within):
         assert any("r/eth1/egress delay 10 ms" in c for c in changes), changes
         rep = json.loads((run_dir / "points" / "rate.x-50000000" / "r1" / "rep.json").read_text())
         assert any(q["kind"] == "tbf" for q in rep["qdiscs"]["r/eth1"].values())
+        assert rep["linkem"]["r/eth1/egress"]["delayed"] > 1000  # the 1 s flow went through linkem
         assert namespaces_with(prefix) == [] and processes_mentioning(prefix) == []
         # the report, rebuilt by an unprivileged user from the run directory alone
         for path in [run_dir, *run_dir.rglob("*")]:
