@@ -122,7 +122,8 @@ def test_cc_share_options_become_settings():
     (lambda d: d["workloads"][0].update(flows=[{"cc": "cubic"}]), "workloads", "need version = 3"),
     (lambda d: d["workloads"][0].update(tcp_sessions=0, udp_sessions=0), "workloads", "no sessions"),
     (lambda d: d["workloads"][1].update(flood=True), "workloads", "flood ping"),
-    (lambda d: d["workloads"][3].update(omit_s=20), "workloads", "leaves nothing"),
+    (lambda d: d["workloads"][3].update(omit_s=20), "workloads", "leaves less than one"),
+    (lambda d: d["workloads"][3].update(duration_s=1.5, omit_s=0), "workloads", "duration_s >= 2"),
 ])
 def test_new_fields_are_spec_errors(edit, where, problem):
     data = _toml("tcp-lab")

@@ -149,8 +149,12 @@ class IperfWorkload(_Workload):
             raise ValueError("give either flows or tcp_sessions/udp_sessions, not both")
         if not self.flows and self.tcp_sessions + self.udp_sessions == 0:
             raise ValueError("no sessions: tcp_sessions + udp_sessions is 0 and no flows")
-        if self.expect_min_mbps is not None and self.omit_s >= self.duration_s:
-            raise ValueError(f"omit_s {self.omit_s:g} leaves nothing of duration_s {self.duration_s:g}")
+        if self.expect_min_mbps is not None and self.duration_s - self.omit_s < 1:
+            # the steady rate comes from 1 s reports after omit_s (iperf 2: the server's -i 1)
+            raise ValueError(f"omit_s {self.omit_s:g} leaves less than one 1 s report of duration_s "
+                             f"{self.duration_s:g}")
+        if self.expect_min_mbps is not None and self.duration_s < 2:
+            raise ValueError("expect_min_mbps needs duration_s >= 2 (1 s reports, then the whole-run line)")
         return self
 
     def flow_list(self) -> list[IperfFlow]:

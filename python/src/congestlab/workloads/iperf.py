@@ -339,7 +339,8 @@ class IperfRunner(Measuring):
             reports = {}
             for protocol, _, out, _ in servers:
                 expected = spec.tcp_sessions if protocol == "tcp" else spec.udp_sessions
-                reports[protocol] = self._wait_reports(out, expected, protocol, final=interval is not None)
+                final = protocol == "tcp" and interval is not None  # only the TCP server prints intervals
+                reports[protocol] = self._wait_reports(out, expected, protocol, final=final)
         finally:
             for _, proc, _, _ in servers:
                 tb.stop(proc)
