@@ -46,6 +46,7 @@ struct PortTotals {
     bytes_from_server: u64,
     payload_from_server: u64,
     unique_payload_from_server: u64,
+    bytes_nrt: u64,
     retransmissions: u64,
     first_ns: Option<i64>,
     last_ns: i64,
@@ -177,8 +178,10 @@ pub fn analyze<R: Read + Send>(
         bytes_from_server: p.bytes_from_server,
         payload_bytes_from_server: p.payload_from_server,
         unique_payload_bytes_from_server: p.unique_payload_from_server,
+        bytes_nrt: p.bytes_nrt,
         retransmissions: p.retransmissions,
         throughput_mbps: mbps(p.bytes_to_server + p.bytes_from_server, interval_ns),
+        nrt_throughput_mbps: mbps(p.bytes_nrt, interval_ns),
         from_server_mbps: mbps(p.bytes_from_server, interval_ns),
         goodput_mbps: mbps(p.unique_payload_from_server, interval_ns),
     };
@@ -303,6 +306,9 @@ impl Analyzer<'_, '_> {
                 if !effect.retransmitted {
                     p.unique_payload_from_server += payload;
                 }
+            }
+            if !effect.retransmitted {
+                p.bytes_nrt += frame;
             }
             if effect.retransmitted && payload > 0 {
                 p.retransmissions += 1;

@@ -175,7 +175,7 @@ impl Connection {
         if retransmitted && payload > 0 {
             self.retransmissions += 1;
         }
-        if from_client && seg.syn() && !seg.has_ack() && self.syn_ns.is_none() {
+        if from_client && seg.syn() && self.syn_ns.is_none() {
             self.syn_ns = Some(seg.ts_ns);
         }
 

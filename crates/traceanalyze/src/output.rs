@@ -84,8 +84,11 @@ pub struct PortRecord {
     pub bytes_from_server: u64,
     pub payload_bytes_from_server: u64,
     pub unique_payload_bytes_from_server: u64,
+    /// Frame bytes of both directions without retransmitted segments.
+    pub bytes_nrt: u64,
     pub retransmissions: u64,
     pub throughput_mbps: f64,
+    pub nrt_throughput_mbps: f64,
     pub from_server_mbps: f64,
     pub goodput_mbps: f64,
 }

@@ -19,10 +19,13 @@ from pcap_builder import (busy_capture, transfer_with_fast_and_spurious_retransm
 from congestlab.analysis.connections import Connection, group_connections
 from congestlab.analysis.metrics import measure_connection
 from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
+from congestlab.analysis.port import port_aggregate
+from congestlab.analysis.run_analysis import _metrics as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap, read_series
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
+from congestlab.workloads.get import RAW_KIND
 
 TIME_S = 1e-6  # 1 µs
 TIME_MS = 1e-3
@@ -88,10 +91,10 @@ def assert_same_measurement(a, b):
         assert all(abs(p - q) <= TIME_MS for p, q in zip(mx.rtt_samples_ms, my.rtt_samples_ms)), where
     pa, pb = a.port, b.port
     for name in ("connections", "segments", "bytes_to_server", "bytes_from_server", "payload_bytes_from_server",
-                 "unique_payload_bytes_from_server", "retransmissions"):
+                 "unique_payload_bytes_from_server", "bytes_nrt", "retransmissions"):
         assert getattr(pa, name) == getattr(pb, name), f"port: {name}"
     assert abs(pa.interval_s - pb.interval_s) <= TIME_S
-    for name in ("throughput_mbps", "from_server_mbps", "goodput_mbps"):
+    for name in ("throughput_mbps", "nrt_throughput_mbps", "from_server_mbps", "goodput_mbps"):
         _same_rate(f"port: {name}", getattr(pa, name), getattr(pb, name), pa.interval_s)
 
 
@@ -240,34 +243,44 @@ def test_port_aggregate_over_a_window(suite, tmp_path):
 
 
 def test_analyze_run_rows_are_unchanged(suite, tmp_path):
-    """analyze_run through measure_pcap gives the rows the dpkt path gave."""
+    """analyze_run through measure_pcap gives the rows the dpkt path gave (request rows from
+    measure_connection, the port row from analysis/port.py)."""
     run = tmp_path / "run"
-    (run / "pcap").mkdir(parents=True)
-    shutil.copy(suite["busy-v4"], run / "pcap" / "lean.pcap")
-    reqs = [{"server": "lean", "level": "C1B", "family": "v4", "repetition": i, "client_port": port, "ok": True,
-             "start_ts": start, "end_ts": start + 0.3, "server_port": 80, "time_total_s": 0.25}
-            for i, (port, start) in enumerate([(40000, 1_700_000_000.0), (40010, 1_700_000_000.2),
-                                               (40000, 1_700_000_000.5), (40020, 1_700_000_000.3)])]
-    reqs.append({**reqs[0], "repetition": 9, "ok": False, "error": "timeout"})
-    (run / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    result = analyze_run(run)
-    assert result.analysis_s > 0
-    conns = group_connections(read_segments(run / "pcap" / "lean.pcap"), server_port=80)
-    want = []
-    for req in reqs[:3]:
-        conn = next(c for c in conns if c.key == ("v4", req["client_port"]) and c.segments[0].ts >= req["start_ts"] - 1
-                    and c.segments[0].ts <= req["end_ts"])
-        want.append(measure_connection(conn))
-    assert [r["client_port"] for r in result.rows] == [40000, 40010, 40000]
-    for row, m in zip(result.rows, want):
-        assert row["retransmissions"] == m.retransmissions and row["bytes_nrt"] == m.bytes_nrt
-        assert row["bytes_captured"] == m.bytes_captured and row["payload_bytes"] == m.payload_bytes
-        assert row["rtt_samples"] == len(m.rtt_samples_ms)
-        assert abs(row["delay_ms"] - m.delay_ms) <= 0.0011
-        assert abs(row["rtt_mean_ms"] - m.rtt_mean_ms) <= 0.0011
-    assert result.problems == ["lean C1B v4 rep 3: connection v4 port 40020: no request from the client",
-                               "lean C1B v4 rep 9: request failed: timeout"]
-    assert result.read_stats["lean"]["frames"] == 90
+    rep_dir = run / "points" / "p1" / "r1"
+    (rep_dir / "pcap").mkdir(parents=True)
+    pcap = shutil.copy(suite["busy-v4"], rep_dir / "pcap" / "lean.pcap")
+    (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
+    reqs = [{"server": "lean", "client": "c1", "family": "v4", "file_kib": 14, "ok": True, "client_port": port,
+             "start_ts": start, "end_ts": start + 0.3, "time_total_s": 0.25}
+            for port, start in [(40000, 1_700_000_000.0), (40010, 1_700_000_000.2), (40000, 1_700_000_000.5),
+                                (40020, 1_700_000_000.3)]]
+    reqs.append({**reqs[0], "ok": False, "error": "timeout"})
+    (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
+    manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
+                "spec": {"servers": [{"name": "lean", "port": 80}]}}
+    result = analyze_run(run, manifest)
+    assert result.summary["analysis_s"] >= 0
+    assert result.summary["pcap_read"]["p1/r1/lean"]["frames"] == 90
+    assert result.summary["problems"] == ["p1 #1 lean v4: connection v4 port 40020: no request from the client",
+                                          "p1 #1 lean v4: request failed: timeout"]
+    conns = group_connections(read_segments(pcap), server_port=80)
+    measured = [row for row in result.rows["request"] if row.get("delay_ms") is not None]
+    assert [r["client_port"] for r in measured] == [40000, 40010, 40000]
+    for row, req in zip(measured, reqs):
+        conn = next(c for c in conns if c.key == ("v4", req["client_port"])
+                    and req["start_ts"] - 1 <= c.segments[0].ts <= req["end_ts"])
+        want = run_metrics(measure_connection(conn))
+        for key, value in want.items():
+            if isinstance(value, float):
+                assert abs(row[key] - value) <= 0.0011, key  # both rounded to 3 decimals
+            else:
+                assert row[key] == value, key
+    (port_row,) = result.rows["port"]
+    want = port_aggregate(conns)
+    assert (port_row["connections"], port_row["retransmissions"]) == (want["connections"], want["retransmissions"])
+    assert abs(port_row["interval_s"] - want["interval_s"]) <= TIME_S
+    for key in ("captured_throughput_mbps", "nrt_throughput_mbps"):
+        _same_rate(key, port_row[key], want[key], want["interval_s"])
 
 
 def test_rtt_samples_continue_past_4_gib():

@@ -9,7 +9,6 @@ seed 000 ch. 3): measured at the server's port.
   below the highest sequence seen that fills a hole is reordering, not a retransmission
 - RTT samples: server data segment -> first client ACK covering it (Karn: never for
   retransmitted bytes)
-- connection time: from the client's SYN to the same last ACK (`syn_to_last_ack_ms`)
 
 crates/traceanalyze computes the same in one streaming pass; this module is its reference
 (python/src/congestlab/analysis/trace.py runs either).
@@ -39,7 +38,7 @@ class ConnectionMetrics:
     bytes_captured: int
     payload_bytes: int
     rtt_samples_ms: list[float] = field(default_factory=list)
-    syn_to_last_ack_ms: float | None = None
+    syn_to_last_ack_ms: float | None = None  # from the client's SYN (connection set-up included)
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -93,20 +92,6 @@ class _Direction:
         return min(candidates, key=lambda v: abs(v - self.last))
 
 
-def retransmitted_flags(conn: Connection) -> list[bool]:
-    """Per segment: its bytes (SYN and FIN count one each) were all or partly seen before."""
-    seen = {True: ByteRanges(), False: ByteRanges()}
-    seqs = {True: _Direction(), False: _Direction()}
-    flags = [False] * len(conn.segments)
-    for i, s in enumerate(conn.segments):
-        d = conn.from_client(s)
-        off = seqs[d].offset(s.seq)
-        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
-        if length:
-            flags[i] = seen[d].add(off, off + length)
-    return flags
-
-
 def measure_connection(conn: Connection) -> ConnectionMetrics:
     segs = conn.segments
     from_client = [conn.from_client(s) for s in segs]
@@ -125,7 +110,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     if delay_s <= 0:
         raise TraceError(f"connection {conn.family} port {conn.client_port}: non-positive delay")
 
-    retransmitted = retransmitted_flags(conn)
+    retransmitted = retransmission_flags(segs, from_client)
 
     bytes_captured = bytes_nrt = 0
     for i in range(get_index, last_ack_index + 1):
@@ -135,7 +120,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     payload_bytes = sum(s.payload_len for i, s in enumerate(segs[: last_ack_index + 1])
                         if not from_client[i] and s.payload_len and not retransmitted[i])
     retrans = sum(1 for i, s in enumerate(segs) if retransmitted[i] and s.payload_len > 0)
-    syn_index = next((i for i, s in enumerate(segs) if from_client[i] and s.syn and not s.has_ack), None)
+    syn_ts = next((s.ts for i, s in enumerate(segs) if from_client[i] and s.syn), None)
     return ConnectionMetrics(
         family=conn.family,
         client_port=conn.client_port,
@@ -148,8 +133,22 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
         bytes_captured=bytes_captured,
         payload_bytes=payload_bytes,
         rtt_samples_ms=rtt_samples_ms(segs, from_client, retransmitted),
-        syn_to_last_ack_ms=(t1 - segs[syn_index].ts) * 1e3 if syn_index is not None else None,
+        syn_to_last_ack_ms=(t1 - syn_ts) * 1e3 if syn_ts is not None else None,
     )
+
+
+def retransmission_flags(segs: list[Segment], from_client: list[bool]) -> list[bool]:
+    """Per segment: does it carry sequence space of its direction that was seen before?"""
+    seen = {True: ByteRanges(), False: ByteRanges()}
+    seqs = {True: _Direction(), False: _Direction()}
+    retransmitted = [False] * len(segs)
+    for i, s in enumerate(segs):
+        d = from_client[i]
+        off = seqs[d].offset(s.seq)
+        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
+        if length:
+            retransmitted[i] = seen[d].add(off, off + length)
+    return retransmitted
 
 
 def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:

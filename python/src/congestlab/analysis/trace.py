@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.connections import Connection, group_connections
-from congestlab.analysis.metrics import (ConnectionMetrics, _Direction, measure_connection, retransmitted_flags,
+from congestlab.analysis.metrics import (ConnectionMetrics, _Direction, measure_connection, retransmission_flags,
                                          rtt_samples)
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.errors import TraceError
@@ -67,8 +67,10 @@ class PortAggregate:
     bytes_from_server: int
     payload_bytes_from_server: int
     unique_payload_bytes_from_server: int
+    bytes_nrt: int  # frame bytes of both directions without retransmitted segments
     retransmissions: int
-    throughput_mbps: float
+    throughput_mbps: float  # both directions' frame bytes (captured)
+    nrt_throughput_mbps: float
     from_server_mbps: float
     goodput_mbps: float
     window_s: tuple[float, float] | None = None
@@ -166,8 +168,9 @@ def parse_summary(lines, window_s: tuple[float, float] | None = None) -> PcapMea
                 server_port=rec["server_port"], interval_s=rec["interval_s"], connections=rec["connections"],
                 segments=rec["segments"], bytes_to_server=rec["bytes_to_server"],
                 bytes_from_server=rec["bytes_from_server"], payload_bytes_from_server=rec["payload_bytes_from_server"],
-                unique_payload_bytes_from_server=rec["unique_payload_bytes_from_server"],
+                unique_payload_bytes_from_server=rec["unique_payload_bytes_from_server"], bytes_nrt=rec["bytes_nrt"],
                 retransmissions=rec["retransmissions"], throughput_mbps=rec["throughput_mbps"],
+                nrt_throughput_mbps=rec["nrt_throughput_mbps"],
                 from_server_mbps=rec["from_server_mbps"], goodput_mbps=rec["goodput_mbps"], window_s=window_s)
         elif kind == "stats":
             stats = rec
@@ -232,7 +235,7 @@ def _measure_dpkt(pcap: Path, server_port: int, rtt_path: Path, series_path: Pat
             for conn_id, conn in enumerate(conns):
                 segs = conn.segments
                 from_client = [conn.from_client(s) for s in segs]
-                retx = retransmitted_flags(conn)
+                retx = retransmission_flags(segs, from_client)
                 for ack_ts, rtt_ms in rtt_samples(segs, from_client, retx):
                     rtt_csv.writerow([conn_id, round(ack_ts * 1e9), round(rtt_ms * 1e6)])
                 if series_csv:
@@ -264,6 +267,7 @@ class _PortTotals:
     bytes_from_server: int = 0
     payload_from_server: int = 0
     unique_payload_from_server: int = 0
+    bytes_nrt: int = 0
     retransmissions: int = 0
     times: list[float] = field(default_factory=list)
 
@@ -285,6 +289,8 @@ class _PortTotals:
                 self.payload_from_server += s.payload_len
                 if not r:
                     self.unique_payload_from_server += s.payload_len
+            if not r:
+                self.bytes_nrt += s.frame_len
             if r and s.payload_len > 0:
                 self.retransmissions += 1
 
@@ -301,8 +307,9 @@ class _PortTotals:
             server_port=server_port, interval_s=interval, connections=self.connections, segments=self.segments,
             bytes_to_server=self.bytes_to_server, bytes_from_server=self.bytes_from_server,
             payload_bytes_from_server=self.payload_from_server,
-            unique_payload_bytes_from_server=self.unique_payload_from_server, retransmissions=self.retransmissions,
-            throughput_mbps=mbps(self.bytes_to_server + self.bytes_from_server),
+            unique_payload_bytes_from_server=self.unique_payload_from_server, bytes_nrt=self.bytes_nrt,
+            retransmissions=self.retransmissions, throughput_mbps=mbps(self.bytes_to_server + self.bytes_from_server),
+            nrt_throughput_mbps=mbps(self.bytes_nrt),
             from_server_mbps=mbps(self.bytes_from_server), goodput_mbps=mbps(self.unique_payload_from_server),
             window_s=window_s)
 
