@@ -5,7 +5,7 @@
 APT_PACKAGES += tshark iperf3 tcpdump time
 
 .PHONY: bench-analyzer
-# Not part of `make test` (root, ~4 min): traceanalyze vs the dpkt reference vs tshark on a
+# Not part of `make test` (root, 3-8 min with the load of a shared machine): traceanalyze vs the dpkt reference vs tshark on a
 # >= 1-million-frame iperf3 capture over veth, then traceanalyze alone on a 10x capture.
 bench-analyzer: install
 	$(PY) python/benchmarks/bench_analyzer.py
