@@ -129,7 +129,8 @@ fn scenarios() -> Vec<(&'static str, String)> {
     // Both sides close at once.
     let mut closed = false;
     all.push(("simultaneous close", record(setup(bare(), bare(), link(), link(), true), limit, move |sim| {
-        if !closed && sim.b.conn.is_some() && sim.a.conn.as_ref().is_some_and(|c| c.state() == leantcp::State::Established) && sim.b.conn.as_ref().unwrap().state() == leantcp::State::Established {
+        let up = |c: &Option<Connection>| c.as_ref().is_some_and(|c| c.state() == leantcp::State::Established);
+        if !closed && up(&sim.a.conn) && up(&sim.b.conn) {
             let now = sim.now;
             sim.a.conn.as_mut().unwrap().close(now);
             sim.b.conn.as_mut().unwrap().close(now);
