@@ -50,7 +50,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let rto = config.tcp.rto;
     log.write(0, "start", json!({
         "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4), "addr6": format!("{}/{}", config.addr6, config.prefix6),
-        "port": config.port, "mac": config.mac.to_string(), "profile": "bare", "cc": "none", "recovery": "go-back-n",
+        "port": config.port, "mac": config.mac.to_string(), "profile": args.profile()?.name(), "cc": config.tcp.cc.name(),
+        "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
+        "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
+        "initial_window_segments": config.tcp.initial_window_segments,
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
