@@ -280,6 +280,8 @@ pub struct Connection {
     out_of_order: Vec<(Seq, Vec<u8>)>,
     /// Starts of the out-of-order blocks most recently changed, newest first (RFC 2018 §4).
     sack_recent: Vec<Seq>,
+    /// Sequence number of a FIN that arrived beyond a hole.
+    out_of_order_fin: Option<Seq>,
     // Options agreed in the handshake.
     sack_ok: bool,
     ts_ok: bool,
@@ -382,6 +384,7 @@ impl Connection {
             last_advertised_window: 0,
             out_of_order: Vec::new(),
             sack_recent: Vec::new(),
+            out_of_order_fin: None,
             sack_ok: false,
             ts_ok: false,
             ts_recent: 0,
@@ -455,7 +458,7 @@ impl Connection {
         }
         let mss = self.data_mss();
         self.cc = Some(self.config.cc.build(mss, self.config.initial_window_segments));
-        self.recovery = self.config.recovery.build(mss, self.sack_ok, self.config.limited_transmit);
+        self.recovery = self.config.recovery.build(mss, self.sack_ok, self.config.limited_transmit, self.config.rack_tlp);
         self.rack = (self.config.rack_tlp && self.recovery.uses_scoreboard()).then(Rack::default);
     }
 
@@ -814,7 +817,7 @@ impl Connection {
         if uses_scoreboard {
             if let Some((start, end)) = self.scoreboard.next_lost() {
                 let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
-                let room = cwnd.saturating_sub(pipe).saturating_add(self.recovery.extra_window());
+                let room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
                 if self.force_retransmit || end.since(start) <= room {
                     self.force_retransmit = false;
                     let kind = if self.consecutive_timeouts > 0 { RetransmitKind::Timeout } else { RetransmitKind::Recovery };
@@ -824,7 +827,7 @@ impl Connection {
             }
         }
         let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
-        let cwnd_room = cwnd.saturating_sub(pipe).saturating_add(self.recovery.extra_window());
+        let cwnd_room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
         let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room);
         if uses_scoreboard && cwnd_room < self.data_mss().min(self.unsent_bytes()) {
             return None; // no runt segments because of the congestion window
@@ -1329,11 +1332,22 @@ impl Connection {
     fn on_data_and_fin(&mut self, seg: &Segment, now: Instant) {
         let mut fin_in_order = seg.fin && seg.seq.add(seg.payload.len()) == self.rcv_nxt;
         let accepts_data = matches!(self.state, State::Established | State::FinWait1 | State::FinWait2);
+        let reassembles = self.sack_ok || self.config.sack;
+        if accepts_data && reassembles && seg.fin && seg.payload.is_empty() && seg.seq > self.rcv_nxt {
+            self.out_of_order_fin = Some(seg.seq);
+            self.ack_pending = true;
+            return;
+        }
         if accepts_data && !seg.payload.is_empty() {
             if seg.seq > self.rcv_nxt {
                 // Out of order: the bare stack keeps no reassembly queue; a duplicate ACK asks again.
-                if self.sack_ok || self.config.sack {
+                if reassembles {
                     self.store_out_of_order(seg.seq, &seg.payload);
+                    let fin_at = seg.seq.add(seg.payload.len());
+                    let stored_whole = self.out_of_order.iter().any(|(s, d)| *s <= seg.seq && fin_at <= s.add(d.len()));
+                    if seg.fin && stored_whole {
+                        self.out_of_order_fin = Some(fin_at);
+                    }
                 }
                 self.ack_pending = true;
                 return;
@@ -1349,6 +1363,9 @@ impl Connection {
             if !fin_in_order && !self.out_of_order.is_empty() {
                 self.drain_out_of_order();
             }
+            if !fin_in_order && self.out_of_order_fin == Some(self.rcv_nxt) {
+                fin_in_order = true;
+            }
         }
         if fin_in_order && !self.fin_received {
             self.fin_received = true;
@@ -1356,6 +1373,7 @@ impl Connection {
             self.ack_pending = true;
             self.out_of_order.clear();
             self.sack_recent.clear();
+            self.out_of_order_fin = None;
             match self.state {
                 State::SynReceived | State::Established => self.set_state(State::CloseWait, now),
                 State::FinWait1 if self.fin_acked() => self.set_state(State::TimeWait, now),

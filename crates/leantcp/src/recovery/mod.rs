@@ -104,11 +104,12 @@ impl RecoveryKind {
         }
     }
 
-    /// Builds the policy once the handshake has fixed the MSS and whether SACK is in use.
-    pub fn build(self, mss: usize, sack_in_use: bool, limited_transmit: bool) -> Box<dyn LossRecovery> {
+    /// Builds the policy once the handshake has fixed the MSS and whether SACK is in use;
+    /// with `rack` on, SACK recovery leaves loss detection to RACK.
+    pub fn build(self, mss: usize, sack_in_use: bool, limited_transmit: bool, rack: bool) -> Box<dyn LossRecovery> {
         match self {
             RecoveryKind::GoBackN => Box::new(go_back_n::GoBackN),
-            RecoveryKind::Sack if sack_in_use => Box::new(sack::SackRecovery::new(mss)),
+            RecoveryKind::Sack if sack_in_use => Box::new(sack::SackRecovery::new(mss, !rack)),
             RecoveryKind::NewReno | RecoveryKind::Sack => Box::new(newreno::NewReno::new(mss, limited_transmit)),
         }
     }

@@ -48,8 +48,13 @@ impl Rack {
         for d in delivered {
             let sample = now.saturating_since(d.sent_at);
             // Step 2: a retransmitted segment acknowledged faster than min RTT was
-            // probably acknowledged for its original transmission: no RACK update.
+            // probably acknowledged for its original transmission: no RACK update. Below
+            // RACK.fack that original arrived out of order — leantcp takes this as the
+            // reordering signal RFC 8985 gets from DSACK (it does not parse DSACK).
             let ambiguous = d.retransmitted && rtt.min.is_some_and(|min| sample < min);
+            if ambiguous && self.fack.is_some_and(|fack| d.end < fack) {
+                self.reordering_seen = true;
+            }
             if !ambiguous && self.xmit_ts.is_none_or(|ts| sent_after(d.sent_at, d.end, ts, self.end_seq)) {
                 self.xmit_ts = Some(d.sent_at);
                 self.end_seq = d.end;

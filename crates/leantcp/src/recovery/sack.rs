@@ -8,19 +8,26 @@
 //! rule 1) and new data next (rule 3). Recovery ends when the cumulative ACK reaches
 //! RecoveryPoint. After a timeout every segment not SACKed is lost (§5.1), and a new
 //! recovery may start only past the timeout's RecoveryPoint.
+//!
+//! With RACK-TLP on, RACK replaces the DupThresh rules (IsLost and the DupThresh-th
+//! duplicate ACK), as RFC 8985 §3 intends and Linux does: losses come only from RACK's
+//! time-based detection (`on_loss_detected`), so reordering within RACK's window does not
+//! trigger a retransmission.
 use super::{AckInfo, AckOutcome, LossRecovery, RtoAction, Scoreboard, DUP_THRESH};
 use crate::seq::Seq;
 
 #[derive(Debug, Clone)]
 pub struct SackRecovery {
     mss: usize,
+    dupthresh_rules: bool,
     in_recovery: bool,
     recovery_point: Option<Seq>,
 }
 
 impl SackRecovery {
-    pub fn new(mss: usize) -> Self {
-        SackRecovery { mss: mss.max(1), in_recovery: false, recovery_point: None }
+    /// `dupthresh_rules` off when RACK detects losses instead.
+    pub fn new(mss: usize, dupthresh_rules: bool) -> Self {
+        SackRecovery { mss: mss.max(1), dupthresh_rules, in_recovery: false, recovery_point: None }
     }
 
     fn may_enter(&self, ack: Seq) -> bool {
@@ -42,6 +49,9 @@ impl LossRecovery for SackRecovery {
         if self.in_recovery && self.recovery_point.is_some_and(|point| a.ack >= point) {
             self.in_recovery = false;
             out.recovery_ended = true;
+        }
+        if !self.dupthresh_rules {
+            return out;
         }
         let newly_lost = sb.mark_lost_by_sack(DUP_THRESH as usize, self.mss);
         if !self.in_recovery && self.may_enter(a.ack) && (newly_lost > 0 || (a.duplicate && a.dup_acks >= DUP_THRESH)) {
@@ -95,7 +105,7 @@ mod tests {
         for i in 0..10u32 {
             sb.on_sent(Seq(i * 100), Seq(i * 100 + 100), Instant::ZERO);
         }
-        let mut rec = SackRecovery::new(100);
+        let mut rec = SackRecovery::new(100, true);
         let mut d = Vec::new();
         for (i, right) in [(1u32, 200u32), (2, 300)] {
             sb.on_sack(&[(Seq(100), Seq(right))], &mut d);
@@ -120,8 +130,23 @@ mod tests {
         let mut sb = Scoreboard::default();
         sb.on_sent(Seq(0), Seq(100), Instant::ZERO);
         sb.on_sent(Seq(100), Seq(200), Instant::ZERO);
-        let mut rec = SackRecovery::new(100);
+        let mut rec = SackRecovery::new(100, true);
         assert!(rec.on_ack(&mut sb, &ack(0, 0, true, 3)).congestion_event);
         assert_eq!(sb.next_lost(), Some((Seq(0), Seq(100))));
+    }
+
+    #[test]
+    fn with_rack_only_rack_declares_losses() {
+        let mut sb = Scoreboard::default();
+        for i in 0..10u32 {
+            sb.on_sent(Seq(i * 100), Seq(i * 100 + 100), Instant::ZERO);
+        }
+        sb.on_sack(&[(Seq(100), Seq(600))], &mut Vec::new());
+        let mut rec = SackRecovery::new(100, false);
+        assert!(!rec.on_ack(&mut sb, &ack(0, 0, true, 5)).congestion_event);
+        assert_eq!(sb.next_lost(), None, "no IsLost marking");
+        sb.mark_lost_at(0);
+        assert!(rec.on_loss_detected(Seq(0), Seq(1000)));
+        assert!(rec.in_recovery() && !rec.on_loss_detected(Seq(0), Seq(1000)), "one event per recovery");
     }
 }
