@@ -659,7 +659,9 @@ impl Connection {
         let mut blocks: Vec<(Seq, Seq)> = Vec::new();
         let recent = self.sack_recent.iter().filter_map(|start| self.out_of_order.iter().find(|(s, d)| *s <= *start && *start < s.add(d.len())));
         for (s, d) in recent.chain(self.out_of_order.iter()) {
-            let block = (*s, s.add(d.len()));
+            // A FIN held beyond the hole takes sequence space: the block covers it (as Linux's does).
+            let end = s.add(d.len());
+            let block = (*s, if self.out_of_order_fin == Some(end) { end.add(1) } else { end });
             if blocks.len() < max_blocks && !blocks.contains(&block) {
                 blocks.push(block);
             }
@@ -919,12 +921,9 @@ impl Connection {
         let rto_at = self.timers.get(Timer::Retransmission);
         match (eligible, rto_at) {
             (true, Some(rto_at)) => {
+                // Capped by the RTO: a probe due with the timeout is sent instead of it (§7.2).
                 let pto = Rack::pto(&self.rtt_stats(), outstanding <= self.data_mss(), rto_at.saturating_since(now));
-                if now + pto < rto_at {
-                    self.timers.set(Timer::TailLossProbe, now + pto);
-                } else {
-                    self.timers.stop(Timer::TailLossProbe);
-                }
+                self.timers.set(Timer::TailLossProbe, now + pto);
             }
             _ => self.timers.stop(Timer::TailLossProbe),
         }
@@ -945,6 +944,16 @@ impl Connection {
             self.set_state(State::Closed, now);
             return;
         }
+        if self.timers.is_expired(Timer::TailLossProbe, now) {
+            self.timers.stop(Timer::TailLossProbe);
+            if self.can_send_data() && self.snd_max > self.snd_una {
+                self.tlp_pending = true;
+                if self.timers.is_expired(Timer::Retransmission, now) {
+                    // The probe goes out instead of the timeout; the RTO restarts after it.
+                    self.timers.set(Timer::Retransmission, now + self.rto.rto());
+                }
+            }
+        }
         if self.timers.is_expired(Timer::Retransmission, now) || self.timers.is_expired(Timer::Persist, now) {
             self.timers.stop(Timer::Retransmission);
             self.timers.stop(Timer::Persist);
@@ -954,12 +963,6 @@ impl Connection {
         if self.timers.is_expired(Timer::RackReorder, now) {
             self.timers.stop(Timer::RackReorder);
             self.rack_detect_loss(now);
-        }
-        if self.timers.is_expired(Timer::TailLossProbe, now) {
-            self.timers.stop(Timer::TailLossProbe);
-            if self.can_send_data() && self.snd_max > self.snd_una {
-                self.tlp_pending = true;
-            }
         }
     }
 

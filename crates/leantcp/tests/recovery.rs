@@ -337,3 +337,186 @@ fn bare_receiver_drops_out_of_order_data_and_offers_no_options() {
     assert_eq!(server.recovery_name(), "newreno", "modern without SACK from the peer falls back to NewReno");
 }
 
+
+/// RFC 8985 §6.2: a segment that arrives late but within RACK's reordering window is not
+/// retransmitted. The first reordering cannot be told from a loss (no reordering seen yet,
+/// 3 SACKed segments: the window is 0), so it costs one needless retransmission; that
+/// retransmission's too-fast ACK shows the reordering, the window opens to min RTT / 4,
+/// and the second late segment is waited for. SACK's DupThresh (RACK off) resends both.
+#[test]
+fn rack_reordering_window_tolerates_late_segments_once_reordering_is_seen() {
+    let len = 300 * 1024;
+    let modern = TcpConfig::modern();
+    let data = data_indices(modern, len);
+    let late = |d: u64| (d, Duration::from_millis(1)); // ~8 segments overtake it at 100 Mbit/s
+    let reorder = LinkConfig { delay_indices: vec![late(data[20]), late(data[150])], ..link() };
+    let mut needless = Vec::new();
+    for rack_tlp in [true, false] {
+        let server = TcpConfig { rack_tlp, ..modern };
+        let (mut sim, _) = transfer(server, reorder.clone(), len);
+        let stats = sim.b.conn.as_ref().unwrap().stats();
+        assert_eq!(stats.timeouts, 0);
+        let retx = retransmits(&server_events(&mut sim)).len();
+        needless.push(retx);
+        if rack_tlp {
+            assert_eq!(retx, 1, "RACK: only the first reordering is taken for a loss");
+        } else {
+            assert_eq!(retx, 2, "DupThresh: every reordering beyond 3 segments is a loss");
+        }
+    }
+    println!("needless retransmissions with/without RACK: {needless:?}");
+}
+
+/// RFC 8985 §6.2 step 5: five segments leave in one burst, the fourth is lost. One
+/// SACKed segment is too few for DupThresh, and when its SACK arrives the lost one is not
+/// yet overdue: RACK arms the reordering timer and resends it RACK.rtt + min RTT / 4
+/// after it was sent — no probe, no timeout.
+#[test]
+fn rack_reorder_timer_finds_a_loss_dupthresh_cannot() {
+    let modern = TcpConfig::modern();
+    let len = 5 * 1448;
+    let data = data_indices(modern, len);
+    assert_eq!(data.len(), 5);
+    let lost = data[3];
+    let (mut sim, _) = transfer(modern, LinkConfig { drop_indices: vec![lost], ..link() }, len);
+    let lost_seq = seq_of(&sim, lost);
+    let stats = sim.b.conn.as_ref().unwrap().stats();
+    assert_eq!((stats.timeouts, stats.tail_loss_probes, stats.recoveries, stats.rack_marked_lost), (0, 0, 1, 1));
+    assert_eq!(retransmits(&server_events(&mut sim)), vec![(lost_seq, RetransmitKind::Recovery)]);
+    let sent = sim.b.sent_times[nth_send_position(&sim, lost_seq, 0)];
+    let resent = sim.b.sent_times[nth_send_position(&sim, lost_seq, 1)];
+    let sack_left_client = sim.a.sent_times[sim.a.sent_log.iter().position(|s| !s.sack_blocks.is_empty()).expect("a SACK")];
+    let sack_arrived = sack_left_client + Duration::from_millis(5);
+    assert!(resent > sack_arrived + Duration::from_millis(1), "resent on the timer, not on the SACK's arrival");
+    let after = resent.saturating_since(sent);
+    // RACK.rtt ≈ 10.1 ms (2 × 5 ms + serialisation), reordering window ≈ 10 ms / 4.
+    assert!(after >= Duration::from_micros(12_400) && after < Duration::from_micros(13_500), "{after:?}");
+}
+
+/// RFC 8985 §7: the last two segments are lost; nothing comes back to trigger SACK or
+/// RACK. The probe timeout (2·SRTT) resends the last segment, its SACK lets RACK find
+/// the other hole: repaired in a few round trips instead of a 200 ms timeout.
+#[test]
+fn tail_loss_probe_repairs_a_tail_loss_without_timeout() {
+    let len = 100 * 1024;
+    let modern = TcpConfig::modern();
+    let data = data_indices(modern, len);
+    let tail = vec![data[data.len() - 2], data[data.len() - 1]];
+    let mut took = Vec::new();
+    for rack_tlp in [true, false] {
+        let server = TcpConfig { rack_tlp, ..modern };
+        let (mut sim, t) = transfer(server, LinkConfig { drop_indices: tail.clone(), ..link() }, len);
+        let stats = sim.b.conn.as_ref().unwrap().stats();
+        let evs = server_events(&mut sim);
+        if rack_tlp {
+            assert_eq!((stats.timeouts, stats.tail_loss_probes), (0, 1), "{:?}", retransmits(&evs));
+            let probe = evs.iter().find_map(|e| match e {
+                Event::TailLossProbe { seq, retransmission } => Some((*seq, *retransmission)),
+                _ => None,
+            });
+            assert_eq!(probe, Some((seq_of(&sim, tail[1]), true)), "no new data left: the last segment is resent");
+        } else {
+            assert_eq!(stats.timeouts, 1);
+        }
+        took.push(t);
+    }
+    assert!(took[0] + Duration::from_millis(100) < took[1], "TLP {:?} vs RTO {:?}", took[0], took[1]);
+}
+
+/// RFC 6298 §3 (Karn) vs RFC 7323 §4.1: the only segment is lost and resent after a
+/// timeout. Without timestamps its ACK is ambiguous — no sample, the backoff stays;
+/// with timestamps the echoed TSval times the retransmission: a sample, backoff cleared.
+#[test]
+fn karn_with_and_without_timestamps() {
+    for timestamps in [true, false] {
+        let server = TcpConfig { rack_tlp: false, timestamps, ..TcpConfig::modern() };
+        let mut sim = setup(client(), server, link(), LinkConfig { drop_indices: vec![1], ..link() }, false);
+        let before = sim.b.conn.as_ref().unwrap().stats().rtt_samples;
+        sim.b.to_send.extend(pattern(1000));
+        assert!(sim.run_until(Duration::from_secs(5), |s| s.a.received.len() == 1000 && !s.b.conn.as_ref().unwrap().timers().is_armed(leantcp::timer::Timer::Retransmission)));
+        let server = sim.b.conn.as_ref().unwrap();
+        assert_eq!(server.timestamps_in_use(), timestamps);
+        let stats = server.stats();
+        assert_eq!(stats.timeouts, 1);
+        if timestamps {
+            assert_eq!((stats.rtt_samples - before, stats.timestamp_rtt_samples), (1, 1));
+            assert_eq!(server.rto().backoff_shift(), 0, "a valid sample clears the backoff");
+            let latest = server.rtt_stats().latest.unwrap();
+            assert!(latest >= Duration::from_millis(10) && latest <= Duration::from_millis(11), "1 ms ticks: {latest:?}");
+        } else {
+            assert_eq!((stats.rtt_samples - before, stats.timestamp_rtt_samples), (0, 0));
+            assert_eq!(server.rto().backoff_shift(), 1, "Karn: the backoff stays until a clean sample");
+        }
+    }
+}
+
+/// RFC 9293 §3.8.6.1 under the modern profile: a zero window is probed on the persist
+/// timer (its own slot in the timer table), never counted as a timeout, and the transfer
+/// completes once the reader reads.
+#[test]
+fn persist_timer_probes_a_zero_window_under_the_modern_profile() {
+    let reader = TcpConfig { recv_buffer_bytes: 8192, window_scale: 0, ..client() };
+    let mut sim = setup(reader, TcpConfig::modern(), link(), link(), false);
+    sim.a.reading = false;
+    sim.b.to_send.extend(pattern(50_000));
+    let mut persist_seen = false;
+    sim.run_until(Duration::from_secs(20), |s| {
+        persist_seen |= s.b.conn.as_ref().unwrap().timers().is_armed(leantcp::timer::Timer::Persist);
+        false
+    });
+    assert!(persist_seen);
+    let server = sim.b.conn.as_mut().unwrap();
+    assert_eq!(server.peer_window(), 0);
+    let probes = events(server).into_iter().filter(|e| matches!(e, Event::ZeroWindowProbe { .. })).count();
+    assert!(probes >= 2, "expected persist probes, got {probes}");
+    assert_eq!(server.stats().timeouts, 0, "probes are not timeouts");
+    sim.a.reading = true;
+    assert!(sim.run_until(Duration::from_secs(120), |s| s.a.received.len() == 50_000));
+    assert_eq!(sim.a.received, pattern(50_000));
+}
+
+/// The controller is built when the handshake fixes the MSS: IW10 of the peer's MSS
+/// (less the timestamps option), not of our MTU.
+#[test]
+fn controller_is_built_with_the_negotiated_mss() {
+    let (a, b) = addrs(false);
+    let t = Instant::ZERO;
+    let small = TcpConfig { mtu: 1040, ..client() }; // MSS 1000
+    let mut client = Connection::connect(a, b, small, Seq(1));
+    let syn = client.poll_transmit(t).unwrap();
+    assert_eq!(syn.mss, Some(1000));
+    let server = Connection::accept(&syn, TcpConfig::modern(), Seq(9)).unwrap();
+    assert_eq!((server.send_mss(), server.data_mss()), (1000, 988));
+    assert_eq!(server.cwnd(), 10 * 988);
+    let bare = Connection::accept(&syn, TcpConfig::bare(), Seq(9)).unwrap();
+    assert_eq!((bare.data_mss(), bare.cwnd()), (1000, usize::MAX));
+}
+
+/// Whole transfers over IPv4 and IPv6 with random loss both ways under every recovery
+/// policy: byte-identical; with RACK-TLP never slower than go-back-N. (Without RACK a
+/// lost retransmission still waits for the RTO — 1 s here, the bare timer — so plain
+/// NewReno can lose to go-back-N's wholesale resend on an unlucky seed; seed 3 does.)
+#[test]
+fn every_policy_delivers_over_random_loss() {
+    let policies = [
+        ("go-back-n", TcpConfig::bare()),
+        ("newreno", newreno()),
+        ("sack", TcpConfig { rack_tlp: false, ..TcpConfig::modern() }),
+        ("sack+rack-tlp", TcpConfig::modern()),
+        ("newreno+rack-tlp", TcpConfig { recovery: RecoveryKind::NewReno, sack: false, ..TcpConfig::modern() }),
+    ];
+    for seed in 1..=3u64 {
+        let mut times = Vec::new();
+        for (name, server) in policies {
+            let fwd = LinkConfig { loss: 0.03, seed, ..link() };
+            let back = LinkConfig { loss: 0.03, seed: seed + 50, ..link() };
+            let (_, took) = transfer_with(client(), server, back, fwd, seed == 2, 200 * 1024);
+            times.push((name, took));
+        }
+        println!("seed {seed}: {times:?}");
+        let gbn = times[0].1;
+        for (name, took) in times.iter().filter(|(name, _)| name.contains("rack")) {
+            assert!(*took < gbn, "seed {seed}: {name} {took:?} not faster than go-back-n {gbn:?}");
+        }
+    }
+}
