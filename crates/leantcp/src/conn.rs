@@ -1247,7 +1247,8 @@ impl Connection {
         if let (true, true, true, Some(ts)) = (self.ts_ok, samples.is_empty(), covers_retransmission, timestamp) {
             let ticks = self.ts_clock(now).wrapping_sub(ts.tsecr);
             if ts.tsecr != 0 && (ticks as i32) >= 0 {
-                samples.push(Duration::from_millis(ticks as u64));
+                // Below the clock's resolution counts as one tick (0 would drag SRTT to zero).
+                samples.push(Duration::from_millis(ticks.max(1) as u64));
                 from_timestamp = true;
             }
         }

@@ -81,11 +81,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut send_failures = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let t = now();
-        let wait_ms = match stack.poll_timeout() {
-            Some(deadline) => deadline.saturating_since(t).as_micros().div_ceil(1000).min(MAX_WAIT_MS as u128) as i32,
-            None => MAX_WAIT_MS as i32,
-        };
-        if tap.wait_readable(wait_ms).context("waiting on the TAP device")? {
+        let max_wait = Duration::from_millis(MAX_WAIT_MS);
+        let wait = stack.poll_timeout().map_or(max_wait, |deadline| deadline.saturating_since(t).min(max_wait));
+        if tap.wait_readable(wait).context("waiting on the TAP device")? {
             for _ in 0..MAX_FRAMES_PER_TURN {
                 match tap.recv(&mut buf).context("reading the TAP device")? {
                     Some(n) => stack.handle_frame(&buf[..n], now()),
