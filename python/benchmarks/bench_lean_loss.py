@@ -89,7 +89,7 @@ class Server:
     def __init__(self, kind: str, net: BenchNet, work: Path, docroot: Path):
         self.kind, self.net, self.work, self.docroot = kind, net, work, docroot
         self.running: LeanServer | NginxServer | None = None
-        self.log_path = work / f"lean-{kind}.jsonl"
+        self.starts = 0
 
     def start(self) -> tuple[str, str, int]:
         if self.kind == "nginx":
@@ -98,9 +98,10 @@ class Server:
             self.running = server
             server.start()
             return KERNEL4, KERNEL6, NGINX_PORT
+        self.starts += 1  # one log per start: leanweb truncates its log file
         server = LeanServer(netns=self.net.server, tap="lw0", bridge="br0", addr4_cidr=f"{LEAN4}/24",
                             addr6_cidr=f"{LEAN6}/64", gateway4=ROUTER_S4, gateway6=ROUTER_S6,
-                            root_dir=self.docroot, log_path=self.log_path,
+                            root_dir=self.docroot, log_path=self.work / f"lean-{self.kind}-{self.starts}.jsonl",
                             knobs={"mac": LEAN_MAC, "profile": self.kind})
         self.running = server
         server.start()
@@ -113,13 +114,12 @@ class Server:
             server.stop()
 
 
-def lean_log_totals(path: Path) -> dict[str, int]:
-    """Sums of leanweb's per-connection close records (appended over restarts)."""
+def lean_log_totals(work: Path, kind: str) -> dict[str, int]:
+    """Sums of leanweb's per-connection close records over every start of `kind` (warm-up included)."""
     totals = {"connections": 0, "timeouts": 0, "retransmissions": 0, "recoveries": 0, "tail_loss_probes": 0,
               "sack": 0, "timestamps": 0}
-    if not path.exists():
-        return totals
-    for line in path.read_text().splitlines():
+    lines = [line for path in sorted(work.glob(f"lean-{kind}-*.jsonl")) for line in path.read_text().splitlines()]
+    for line in lines:
         event = json.loads(line)
         if event.get("event") != "close":
             continue
@@ -196,8 +196,10 @@ def main() -> None:
             print(f"{family}: modern/nginx {modern / nginx:.2f} (goal <= 2: {verdict}); bare/nginx {bare / nginx:.1f}; "
                   f"bare/modern {bare / modern:.1f}")
         for kind in ("modern", "bare"):
-            print(f"leanweb {kind} log totals: {lean_log_totals(servers[kind].log_path)}")
+            print(f"leanweb {kind} log totals: {lean_log_totals(work, kind)}")
         print(f"packets dropped toward the client: {drops}")
+        with open("/proc/loadavg") as f:
+            print(f"load average at the end (2 cores, shared): {f.read().split()[:3]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
