@@ -24,7 +24,12 @@ pub enum WireError {
     MixedFamilies,
     #[error("empty packet")]
     Empty,
+    #[error("TCP options longer than 40 bytes")]
+    OptionsTooLong,
 }
+
+/// Longest TCP header: the data offset field counts 32-bit words in 4 bits.
+const MAX_TCP_HEADER_BYTES: usize = 60;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -154,6 +159,9 @@ impl Segment {
     pub fn emit_ip(&self, out: &mut [u8], hop_limit: u8) -> Result<usize, WireError> {
         let caps = ChecksumCapabilities::default();
         let tcp = self.tcp_repr();
+        if tcp.header_len() > MAX_TCP_HEADER_BYTES {
+            return Err(WireError::OptionsTooLong); // smoltcp would write a wrapped data offset
+        }
         let total = self.ip_len();
         if out.len() < total {
             return Err(WireError::Tcp);
@@ -241,6 +249,18 @@ mod tests {
             assert_eq!(bytes.len(), ack.ip_len());
             assert_eq!(Segment::parse_ip(&bytes).unwrap(), ack);
         }
+    }
+
+    #[test]
+    fn too_many_options_are_an_error_not_a_panic() {
+        let mut seg = sample("10.0.0.1:80", "10.0.0.2:5555");
+        seg.sack_permitted = true;
+        seg.timestamp = Some(Timestamp { tsval: 1, tsecr: 2 });
+        seg.sack_blocks = vec![(Seq(1), Seq(2)); 3];
+        assert_eq!(seg.to_ip_bytes(64), Err(WireError::OptionsTooLong));
+        seg.syn = false;
+        (seg.mss, seg.window_scale, seg.sack_permitted) = (None, None, false);
+        assert!(seg.to_ip_bytes(64).is_ok(), "timestamps + 3 SACK blocks fit (56 bytes)");
     }
 
     #[test]
