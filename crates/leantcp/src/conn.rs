@@ -827,6 +827,7 @@ impl Connection {
                 }
                 return None; // lost segments go first (RFC 6675 NextSeg rule 1)
             }
+            self.force_retransmit = false;
         }
         let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
         let cwnd_room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
@@ -865,6 +866,8 @@ impl Connection {
             rack.tlp_end = Some(snd_max);
             rack.tlp_is_retrans = retransmission;
         }
+        // One probe at a time (§7.3): sending new data above re-armed the probe timer.
+        self.timers.stop(Timer::TailLossProbe);
         // §7.3: the RTO is restarted after the probe.
         self.timers.stop(Timer::Retransmission);
         self.arm_retx_timer(now);
@@ -946,7 +949,8 @@ impl Connection {
         }
         if self.timers.is_expired(Timer::TailLossProbe, now) {
             self.timers.stop(Timer::TailLossProbe);
-            if self.can_send_data() && self.snd_max > self.snd_una {
+            let probe_out = self.rack.as_ref().is_some_and(|r| r.tlp_end.is_some());
+            if self.can_send_data() && self.snd_max > self.snd_una && !probe_out {
                 self.tlp_pending = true;
                 if self.timers.is_expired(Timer::Retransmission, now) {
                     // The probe goes out instead of the timeout; the RTO restarts after it.

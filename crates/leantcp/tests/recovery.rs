@@ -520,3 +520,16 @@ fn every_policy_delivers_over_random_loss() {
         }
     }
 }
+
+/// RFC 8985 §7.3: one probe at a time — when the probe is lost too, the next step is the
+/// retransmission timeout, not a second probe.
+#[test]
+fn a_lost_probe_is_followed_by_the_timeout_not_another_probe() {
+    let len = 100 * 1024;
+    let modern = TcpConfig::modern();
+    let data = data_indices(modern, len);
+    let last = *data.last().unwrap();
+    let (sim, _) = transfer(modern, LinkConfig { drop_indices: vec![last - 1, last, last + 1], ..link() }, len);
+    let stats = sim.b.conn.as_ref().unwrap().stats();
+    assert_eq!((stats.tail_loss_probes, stats.timeouts), (1, 1));
+}
