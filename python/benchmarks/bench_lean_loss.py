@@ -16,6 +16,10 @@ then the ratios of the medians. Goal (issue 12): modern <= 2 x nginx.
 
 Run as root after `cargo build --release -p leanweb`:
     .venv/bin/python python/benchmarks/bench_lean_loss.py [--fetches 15] [--bare-fetches 7] [--loss 0.05]
+(`make bench-lean-loss` does both). It also prints a loss-free reference (modern and nginx
+before the loss rule is added): on this 2-core machine leanweb's own per-frame cost (each TAP
+write runs the kernel's forwarding path in its thread) sets a floor the ratio under loss
+cannot go below.
 """
 
 from __future__ import annotations
@@ -137,6 +141,8 @@ def main() -> None:
     parser.add_argument("--bare-fetches", type=int, default=7, help="fetches per family for bare (>= 7; ~5-10 s each)")
     parser.add_argument("--loss", type=float, default=0.05, help="drop probability toward the client")
     parser.add_argument("--rounds", type=int, default=0, help="alternating rounds (default: one per bare fetch)")
+    parser.add_argument("--lossless-fetches", type=int, default=7,
+                        help="reference fetches per family for modern and nginx before the loss is switched on (0: skip)")
     args = parser.parse_args()
     if min(args.fetches, args.bare_fetches) < 7:
         sys.exit("bench_lean_loss: at least 7 fetches per server and family")
@@ -162,11 +168,16 @@ def main() -> None:
                   f"nginx on kernel TCP with congctl cubic; leanweb --profile modern and --profile bare", flush=True)
             servers = {kind: Server(kind, net, work, docroot) for kind in KINDS}
             try:
-                # Loss-free warm-up: neighbour caches, page cache, the servers answer at all.
+                # Loss-free warm-up: neighbour caches, page cache, the servers answer at all; and the
+                # loss-free reference (the floor each server has on this machine right now).
+                lossless: dict[tuple[str, str], list[float]] = {}
                 for kind, server in servers.items():
                     v4, v6, port = server.start()
-                    for host in (v4, v6):
+                    for family, host in (("IPv4", v4), ("IPv6", v6)):
                         wait_http(net, url(host, port, 4))
+                        if kind != "bare":
+                            lossless[(kind, family)] = [fetch(net, url(host, port, SIZE_KIB), size_bytes, 30)
+                                                        for _ in range(args.lossless_fetches)]
                     server.stop()
                 add_loss(net, args.loss)
                 for round_no in range(rounds):
@@ -189,6 +200,11 @@ def main() -> None:
             medians[(kind, family)] = statistics.median(times)
             print(f"{kind:8} {family:6} {len(times):>3} {medians[(kind, family)]:>10.2f} {min(times):>9.2f} "
                   f"{max(times):>9.2f}")
+        if args.lossless_fetches:
+            print(f"\nloss-free reference ({args.lossless_fetches} fetches each, before the loss rule):")
+            for family in ("IPv4", "IPv6"):
+                m, n = (statistics.median(lossless[(k, family)]) for k in ("modern", "nginx"))
+                print(f"{family}: modern {m:.2f} ms, nginx {n:.2f} ms, modern/nginx {m / n:.2f}")
         print()
         for family in ("IPv4", "IPv6"):
             modern, nginx, bare = (medians[(k, family)] for k in ("modern", "nginx", "bare"))
