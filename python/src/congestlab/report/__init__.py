@@ -10,6 +10,8 @@ from congestlab.rundir import read_manifest
 # study -> module whose build_report(run_dir) makes its report; others: report/build.py
 STUDY_REPORTS: dict[str, str] = {
     "anma": "congestlab.report.anma",
+    "tcp-lab": "congestlab.report.tcp_lab",
+    "cc-share": "congestlab.report.cc_share",
 }
 
 
