@@ -242,6 +242,7 @@ class Runner:
         changes = tb.reconfigure(study.topology, kernel_cc)
         if changes:
             self.manifest["reconfigurations"].append({"before": f"{point.id}#{rep}", "changes": changes})
+        self._stop_stale_backgrounds(point)  # before servers start: their ready check needs a quiet path
         self._reconcile_servers(tb, point)
         ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in self.servers.items()},
                       bound_s=self._bound_s(point))
@@ -491,6 +492,18 @@ class Runner:
                 {"first_point": point.id, "log_dir": str(log_dir.relative_to(self.run_dir))} | runner.describe())
             started = True
         return started
+
+    def _stop_stale_backgrounds(self, point: Point) -> None:
+        """Stop the long-lived backgrounds this point will not keep: gone, changed, or aimed
+        at a server about to restart. A new server's ready check (a whole file within 5 s)
+        then does not compete with loads that are about to stop anyway."""
+        study = point.study
+        restarting = {name for name in point.servers
+                      if name not in self.servers or self.servers[name].spec != study.server(name)}
+        for name in list(self.backgrounds):
+            spec = study.workload(name) if name in point.workloads else None
+            if spec is None or self.backgrounds[name][0] != spec or getattr(spec, "server", None) in restarting:
+                self._stop_background(name, self._last_point)
 
     def _stop_background(self, name: str, point_id: str = "") -> None:
         spec, runner = self.backgrounds.pop(name)
