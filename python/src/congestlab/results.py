@@ -1,0 +1,95 @@
+"""Results in long form: one CSV per kind of record under RUN_DIR/results/, one row per
+point x repetition x record, one column per sweep axis (docs/data-format.md, key by key).
+
+Every row starts with COMMON_COLUMNS, then the study's axis columns (in the order the
+experiments declare them), then the kind's own columns below.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from congestlab.errors import RunDirError
+
+COMMON_COLUMNS = ["point_id", "experiment", "repetition"]
+
+KIND_COLUMNS: dict[str, list[str]] = {
+    # the measured GETs, from the capture at the server's port (analysis/)
+    "request": [
+        "server", "client", "family", "file_kib", "ok", "error", "client_port", "start_ts", "delay_ms",
+        "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions",
+        "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
+    ],
+    # every connection on a server's port during the repetition (stress, load and measured)
+    "port": [
+        "server", "connections", "interval_s", "captured_throughput_mbps", "nrt_throughput_mbps", "retransmissions",
+    ],
+    # MGEN background per class, achieved at the sink during the measuring window
+    "background": ["workload", "cls", "reversed", "requested_bps", "achieved_bps", "deviation_pct", "window_s"],
+    # dualbench load (http_load): what the load client configured, offered and received
+    "load": [
+        "workload", "client", "server", "family", "file_kib", "configured_mbps", "configured_fetches_per_s",
+        "offered_fetches_per_s", "achieved_mbps", "shared_bandwidth_pct", "fetches_ok", "fetches_failed",
+        "latency_mean_ms", "window_s",
+    ],
+    # iperf sessions, as the receiving side reported them
+    "iperf": [
+        "workload", "protocol", "session", "cc", "bytes", "seconds", "throughput_mbps", "udp_jitter_ms", "udp_lost",
+        "udp_datagrams", "retransmits",
+    ],
+    # dualbench anma, per family (v6, v4, all)
+    "anma": [
+        "workload", "server", "family", "requests", "normal", "reset", "timeout", "refused", "other",
+        "connect_mean_ms", "continuation_mean_ms", "latency_mean_ms", "throughput_mbps",
+    ],
+    "ping": [
+        "workload", "client", "server", "family", "sent", "received", "loss", "rtt_min_ms", "rtt_avg_ms",
+        "rtt_max_ms", "rtt_mdev_ms",
+    ],
+}
+RESULTS_DIR = "results"
+
+
+def result_path(run_dir: Path, kind: str) -> Path:
+    return Path(run_dir) / RESULTS_DIR / f"{kind}.csv"
+
+
+def columns(kind: str, axes: list[str]) -> list[str]:
+    if kind not in KIND_COLUMNS:
+        raise KeyError(f"unknown result kind {kind!r}")
+    return COMMON_COLUMNS[:2] + axes + COMMON_COLUMNS[2:] + KIND_COLUMNS[kind]
+
+
+def write_results(run_dir: Path, kind: str, axes: list[str], rows: list[dict]) -> Path:
+    """Write one kind's table whole (written atomically: a reader never sees half a file)."""
+    path = result_path(run_dir, kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns(kind, axes), extrasaction="raise")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(v) for k, v in row.items()})
+    tmp.replace(path)
+    return path
+
+
+def read_results(run_dir: Path, kind: str) -> list[dict]:
+    """Rows of one kind (strings, as CSV keeps them); [] when the run has none of that kind."""
+    path = result_path(run_dir, kind)
+    if not path.exists():
+        return []
+    try:
+        with open(path, newline="") as fh:
+            return list(csv.DictReader(fh))
+    except (OSError, csv.Error) as err:
+        raise RunDirError(f"{path}: unreadable ({err})") from None
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return round(value, 6)
+    return value
