@@ -103,3 +103,69 @@ def realistic_ipv6(repetitions: int = 10, seed: int = 7) -> RunBuilder:
                              {"name": "rps_single_cpu", "ok": True, "value": "1", "expected": "1", "message": ""}],
                   "warnings": ["C4B: background achieved 96.1 Mbit/s of 100 (−3.9 %)"]}
     return b
+
+
+def tcplab_run(repetitions: int = 1, seed: int = 3) -> RunBuilder:
+    """A tcp-lab run shaped like the quick sweeps (tcplab/sweeps.py QUICK_POINTS) with numbers
+    like docs/notes/issue-6.md's quick run, plus more loss/delay points so shapes can be fitted."""
+    from congestlab.report.declarations import load_declaration
+
+    decl = load_declaration("tcp-lab")
+    rng = random.Random(seed)
+    b = RunBuilder("tcp-lab", ["task", "x"], decl["report"], decl["published"], title="TCP throughput lab (seed 003)")
+
+    def one(task, x, mbps_sessions, udp=0):
+        for rep in range(1, repetitions + 1):
+            for i, m in enumerate(mbps_sessions):
+                b.add("iperf", {"task": task, "x": x}, rep, workload="iperf", protocol="tcp", session=i,
+                      throughput_mbps=round(max(0.01, m * rng.uniform(0.97, 1.03)), 3))
+            for j in range(udp):
+                b.add("iperf", {"task": task, "x": x}, rep, workload="iperf", protocol="udp", session=100 + j,
+                      throughput_mbps=round(0.963 * rng.uniform(0.995, 1.005), 4))
+
+    for task in ("window_receiver", "window_sender"):
+        for x, m in ((2000, 85.7), (10000, 95.1), (50000, 95.5)):
+            one(task, x, [m])
+    for task in ("length_receiver", "length_sender"):
+        for x in (64, 4096, 65536):
+            one(task, x, [95.4])
+    for x, m in ((10000, 9.58), (50000, 47.6), (150000, 95.7)):
+        one("rate", x, [m])
+    for x in (0, 10, 20, 40, 80):
+        one("delay", x, [95.6 * 40 / (40 + x)])  # window-limited: ~1/RTT, not a straight line
+    for task in ("loss_30s", "loss_60s"):
+        for x in (0.0, 0.005, 0.01, 0.02, 0.05):
+            one(task, x, [95.6 * 2.718 ** (-22 * x)])
+    for x in (25000, 100000, 200000):
+        one("bdp", x, [x * 8 / 0.08 / 1e6 * 1.07])
+    for n in (1, 2, 4):
+        one("parallel", n, [95.3 / n * f for f in ([1.0] if n == 1 else [1.3, 0.7] if n == 2 else [1.6, 0.6, 0.9, 0.9])])
+    for task, udp in (("udp1", 1), ("udp2", 2)):
+        for n in (1, 2):
+            one(task, n, [(94.7 - udp) / n] * n, udp=udp)
+    return b
+
+
+def anma_run(repetitions: int = 1, seed: int = 4) -> RunBuilder:
+    """An anma run: both servers, patterns A-E, dualbench's exact N*k/E split, no RESETs."""
+    from congestlab.report.declarations import load_declaration
+
+    decl = load_declaration("anma")
+    rng = random.Random(seed)
+    b = RunBuilder("anma", ["server", "pattern"], decl["report"], decl["published"], title="ANMA (seed 004)")
+    ratios = {"A": (1, 1), "B": (4, 1), "C": (1, 4), "D": (1, 0), "E": (0, 1)}
+    for server in ("apache", "lean"):
+        for pattern, (k6, k4) in ratios.items():
+            for rep in range(1, repetitions + 1):
+                total = 2000
+                n6 = total * k6 // (k6 + k4)
+                fams = {"v6": n6, "v4": total - n6}
+                rows = {}
+                for fam, n in fams.items():
+                    rows[fam] = dict(requests=n, normal=n, reset=0, timeout=0, refused=0, other=0,
+                                     connect_mean_ms=round(rng.uniform(0.05, 0.07) if n else 0, 4) if n else "",
+                                     continuation_mean_ms=round(rng.uniform(0.30, 0.34), 4) if n else "")
+                rows["all"] = dict(requests=total, normal=total, reset=0, timeout=0, refused=0, other=0)
+                for fam, rec in rows.items():
+                    b.add("anma", {"server": server, "pattern": pattern}, rep, workload="anma", family=fam, **rec)
+    return b

@@ -92,7 +92,7 @@ def test_seed_numbers_come_from_published_values(tmp_path):
     published = [{"server": "apache", "level": "C1B", "family": "v4", "throughput_mbps": 28.6},
                  {"server": "apache", "level": "C1B", "family": "v6", "throughput_mbps": 23.5}]
     result = _verdict(tmp_path, values, _v4_beats_v6(), published)
-    assert result.checks[0].seed == "family=v4: 28.6, family=v6: 23.5"
+    assert result.checks[0].seed == "v4 28.6, v6 23.5"
 
 
 # --- the lab report's rules, on an iperf-shaped run ---------------------------------------

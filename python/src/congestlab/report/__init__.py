@@ -1,3 +1,26 @@
-"""Tables, plots and a page, made only from a stored run directory (no root needed)."""
+"""Reports made only from a stored run directory (no root): one engine for every study.
 
-from congestlab.report.build import build_report  # noqa: F401
+`build_report(run_dir)` reads a format_version 2 run directory (engine.py: declared tables,
+plots and claims, docs/reports.md). Run directories of the old runners (format_version 1)
+still go to the old per-study code in report/build.py until that runner is gone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def build_report(run_dir: Path):
+    run_dir = Path(run_dir)
+    try:
+        version = json.loads((run_dir / "manifest.json").read_text()).get("format_version")
+    except (OSError, ValueError):
+        version = None  # the engine raises the clear error
+    if version == 1:
+        from congestlab.report.build import build_report as legacy
+
+        return legacy(run_dir)
+    from congestlab.report.engine import build_report as engine
+
+    return engine(run_dir)

@@ -105,7 +105,7 @@ def run_check(data: RunData, check: CheckSpec) -> list[CheckResult]:
     out = []
     for combo in combos:
         selection = {**check.where, **combo}
-        label = " ".join(filter(None, [check.label, _describe(combo)])) or _describe(check.where) or check.rule
+        label = ", ".join(filter(None, [check.label, _short(combo)])) or _short(check.where) or check.rule
         out.append(rule(data, check, metric, selection, label))
     return out
 
@@ -134,13 +134,24 @@ def _describe(selection: Selector) -> str:
     return ", ".join(f"{k}={'|'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in selection.items())
 
 
-def fmt_stats(stats: Stats, digits: int) -> str:
+def _short(selection: Selector) -> str:
+    """Values only ("apache, C1B"): the dimension names are in the claim's words."""
+    return ", ".join("|".join(map(str, v)) if isinstance(v, list) else str(v) for v in selection.values())
+
+
+def fmt_stats(stats: Stats, digits: int, n: bool = True) -> str:
     if not stats.n:
         return "–"
     text = f"{stats.mean:.{digits}f}"
     if stats.sd is not None:
         text += f" ± {stats.sd:.{digits}f}"
-    return text + f" (n={stats.n})"
+    return text + (f" (n={stats.n})" if n else "")
+
+
+def fmt_pair(name_a: str, a: Stats, relation: str, name_b: str, b: Stats, digits: int) -> str:
+    same_n = a.n == b.n
+    text = (f"{name_a} {fmt_stats(a, digits, not same_n)} {relation} {name_b} {fmt_stats(b, digits, not same_n)}")
+    return text + (f" (n={a.n})" if same_n and a.n else "")
 
 
 def welch_p(a: Stats, b: Stats) -> float:
@@ -195,8 +206,8 @@ def _compare(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Sel
     sel_a, sel_b = {**selection, **check.a}, {**selection, **check.b}
     a, b = data.stats(metric, sel_a), data.stats(metric, sel_b)
     verdict, how = decide_compare(a, b, check.relation, check.margin, check.alpha, check.tolerance_pct)
-    name_a, name_b = _describe(check.a) or "a", _describe(check.b) or "b"
-    ours = f"{name_a}: {fmt_stats(a, metric.digits)} {check.relation} {name_b}: {fmt_stats(b, metric.digits)}"
+    name_a, name_b = _short(check.a) or "a", _short(check.b) or "b"
+    ours = fmt_pair(name_a, a, check.relation, name_b, b, metric.digits)
     seed = _seed_pair(data, check.metric, metric, sel_a, sel_b, name_a, name_b)
     return CheckResult(label, verdict, ours, seed, how)
 
@@ -207,7 +218,7 @@ def _seed_pair(data, metric_name, metric, sel_a, sel_b, name_a, name_b) -> str:
         return ""
     fa = "–" if pa is None else f"{pa:g}"
     fb = "–" if pb is None else f"{pb:g}"
-    return f"{name_a}: {fa}, {name_b}: {fb}"
+    return f"{name_a} {fa}, {name_b} {fb}"
 
 
 def _matches(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selector, label: str) -> CheckResult:
