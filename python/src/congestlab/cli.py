@@ -148,10 +148,25 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="a complete run directory")) -> None:
+def report(
+    run_dir: Path = typer.Argument(..., help="a complete run directory"),
+    check: bool = typer.Option(False, "--check", help="exit 1 when a claim marked as a property of the tool fails"),
+) -> None:
     """Write report.md, report.html and plots/ from a run directory (no root needed)."""
     from rich.console import Console
 
+    from congestlab.report import format_version
+
+    if format_version(run_dir) != 1:  # the one engine (format_version 2); it names any other problem
+        from congestlab.report.engine import build_report as build, print_summary
+
+        built = build(run_dir)
+        print_summary(built.console, built.warnings, [built.markdown_path, built.html_path], Console())
+        if check and built.failed_properties:
+            for f in built.failed_properties:
+                print(f"congestlab: property {f.claim.id} does not hold: {f.claim.title}", file=sys.stderr)
+            raise typer.Exit(1)
+        return
     from congestlab.report import build_report
     from congestlab.rundir import read_manifest
 
@@ -167,6 +182,21 @@ def report(run_dir: Path = typer.Argument(..., help="a complete run directory"))
         print(f"report: {build_tcplab_report(run_dir)}")
     else:
         _print_report(build_report(run_dir), Console())
+
+
+@app.command()
+def compare(
+    run_dirs: list[Path] = typer.Argument(..., help="two or more run directories; the first is the baseline"),
+    out: Path = typer.Option(None, "--out", help="directory for compare.md/.html and plots; default compare-TIME"),
+) -> None:
+    """The same cells of several runs side by side, with differences and overlaid plots."""
+    from rich.console import Console
+
+    from congestlab.report.compare import compare_runs
+    from congestlab.report.engine import print_summary
+
+    done = compare_runs(run_dirs, out)
+    print_summary(done.console, [], [done.markdown_path, done.html_path], Console())
 
 
 @app.command()

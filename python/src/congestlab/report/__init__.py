@@ -11,13 +11,18 @@ import json
 from pathlib import Path
 
 
+def format_version(run_dir: Path) -> int | None:
+    """The run directory's format_version; None when its manifest is missing or unreadable
+    (the engine then raises the clear error)."""
+    try:
+        return json.loads((Path(run_dir) / "manifest.json").read_text()).get("format_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def build_report(run_dir: Path):
     run_dir = Path(run_dir)
-    try:
-        version = json.loads((run_dir / "manifest.json").read_text()).get("format_version")
-    except (OSError, ValueError):
-        version = None  # the engine raises the clear error
-    if version == 1:
+    if format_version(run_dir) == 1:
         from congestlab.report.build import build_report as legacy
 
         return legacy(run_dir)

@@ -156,11 +156,15 @@ def fmt_pair(name_a: str, a: Stats, relation: str, name_b: str, b: Stats, digits
 
 def welch_p(a: Stats, b: Stats) -> float:
     """Two-sided p of Welch's t-test (unequal variances)."""
+    import warnings
+
     from scipy import stats as st
 
     if (a.sd or 0.0) == 0.0 and (b.sd or 0.0) == 0.0:
         return 1.0 if a.mean == b.mean else 0.0
-    return float(st.ttest_ind(a.values, b.values, equal_var=False).pvalue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nearly identical samples: p is still defined
+        return float(st.ttest_ind(a.values, b.values, equal_var=False).pvalue)
 
 
 def _ratio(a: float, b: float) -> float:

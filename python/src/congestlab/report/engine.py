@@ -184,3 +184,19 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "points": _point_files(run_dir, data),
         "claims_declared": bool(data.report.claims),
     }
+
+
+def print_summary(tables: list[ConsoleTable], warnings: list[str], paths: list[Path], console) -> None:
+    """The CLI's summary of a report or a comparison (rich tables, then warnings and files)."""
+    from rich.table import Table
+
+    for t in tables:
+        table = Table(title=t.title)
+        for col in t.columns:
+            table.add_column(col)
+        for row in t.rows:
+            table.add_row(*row)
+        console.print(table)
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    console.print("report: " + "  ".join(str(p) for p in paths))

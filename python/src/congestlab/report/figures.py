@@ -77,7 +77,6 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     nrows = math.ceil(len(facets) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 3.9 * nrows), squeeze=False)
     drawn = 0
-    seed_labelled = False
     keys = list(itertools.product(range(len(sources)), metrics, series_values))
     for f_index, facet in enumerate(facets):
         ax = axes[f_index // ncols][f_index % ncols]
@@ -93,18 +92,15 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
             label = _label(src.label, metric.label or mname if len(metrics) > 1 else "", sval)
             if plot.type == "bar":
                 n = _bars(ax, src.data, metric, mname, sel, plot, x_values, k, len(keys), style, label,
-                          seed=not seed_labelled and plot.published and s_index == 0)
+                          seed=plot.published and s_index == 0)
             elif plot.type == "line":
                 n = _line(ax, src.data, metric, mname, sel, plot, x_values, style, label,
-                          seed=plot.published and s_index == 0, seed_label=not seed_labelled)
+                          seed=plot.published and s_index == 0)
             elif plot.type == "cdf":
                 n = _cdf(ax, src.data, metric, sel, style, label)
             else:
                 n = _timeseries(ax, src.data, metric, sel, plot, style, label)
             drawn += n
-            if n and plot.published and s_index == 0 and any(
-                    h.get_label() == "seed" for h in ax.get_legend_handles_labels()[0]):
-                seed_labelled = True
         for ref in plot.reference:
             ax.axhline(ref.y, color="#555555", lw=1, ls=(0, (4, 3)), label=ref.label)
         _axes_text(ax, plot, metrics, facet, x_values)
@@ -182,7 +178,7 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
             xs.append(x)
             means.append(stats.mean)
             sds.append(stats.sd or 0.0)
-        pub = data.published_value(mname, cell) if plot.published else None
+        pub = data.published_value(mname, cell) if seed else None
         if pub is not None:
             pub_x.append(x)
             pub_y.append(pub)
@@ -196,7 +192,7 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
     return len(xs)
 
 
-def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, seed, seed_label) -> int:
+def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, seed) -> int:
     numeric = all(_number(v) is not None for v in x_values)
     pos = {v: (float(v) if numeric else i) for i, v in enumerate(x_values)}
     xs, means, sds, dots_x, dots_y, pub = [], [], [], [], [], []
@@ -219,8 +215,7 @@ def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, s
         if len(dots_y) > len(xs):
             ax.scatter(dots_x, dots_y, s=8, color=style["color"], alpha=0.35, zorder=2)
     if pub:
-        ax.scatter(*zip(*pub), marker="x", s=40, linewidths=1.6, label="seed" if seed_label else None,
-                   **SEED_STYLE)
+        ax.scatter(*zip(*pub), marker="x", s=40, linewidths=1.6, label="seed", **SEED_STYLE)
     if not numeric:
         ax.set_xticks(range(len(x_values)), [str(v) for v in x_values])
     return len(xs)
