@@ -88,7 +88,7 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
             sel = dict(base)
             if plot.series:
                 sel[plot.series] = sval
-            style = _style(k, s_index, metrics.index((mname, metric)), series_values.index(sval), len(metrics))
+            style = _style(s_index, metrics.index((mname, metric)), series_values.index(sval), len(series_values))
             label = _label(src.label, metric.label or mname if len(metrics) > 1 else "", sval)
             if plot.type == "bar":
                 n = _bars(ax, src.data, metric, mname, sel, plot, x_values, k, len(keys), style, label,
@@ -125,8 +125,8 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     return Figure(plot.id, plot.title, plot.note, png, svg)
 
 
-def _style(k: int, source: int, metric: int, series: int, n_metrics: int) -> dict:
-    colour_index = metric * 3 + series if n_metrics > 1 else series
+def _style(source: int, metric: int, series: int, n_series: int) -> dict:
+    colour_index = metric * n_series + series
     return {"color": PALETTE[colour_index % len(PALETTE)], "marker": MARKERS[(metric + series) % len(MARKERS)],
             "ls": LINESTYLES[source % len(LINESTYLES)], "hatch": HATCHES[source % len(HATCHES)]}
 
@@ -147,7 +147,9 @@ def _legend_entries(axes):
 def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
     if plot.facets:
         ax.set_title(f"{plot.facets} = {facet}")
-    y_label = plot.y_label or (metrics[0][1].title(metrics[0][0]) if len(metrics) == 1 else "")
+    units = {m.unit for _, m in metrics}
+    y_label = plot.y_label or (metrics[0][1].title(metrics[0][0]) if len(metrics) == 1 else
+                               (units.pop() if len(units) == 1 else ""))
     if plot.type == "cdf":
         ax.set_xlabel(plot.x_label or metrics[0][1].title(metrics[0][0]))
         ax.set_ylabel("fraction of samples ≤ x")
@@ -159,9 +161,16 @@ def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
         ax.set_xlabel(plot.x_label or plot.x)
         ax.set_ylabel(y_label)
         if not plot.log_y:
-            ax.set_ylim(bottom=0)
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # room above a plateau and the seed's markers
     if plot.log_x and plot.type != "bar":
         ax.set_xscale("symlog" if any(_number(v) == 0 for v in x_values if v is not None) else "log")
+    numbers = [_number(v) for v in x_values if v is not None]
+    if plot.type == "line" and numbers and None not in numbers and len(numbers) <= 12:
+        # ticks at the swept values themselves (a sweep has few points; log minor labels overlap)
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xticks(numbers, [f"{x:g}" for x in numbers], rotation=45 if len(numbers) > 6 else 0)
+        ax.xaxis.set_minor_formatter(NullFormatter())
     if plot.log_y:
         ax.set_yscale("log")
     ax.grid(alpha=0.3, lw=0.6)
