@@ -22,65 +22,69 @@ for name, module, help_text in SUBAPPS:
     if importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
         app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
 
-# Studies with a runner of their own rather than the spec-driven spine: name -> (module, title).
-# The module exposes `reproduce(out: Path | None, quick: bool) -> Path`, returning the run directory.
-STUDY_MODULES = {
-    "tcp-lab": ("congestlab.tcplab.study", "TCP throughput lab: windows, length, rate, delay, loss, sessions [seed 003]"),
-    "anma": ("congestlab.bench.anma_study", "ANMA dual-stack benchmark, patterns A-E [seed 004]"),
-}
-
-
-def _study_module(name: str):
-    module = STUDY_MODULES.get(name, ("", ""))[0]
-    if module and importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
-        if importlib.util.find_spec(module) is not None:
-            return importlib.import_module(module)
-    return None
-
-
 def _spec_for(spec_path: Path | None, preset: str | None):
     from congestlab.spec import load_preset, load_spec
 
     return load_preset(preset) if preset else load_spec(spec_path)
 
 
-def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool) -> None:
+def _dry_run(spec, quick: bool) -> None:
+    """The testbed's commands, then every point with what it sets, in the order they run."""
+    from congestlab.runner import wanted_cc
+    from congestlab.spec.sweep import expand, run_order
+    from congestlab.testbed import Testbed
+
+    points = expand(spec, quick)
+    tb = Testbed(points[0].study.topology, kernel_cc=wanted_cc(points[0].study))
+    for step in tb.plan:
+        print(f"[{step.phase}] {step}")
+    for imp in tb.impairments:
+        iface = imp.iface
+        print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
+              f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
+              f"link_emulator = {spec.topology.link_emulator})")
+    print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
+          + " ".join(tb.layout.namespaces()))
+    runs = run_order(points, spec.order, spec.seed)
+    print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
+          f"{' (--quick)' if quick else ''}")
+    for point in points:
+        settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
+        print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
+              f"  workloads {','.join(point.workloads)}  sets: {settings}")
+    print("# run order: " + " ".join(f"{p.id}#{rep}" for p, rep in runs))
+
+
+def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool, preset: str | None = None) -> None:
     from rich.console import Console
 
     from congestlab.report import build_report
     from congestlab.rundir import new_run_dir, prepare_out_dir
     from congestlab.runner import Runner, require_root
-    from congestlab.testbed import Testbed
-
-    console = Console()
-    if dry_run:
-        tb = Testbed(spec.topology)
-        for step in tb.plan:
-            print(f"[{step.phase}] {step}")
-        for imp in tb.impairments:
-            iface = imp.iface
-            print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
-                  f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
-                  f"link_emulator = {spec.topology.link_emulator})")
-        print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
-              + " ".join(tb.layout.namespaces()))
-        return
-    require_root()
-    reps = spec.quick_repetitions if quick else spec.repetitions
     from congestlab.testbed import new_prefix
 
+    if dry_run:
+        _dry_run(spec, quick)
+        return
+    require_root()
+    if calibrate and spec.calibrate is None:
+        from congestlab.errors import SpecError
+
+        raise SpecError("calibrate", f"study {spec.name!r} names no (sender, receiver) pair; --calibrate has "
+                        "nothing to measure")
+    console = Console()
     run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
     console.print(f"run directory: {run_dir}")
-    Runner(spec, run_dir, reps, calibrate=calibrate, argv=sys.argv).run()
+    Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset).run()
     _print_report(build_report(run_dir), console)
 
 
 def _print_report(report, console) -> None:
     from rich.table import Table
 
-    for server, rows in report.console.items():
-        table = Table(title=f"{server}: delay (ms) and NRT throughput (Mbit/s), ours vs study")
-        for col in ("Level", "delay v4", "study", "delay v6", "study", "thr v4", "study", "thr v6", "study"):
+    for title, (header, rows) in report.console.items():
+        table = Table(title=title)
+        for col in header:
             table.add_column(col, justify="right")
         for row in rows:
             table.add_row(*row)
@@ -98,7 +102,7 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="print every testbed command and exit"),
     calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
 ) -> None:
-    """Run an experiment spec on a fresh testbed, then analyze and report it."""
+    """Run a study spec on a fresh testbed, then analyze and report it."""
     _execute(_spec_for(spec_path, None), quick, out, dry_run, calibrate)
 
 
@@ -111,39 +115,43 @@ def reproduce(
     calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
 ) -> None:
     """Reproduce a study from its preset (see `congestlab presets`)."""
-    study = _study_module(name)
-    if study is not None and not dry_run:
-        study.reproduce(out, quick)
-        return
-    _execute(_spec_for(None, name), quick, out, dry_run, calibrate)
+    _execute(_spec_for(None, name), quick, out, dry_run, calibrate, preset=name)
 
 
 @app.command()
 def presets() -> None:
-    """List the studies' presets."""
+    """List the studies' presets (each a TOML file; `congestlab schema` describes the format)."""
     from congestlab.spec import load_preset, preset_names
 
     for name in preset_names():
         spec = load_preset(name)
         print(f"{name:10} {spec.title}  [{spec.source}]")
-    for name, (_, title) in STUDY_MODULES.items():
-        if _study_module(name) is not None:
-            print(f"{name:10} {title}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of a study spec (for editors that validate TOML as you type)."""
+    import json
+
+    from congestlab.spec.models import StudySpec
+
+    print(json.dumps(StudySpec.model_json_schema(), indent=1))
 
 
 @app.command()
 def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
-    """Recompute metrics.csv and summary.csv from a run directory's pcaps."""
-    from congestlab.analysis.run_analysis import METRIC_FIELDS, analyze_run, summarize, summary_fields, write_csv
-    from congestlab.rundir import read_manifest
+    """Recompute results/*.csv from a run directory's captures and records (no root needed)."""
+    from congestlab.analysis.run_analysis import analyze_run
+    from congestlab.rundir import read_manifest, write_manifest
 
     manifest = read_manifest(run_dir)
-    result = analyze_run(run_dir)
-    write_csv(run_dir / "metrics.csv", result.rows, METRIC_FIELDS)
-    levels = [lv["name"] for lv in manifest["spec"]["levels"]]
-    write_csv(run_dir / "summary.csv", summarize(result.rows, levels), summary_fields())
-    print(f"{len(result.rows)} requests measured; {len(result.problems)} problems")
-    for problem in result.problems:
+    result = analyze_run(run_dir, manifest)
+    manifest["analysis"] = result.summary
+    write_manifest(run_dir, manifest)
+    rows = ", ".join(f"{n} {k}" for k, n in result.summary["rows"].items())
+    print(f"results: {rows or 'none'}; {len(result.summary['problems'])} problems; "
+          f"{result.summary['analysis_s']} s")
+    for problem in result.summary["problems"]:
         print(f"  {problem}")
 
 
@@ -155,33 +163,15 @@ def report(
     """Write report.md, report.html and plots/ from a run directory (no root needed)."""
     from rich.console import Console
 
-    from congestlab.report import format_version
-
-    if format_version(run_dir) != 1:  # the one engine (format_version 2); it names any other problem
-        from congestlab.report.engine import build_report as build, print_summary
-
-        built = build(run_dir)
-        print_summary(built.console, built.warnings, [built.markdown_path, built.html_path], Console())
-        if check and built.failed_properties:
-            for f in built.failed_properties:
-                print(f"congestlab: property {f.claim.id} does not hold: {f.claim.title}", file=sys.stderr)
-            raise typer.Exit(1)
-        return
     from congestlab.report import build_report
-    from congestlab.rundir import read_manifest
 
-    manifest = read_manifest(run_dir)
-    study = manifest.get("study") or manifest.get("kind")
-    if study == "anma":
-        from congestlab.bench.anma_report import write_report
-
-        print(f"report: {write_report(run_dir, manifest)[0]}")
-    elif study == "tcp-lab":
-        from congestlab.tcplab.report import build_report as build_tcplab_report
-
-        print(f"report: {build_tcplab_report(run_dir)}")
-    else:
-        _print_report(build_report(run_dir), Console())
+    built = build_report(run_dir)
+    _print_report(built, Console())
+    failed = getattr(built, "failed_properties", [])
+    for finding in failed:
+        print(f"congestlab: property {finding.claim.id} does not hold: {finding.claim.title}", file=sys.stderr)
+    if check and failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -193,10 +183,8 @@ def compare(
     from rich.console import Console
 
     from congestlab.report.compare import compare_runs
-    from congestlab.report.engine import print_summary
 
-    done = compare_runs(run_dirs, out)
-    print_summary(done.console, [], [done.markdown_path, done.html_path], Console())
+    _print_report(compare_runs(run_dirs, out), Console())
 
 
 @app.command()

@@ -56,12 +56,13 @@ def qdisc_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, di
     return delta
 
 
-def background_check(level: str, requested_bps: float, achieved_bps: float) -> Check:
+def background_check(name: str, requested_bps: float, achieved_bps: float,
+                     tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> Check:
     dev = (achieved_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
-    ok = abs(dev) <= BACKGROUND_TOLERANCE_PCT
-    msg = "" if ok else (f"{level}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
-                         f"({dev:+.1f} %, beyond ±{BACKGROUND_TOLERANCE_PCT:g} %)")
-    return Check(f"background_rate_{level}", ok, round(dev, 2), f"within ±{BACKGROUND_TOLERANCE_PCT:g} %", msg)
+    ok = abs(dev) <= tolerance_pct
+    msg = "" if ok else (f"{name}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
+                         f"({dev:+.1f} %, beyond ±{tolerance_pct:g} %)")
+    return Check(f"background_rate_{name}", ok, round(dev, 2), f"within ±{tolerance_pct:g} %", msg)
 
 
 def checks_to_json(checks: list[Check]) -> list[dict]:

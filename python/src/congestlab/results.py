@@ -56,9 +56,11 @@ def result_path(run_dir: Path, kind: str) -> Path:
 
 
 def columns(kind: str, axes: list[str]) -> list[str]:
+    """An axis named like one of the kind's columns (e.g. `server`) is that column: the
+    record's own value fills it where the record has one."""
     if kind not in KIND_COLUMNS:
         raise KeyError(f"unknown result kind {kind!r}")
-    return COMMON_COLUMNS[:2] + axes + COMMON_COLUMNS[2:] + KIND_COLUMNS[kind]
+    return COMMON_COLUMNS[:2] + axes + COMMON_COLUMNS[2:] + [c for c in KIND_COLUMNS[kind] if c not in axes]
 
 
 def write_results(run_dir: Path, kind: str, axes: list[str], rows: list[dict]) -> Path:

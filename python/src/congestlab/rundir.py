@@ -12,7 +12,7 @@ from pathlib import Path
 from congestlab.errors import RunDirError
 from congestlab.paths import REPO_ROOT
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def new_run_dir(base: Path, name: str, prefix: str) -> Path:
@@ -21,7 +21,6 @@ def new_run_dir(base: Path, name: str, prefix: str) -> Path:
     # relative config path against its own ServerRoot)
     path = (base / f"{name}-{stamp}-{prefix}").absolute()
     path.mkdir(parents=True, exist_ok=False)
-    (path / "pcap").mkdir()
     (path / "logs").mkdir()
     return path
 
@@ -33,7 +32,6 @@ def prepare_out_dir(out: Path) -> Path:
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "pcap").mkdir(exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     return out
 

@@ -1,40 +1,57 @@
-"""The experiment lifecycle: testbed up, per server: start, capture, levels x repetitions
-x families, stop; then analysis, manifest and report. Teardown always runs."""
+"""The one experiment lifecycle, for every study: plan the points, build the testbed once,
+then for each (point, repetition) in order: reconfigure the testbed, keep the right servers
+and long-lived background running, capture at every server's port, run the measuring
+workloads, record; then analysis, manifest and report. Teardown always runs (exceptions,
+Ctrl-C, SIGTERM), and the manifest says how the run ended.
+
+Run directory: docs/data-format.md. Each repetition of a point writes its own directory
+points/<point id>/r<repetition>/ (pcap/, logs/, records.jsonl, rep.json); rep.json is
+written last, so a repetition without it did not complete.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from congestlab import fidelity
-from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
-from congestlab.analysis.run_analysis import METRIC_FIELDS, analyze_run, summarize, summary_fields, write_csv
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_version, wait_listening
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
 from congestlab.rundir import FORMAT_VERSION, environment, write_manifest
 from congestlab.servers.files import url_path, write_files
 from congestlab.servers.factory import make_server
-from congestlab.spec.models import ExperimentSpec, LevelSpec, ServerSpec
+from congestlab.spec.models import ServerSpec, StudySpec
+from congestlab.spec.sweep import Point, expand, run_order
+from congestlab.spec.workloads import BACKGROUND_KINDS
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
-from congestlab.traffic.background import MgenBackground
 from congestlab.traffic.http_request import curl_argv, curl_version, parse_curl_json, url_for
-from congestlab.traffic.mgen import mgen_version
+from congestlab.workloads import runner_for, tool_versions
+from congestlab.workloads.base import Background, Context, RunningServer
 
 BUILTIN_CC = ("cubic", "reno", "bbr")
 PROBE_FILE_KIB = 504
+# a background process stops by itself this long after it starts, whatever happens to us
+BACKGROUND_MARGIN_S = 120.0
 
 
 def require_root() -> None:
@@ -66,31 +83,64 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
-class Runner:
-    def __init__(self, spec: ExperimentSpec, run_dir: Path, repetitions: int, calibrate: bool = False,
-                 console: Console | None = None, argv: list[str] | None = None):
+def wanted_cc(study: StudySpec) -> dict[str, str]:
+    """Spec congestion control per kernel host: the node's, or that of a server on it."""
+    chosen = {n.name: n.cc for n in study.topology.nodes if n.kind == "host" and n.stack == "kernel"}
+    for server in study.servers:
+        if server.kind != "lean":
+            chosen[server.node] = server.cc
+    return chosen
+
+
+class _Server:
+    """A server started for a run of points with the same settings."""
+
+    def __init__(self, spec: ServerSpec, handle, docroot: Path, record: dict):
         self.spec = spec
-        self.run_dir = run_dir
-        self.repetitions = repetitions
+        self.handle = handle
+        self.docroot = docroot
+        self.record = record
+
+
+class Runner:
+    def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
+                 console: Console | None = None, argv: list[str] | None = None, preset: str | None = None):
+        self.study = study
+        self.run_dir = Path(run_dir)
+        self.quick = quick
         self.calibrate = calibrate
         self.console = console or Console(stderr=True)
         self.prefix = new_prefix()
+        self.points: list[Point] = expand(study, quick)
+        self.runs = run_order(self.points, study.order, study.seed)
+        self.axes = list(dict.fromkeys(a for p in self.points for a in p.labels))
         self.checks: list[fidelity.Check] = []
         self.manifest: dict = {
             "format_version": FORMAT_VERSION,
+            "study": study.name,
+            "preset": preset,
+            "quick": quick,
             "status": "running",
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "started_utc": _utc_now(),
             "command": argv or sys.argv,
-            "spec": spec.model_dump(mode="json"),
-            "repetitions": repetitions,
+            "spec": study.model_dump(mode="json"),
+            "axes": self.axes,
+            "order": study.order,
+            "points": [p.describe() for p in self.points],
+            "runs_total": len(self.runs),
+            "runs_done": 0,
             "environment": environment(),
             "testbed": {"prefix": self.prefix},
             "servers": {},
-            "levels": {},
+            "workloads": {},
+            "reconfigurations": [],
         }
-        self.requests_log = run_dir / "requests.jsonl"
         self.installed_cc: list[str] = []
+        self.servers: dict[str, _Server] = {}
+        self.backgrounds: dict[str, tuple[dict, Background]] = {}  # name -> (resolved spec, runner)
         self._temp_dirs: list[Path] = []
+        self._instances = 0
+        self._last_point = ""
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -98,28 +148,32 @@ class Runner:
         start = time.monotonic()
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         cpu0 = fidelity.read_cpu_jiffies()
+        (self.run_dir / "points").mkdir(parents=True, exist_ok=True)
         write_manifest(self.run_dir, self.manifest)
         try:
             with sigterm_as_interrupt():
                 self.manifest["tools"] = self._tool_versions()
-                kernel_cc = self._kernel_cc()
-                with Testbed(self.spec.topology, prefix=self.prefix, kernel_cc=kernel_cc,
+                first = self.points[0]
+                kernel_cc = self._kernel_cc(first.study)
+                with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
                              run_dir=str(self.run_dir)) as tb:
-                    self.manifest["testbed"] = tb.describe() | {
-                        "setup_s": round(tb.setup_s, 3), "setup_commands": tb.executor.commands_run}
-                    self._check_reachability(tb)
-                    self.manifest["qdiscs"] = self._qdisc_config(tb)
-                    if self.calibrate:
-                        self.manifest["calibration"] = self._calibrate(tb)
-                    for server in self.spec.servers:
-                        self._run_server(tb, server, kernel_cc)
+                    try:
+                        self.manifest["testbed"] = tb.describe() | {
+                            "setup_s": round(tb.setup_s, 3), "setup_commands": tb.executor.commands_run}
+                        self._check_reachability(tb, first)
+                        self.manifest["qdiscs"] = self._qdisc_config(tb)
+                        if self.calibrate:
+                            self.manifest["calibration"] = self._calibrate(tb)
+                        self._run_all(tb)
+                    finally:
+                        self._stop_backgrounds()
+                        self._stop_servers()
                 self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
-                self.manifest["testbed"]["link_emulation"] = tb.emulation  # now with linkem's final counters
+                self.manifest["testbed"]["link_emulation"] = tb.emulation  # with linkem's final counters
                 self._remove_installed_cc()
                 self._remove_temp_dirs()
             self._analyze()
         except KeyboardInterrupt:
-            self._remove_temp_dirs()
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
             raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
         except Interrupted as err:
@@ -143,14 +197,9 @@ class Runner:
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
                                      "warnings": [c.message for c in self.checks if not c.ok]}
         self.manifest["status"] = "complete"
-        self.manifest["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.manifest["finished_utc"] = _utc_now()
         write_manifest(self.run_dir, self.manifest)
         return self.run_dir
-
-    def _remove_temp_dirs(self) -> None:
-        for path in self._temp_dirs:
-            shutil.rmtree(path, ignore_errors=True)
-        self._temp_dirs = []
 
     def _fail(self, status: str, message: str) -> None:
         self._remove_temp_dirs()
@@ -163,27 +212,325 @@ class Runner:
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
         write_manifest(self.run_dir, self.manifest)
 
-    # ------------------------------------------------------------------------------
-    def _tool_versions(self) -> dict:
-        versions = {"tcpdump": tcpdump_version(), "curl": curl_version()}
-        if self.spec.background is not None:
-            versions["mgen"] = mgen_version()
-        versions["iproute2"] = run_argv(["ip", "-V"]).stdout.strip()
-        return versions
+    def _remove_temp_dirs(self) -> None:
+        for path in self._temp_dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        self._temp_dirs = []
 
-    def _kernel_cc(self) -> dict[str, str]:
-        kernel_hosts = {n.name for n in self.spec.topology.nodes if n.kind == "host" and n.stack == "kernel"}
-        chosen = {n.name: n.cc for n in self.spec.topology.nodes if n.name in kernel_hosts}
-        for server in self.spec.servers:
-            if server.node in kernel_hosts:
-                chosen[server.node] = server.cc
-        if "compound" in chosen.values():
+    # ------------------------------------------------------------------------------
+    def _run_all(self, tb: Testbed) -> None:
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            task = progress.add_task(self.study.name, total=len(self.runs))
+            for point, rep in self.runs:
+                progress.update(task, description=f"{point.id} #{rep}")
+                self._run_one(tb, point, rep)
+                self.manifest["runs_done"] += 1
+                write_manifest(self.run_dir, self.manifest)
+                progress.advance(task)
+
+    def _run_one(self, tb: Testbed, point: Point, rep: int) -> None:
+        study = point.study
+        kernel_cc = self._kernel_cc(study)
+        changes = tb.reconfigure(study.topology, kernel_cc)
+        if changes:
+            self.manifest["reconfigurations"].append({"before": f"{point.id}#{rep}", "changes": changes})
+        self._reconcile_servers(tb, point)
+        ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in self.servers.items()},
+                      bound_s=self._bound_s(point))
+        started = self._reconcile_backgrounds(ctx, point)
+        self._last_point = point.id
+        rep_dir = self.run_dir / "points" / point.id / f"r{rep}"
+        if rep_dir.exists():
+            shutil.rmtree(rep_dir)  # a repetition that did not complete before
+        (rep_dir / "logs").mkdir(parents=True)
+        (rep_dir / "pcap").mkdir()
+        point_backgrounds: list[Background] = []
+        captures = []
+        q0 = self._qdisc_snapshot(tb)
+        cpu0 = fidelity.read_cpu_jiffies()
+        info: dict = {"point": point.id, "repetition": rep, "started_utc": _utc_now()}
+        checks: list[fidelity.Check] = []
+        try:
+            captures = self._start_captures(tb, rep_dir)
+            for name in point.workloads:
+                spec = study.workload(name)
+                if spec.kind in BACKGROUND_KINDS and spec.lifetime == "point":
+                    bg = runner_for(spec)(spec, ctx, rep_dir / "logs")
+                    point_backgrounds.append(bg)
+                    bg.start()
+                    started = True
+            if started:
+                time.sleep(study.warmup_s)
+            backgrounds = [bg for _, bg in self.backgrounds.values()] + point_backgrounds
+            for bg in backgrounds:
+                bg.open_window()
+            records, checks, window = self._measure(ctx, point, rep, rep_dir)
+            for bg in backgrounds:
+                bg_records, bg_checks = bg.measure(window)
+                records += bg_records
+                checks += bg_checks
+            info["window_epoch_s"] = list(window)
+        finally:
+            for bg in point_backgrounds:
+                checks += bg.lifetime_checks()
+                bg.stop()
+            self._stop_captures(tb, captures, info)
+        info["cpu_busy_pct"] = round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1)
+        info["qdiscs"] = {label: fidelity.qdisc_delta(q0.get(label, {}), now)
+                          for label, now in self._qdisc_snapshot(tb).items()}
+        info["bottleneck_drops"] = {label: sum(q["drops"] for q in qs.values() if q["kind"] in ("pfifo", "tbf"))
+                                    for label, qs in info["qdiscs"].items()}
+        info["servers"] = {name: s.record["instance"] for name, s in self.servers.items()}
+        info["checks"] = fidelity.checks_to_json(checks)
+        info["finished_utc"] = _utc_now()
+        self.checks += [fidelity.Check(f"{c.name}@{point.id}#{rep}", c.ok, c.value, c.expected, c.message)
+                        for c in checks]
+        with open(rep_dir / "records.jsonl", "w") as fh:
+            for kind, row in records:
+                fh.write(json.dumps({"kind": kind, "row": row}) + "\n")
+        (rep_dir / "rep.json").write_text(json.dumps(info, indent=1) + "\n")  # last: the repetition is complete
+
+    def _bound_s(self, point: Point) -> float:
+        """How long a long-lived background may run: this point's unit, all of it, at most."""
+        study = point.study
+        unit_runs = [(p, r) for p, r in self.runs if p.unit == point.unit]
+        per_run = study.warmup_s + study.gap_s + 10
+        for name in point.workloads:
+            spec = study.workload(name)
+            if spec.kind not in BACKGROUND_KINDS:
+                per_run += runner_for(spec).time_bound_s(spec, study)
+            else:
+                per_run += getattr(spec, "duration_s", 0)
+        return len(unit_runs) * per_run + BACKGROUND_MARGIN_S
+
+    def _measure(self, ctx: Context, point: Point, rep: int, rep_dir: Path):
+        """The measuring workloads of the point, all at once; with none, the background
+        runs for its declared duration (the window)."""
+        study = point.study
+        measuring = [study.workload(n) for n in point.workloads if study.workload(n).kind not in BACKGROUND_KINDS]
+        t0 = time.time()
+        if not measuring:
+            hold_s = max((getattr(study.workload(n), "duration_s", 0) for n in point.workloads), default=0)
+            time.sleep(max(hold_s, 1.0))
+            return [], [], (t0, time.time())
+        runners = [runner_for(spec)(spec, ctx, rep_dir / "logs") for spec in measuring]
+        results: list = [None] * len(runners)
+        errors: list[BaseException] = []
+
+        def one(i: int) -> None:
+            try:
+                results[i] = runners[i].run(rep)
+            except BaseException as err:  # re-raised in the main thread
+                errors.append(err)
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(runners))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # joined in slices so Ctrl-C reaches the main thread
+                t.join(0.2)
+        if errors:
+            raise errors[0]
+        t1 = time.time()
+        for spec, r in zip(measuring, runners):
+            self.manifest["workloads"].setdefault(spec.name, {"kind": spec.kind, "argv": r.argvs[:4]})
+        records = [rec for res in results for rec in res[0]]
+        checks = [c for res in results for c in res[1]]
+        return records, checks, (t0, t1)
+
+    # --- servers ------------------------------------------------------------------
+    def _reconcile_servers(self, tb: Testbed, point: Point) -> None:
+        want = {name: point.study.server(name) for name in point.servers}
+        for name in list(self.servers):
+            if name not in want or self.servers[name].spec != want[name]:
+                self._stop_server(name)
+        for name, spec in want.items():
+            if name not in self.servers:
+                self._start_server(tb, spec, point)
+
+    def _start_server(self, tb: Testbed, spec: ServerSpec, point: Point) -> None:
+        # Apache's workers run as www-data, which may not traverse the run directory
+        # (e.g. under a private --out): serve from a world-readable temporary docroot.
+        docroot = Path(tempfile.mkdtemp(prefix=f"congestlab-{self.prefix}-docroot-"))
+        docroot.chmod(0o755)
+        self._temp_dirs.append(docroot)
+        digests = write_files(docroot, sorted(set(spec.files_kib) | {PROBE_FILE_KIB}))
+        self._instances += 1
+        instance = f"i{self._instances}"
+        handle = make_server(spec, tb, self.run_dir, docroot, instance)
+        user_stack = spec.kind == "lean"
+        record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
+                  "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
+                  "cc_requested": f"leanweb --cc {spec.knobs.get('cc', 'none')}" if user_stack else spec.cc,
+                  "cc_kernel": None if user_stack else self._kernel_cc(point.study).get(spec.node),
+                  "files_sha256": {str(k): v for k, v in digests.items()},
+                  "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}")}
+        self.manifest["servers"].setdefault(spec.name, []).append(record)
+        server = _Server(spec, handle, docroot, record)
+        self.servers[spec.name] = server
+        handle.start()  # a process in the node's namespace: namespace deletion also ends it
+        handle.wait_started()
+        record["argv"] = handle.argv
+        client = self._probe_client(point, spec)
+        self._ready_check(tb, spec, client)
+        if user_stack:  # leanweb's own account of the settings it runs with (first log line)
+            record["settings_effective"] = handle.effective_settings()
+            record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
+            wanted = record["cc_requested"]
+        else:
+            record["cc_effective"] = self._effective_cc(tb, spec, client)
+            wanted = record["cc_kernel"]
+        if record["cc_effective"] != wanted:
+            raise TestbedError(f"server {spec.name}: connections use {record['cc_effective']!r}, "
+                               f"not the requested {wanted!r}")
+
+    def _probe_client(self, point: Point, server: ServerSpec) -> str:
+        """A kernel host that talks to this server in the point (for ready and cc checks)."""
+        study = point.study
+        for name in point.workloads:
+            w = study.workload(name)
+            if w.kind == "get":
+                for req in w.requests:
+                    if req.server == server.name:
+                        return req.client
+            elif w.kind in ("http_load", "anma") and w.server == server.name:
+                return w.client
+        raise SpecError(f"servers.{server.name}", "no workload of this point talks to it (nothing to probe it from)")
+
+    def _stop_server(self, name: str) -> None:
+        server = self.servers.pop(name)
+        server.handle.stop()
+        server.record["stopped_utc"] = _utc_now()
+
+    def _stop_servers(self) -> None:
+        for name in list(self.servers):
+            try:
+                self._stop_server(name)
+            except Exception:  # noqa: BLE001 - teardown kills what is left by namespace
+                pass
+
+    def _ready_check(self, tb: Testbed, server: ServerSpec, client: str, timeout_s: float = 10.0) -> None:
+        """Both families answer 200 with the whole file before anything is measured."""
+        size = min(server.files_kib)
+        for fam in ("v4", "v6"):
+            url = url_for(tb.address(server.node, fam), server.port, url_path(size))
+            deadline = time.monotonic() + timeout_s
+            while True:
+                proc = tb.run(client, curl_argv(url, fam, 5), check=False, timeout_s=10)
+                result = parse_curl_json(fam, url, size * 1024, proc)
+                if result.ok:
+                    break
+                if time.monotonic() > deadline:
+                    raise TestbedError(f"server {server.name} not ready over {fam}: {result.error}")
+                time.sleep(0.2)
+
+    def _effective_cc(self, tb: Testbed, server: ServerSpec, client: str) -> str:
+        """The algorithm of a live server-side connection, from `ss -ti` in the server's
+        namespace while a rate-limited download keeps the connection open."""
+        import re
+
+        url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB))
+        probe = tb.start(client, ["curl", "-s", "-4", "--limit-rate", "20k", "--max-time", "10", "-o", "/dev/null",
+                                  url])
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                out = tb.run(server.node, ["ss", "-tinH", "state", "established", f"( sport = :{server.port} )"]).stdout
+                match = re.search(r"^\s+(?:ts\s+)?(?:sack\s+)?(?:ecn\s+)?(?:ecnseen\s+)?(?:fastopen\s+)?(\w+)\s+wscale",
+                                  out, re.M)
+                if match:
+                    return match.group(1)
+                time.sleep(0.1)
+        finally:
+            tb.stop(probe)
+        raise TestbedError(f"server {server.name}: could not read the congestion control with ss -ti")
+
+    # --- background ---------------------------------------------------------------
+    def _reconcile_backgrounds(self, ctx: Context, point: Point) -> bool:
+        """Long-lived backgrounds of the point: kept while unchanged, else restarted.
+        True when one started (the caller waits the warm-up)."""
+        study = point.study
+        want = {}
+        for name in point.workloads:
+            spec = study.workload(name)
+            if spec.kind in BACKGROUND_KINDS and spec.lifetime == "block":
+                want[name] = spec
+        for name in list(self.backgrounds):
+            if name not in want or self.backgrounds[name][0] != want[name]:
+                self._stop_background(name, self._last_point)
+        started = False
+        for name, spec in want.items():
+            if name in self.backgrounds:
+                continue
+            log_dir = self.run_dir / "logs" / "background" / f"{name}-u{point.unit}"
+            runner = runner_for(spec)(spec, ctx, log_dir)
+            self.backgrounds[name] = (spec, runner)
+            runner.start()
+            self.manifest["workloads"].setdefault(name, {"kind": spec.kind, "instances": []})["instances"].append(
+                {"first_point": point.id, "log_dir": str(log_dir.relative_to(self.run_dir))} | runner.describe())
+            started = True
+        return started
+
+    def _stop_background(self, name: str, point_id: str = "") -> None:
+        spec, runner = self.backgrounds.pop(name)
+        try:
+            checks = runner.lifetime_checks()
+        finally:
+            runner.stop()
+        instance = self.manifest["workloads"][name]["instances"][-1]
+        where = instance["first_point"] + (f" to {point_id}" if point_id and point_id != instance["first_point"] else "")
+        self.checks += [fidelity.Check(f"{c.name}@{instance['first_point']}", c.ok, c.value, c.expected,
+                                       f"{where}: {c.message}" if c.message else "") for c in checks]
+        instance["checks"] = fidelity.checks_to_json(checks)
+
+    def _stop_backgrounds(self) -> None:
+        for name in list(self.backgrounds):
+            try:
+                self._stop_background(name, self._last_point)
+            except Exception:  # noqa: BLE001 - the testbed's teardown kills what is left
+                pass
+
+    # --- capture ------------------------------------------------------------------
+    def _start_captures(self, tb: Testbed, rep_dir: Path) -> list[tuple[str, object, Path, list[str]]]:
+        captures = []
+        for name, server in self.servers.items():
+            spec = server.spec
+            iface = tb.layout.nodes[spec.node].interfaces[0].dev
+            argv = tcpdump_argv(iface, rep_dir / "pcap" / f"{name}.pcap", f"tcp port {spec.port}")
+            err_path = rep_dir / "logs" / f"tcpdump-{name}.log"
+            with open(err_path, "wb") as err:
+                proc = tb.start(spec.node, argv, stderr=err)
+            captures.append((name, proc, err_path, argv))
+            wait_listening(err_path, proc, argv)
+        return captures
+
+    def _stop_captures(self, tb: Testbed, captures, info: dict) -> None:
+        if captures:
+            time.sleep(0.2)  # the last ACKs and FINs reach the capture
+        info["captures"] = {}
+        for name, proc, err_path, argv in captures:
+            tb.stop(proc)
+            info["captures"][name] = {"argv": argv, "tcpdump": parse_drop_counts(err_path.read_text(errors="replace"))}
+
+    # --- environment ------------------------------------------------------------------
+    def _tool_versions(self) -> dict:
+        versions = {"tcpdump": tcpdump_version(), "curl": curl_version(),
+                    "iproute2": run_argv(["ip", "-V"]).stdout.strip()}
+        kinds = {w.kind for p in self.points for w in p.study.workloads if w.name in p.workloads}
+        return versions | tool_versions(kinds)
+
+    def _kernel_cc(self, study: StudySpec) -> dict[str, str]:
+        chosen = wanted_cc(study)
+        if "compound" in chosen.values() and "compound" not in self.installed_cc:
             from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available
 
             if COMPOUND_KERNEL_NAME not in available():
                 self.installed_cc.append("compound")
         names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
-        self.manifest["congestion_control"] = {"per_host": names, "installed_for_this_run": self.installed_cc}
+        record = self.manifest.setdefault("congestion_control", {"per_host": names})
+        record["installed_for_this_run"] = self.installed_cc
         return names
 
     def _remove_installed_cc(self) -> None:
@@ -195,15 +542,24 @@ class Runner:
                 remove(name)
             self.installed_cc = []
 
-    def _check_reachability(self, tb: Testbed) -> None:
-        client = self.spec.measure.client
-        # a user-space stack answers only once its server runs: its ready check covers it
-        pairs = [(client, s.node) for s in self.spec.servers if self.spec.topology.node(s.node).stack == "kernel"]
-        if self.spec.background:
-            pairs += [(p.source, p.sink) for p in self.spec.background.pairs]
-        for src, dst in pairs:
-            for fam in ("v4", "v6"):
-                tb.ping(src, dst, fam, count=1, timeout_s=3)
+    def _check_reachability(self, tb: Testbed, point: Point) -> None:
+        """Every pair of kernel hosts a workload joins answers ping over both families."""
+        study = point.study
+        kernel = {n.name for n in study.topology.nodes if n.stack == "kernel"}
+        pairs = set()
+        for w in study.workloads:
+            if w.kind == "mgen":
+                pairs |= {(p.source, p.sink) for p in w.pairs}
+            elif w.kind in ("iperf", "ping"):
+                pairs.add((w.client, w.server))
+            elif w.kind in ("http_load", "anma"):
+                pairs.add((w.client, study.server(w.server).node))
+            elif w.kind == "get":
+                pairs |= {(r.client, study.server(r.server).node) for r in w.requests}
+        for src, dst in sorted(pairs):
+            if src in kernel and dst in kernel:
+                for fam in ("v4", "v6"):
+                    tb.ping(src, dst, fam, count=1, timeout_s=3)
 
     def _shaped(self, tb: Testbed) -> list[tuple[str, str, str]]:
         """(label, namespace, dev) of every shaped egress: node side and switch port."""
@@ -227,189 +583,24 @@ class Runner:
                 for label, ns, dev in self._shaped(tb)}
 
     def _calibrate(self, tb: Testbed) -> dict:
-        """One iperf3 flow per family from the server side to the client, 5 s each."""
+        """One iperf3 flow per family across the bottleneck, 5 s each."""
         from congestlab.calibrate import calibrate_bottleneck
 
-        server_node = self.spec.servers[0].node
-        return calibrate_bottleneck(tb, server_node, self.spec.measure.client, self.run_dir / "logs")
-
-    # ------------------------------------------------------------------------------
-    def _run_server(self, tb: Testbed, server: ServerSpec, kernel_cc: dict[str, str]) -> None:
-        # Apache's workers run as www-data, which may not traverse the run directory
-        # (e.g. under a private --out): serve from a world-readable temporary docroot.
-        docroot = Path(tempfile.mkdtemp(prefix=f"congestlab-{self.prefix}-docroot-"))
-        docroot.chmod(0o755)
-        self._temp_dirs.append(docroot)
-        digests = write_files(docroot, sorted(set(server.files_kib) | {PROBE_FILE_KIB}))
-        srv = make_server(server, tb, self.run_dir, docroot)
-        user_stack = server.kind == "lean"
-        record = {"kind": server.kind, "node": server.node, "port": server.port, "argv": srv.argv,
-                  "version": srv.version(),
-                  "cc_requested": f"leanweb --cc {server.knobs.get('cc', 'none')}" if user_stack else server.cc,
-                  "cc_kernel": None if user_stack else kernel_cc.get(server.node),
-                  "knobs": dict(server.knobs),
-                  "files_sha256": {str(k): v for k, v in digests.items()}}
-        self.manifest["servers"][server.name] = record
-        pcap = self.run_dir / "pcap" / f"{server.name}.pcap"
-        dump_err = self.run_dir / "logs" / f"tcpdump-{server.name}.log"
-        dump = None
-        try:
-            srv.start()  # a process in the node's namespace: namespace deletion also ends it
-            srv.wait_started()
-            self._ready_check(tb, server)
-            if user_stack:  # leanweb's own account of the settings it runs with (first log line)
-                record["settings_effective"] = srv.effective_settings()
-                record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
-                wanted = record["cc_requested"]
-            else:
-                record["cc_effective"] = self._effective_cc(tb, server)
-                wanted = record["cc_kernel"]
-            if record["cc_effective"] != wanted:
-                raise TestbedError(f"server {server.name}: connections use {record['cc_effective']!r}, "
-                                   f"not the requested {wanted!r}")
-            iface = tb.layout.nodes[server.node].interfaces[0].dev
-            argv = tcpdump_argv(iface, pcap, f"tcp port {server.port}")
-            with open(dump_err, "wb") as err:
-                dump = tb.start(server.node, argv, stderr=err)
-            wait_listening(dump_err, dump, argv)
-            record["capture"] = {"argv": argv, "interface": f"{server.node}/{iface}"}
-            self._run_levels(tb, server)
-        finally:
-            if dump is not None:
-                time.sleep(0.2)  # the last ACKs and FINs reach the capture
-                tb.stop(dump)
-                record.setdefault("capture", {})["tcpdump"] = parse_drop_counts(
-                    dump_err.read_text(errors="replace"))
-            srv.stop()
-
-    def _ready_check(self, tb: Testbed, server: ServerSpec, timeout_s: float = 10.0) -> None:
-        """Both families answer 200 with the whole file before anything is measured."""
-        client = self.spec.measure.client
-        expected = self.spec.measure.file_kib * 1024
-        for fam in self.spec.measure.families:
-            url = url_for(tb.address(server.node, fam), server.port, url_path(self.spec.measure.file_kib))
-            deadline = time.monotonic() + timeout_s
-            while True:
-                proc = tb.run(client, curl_argv(url, fam, 5), check=False, timeout_s=10)
-                result = parse_curl_json(fam, url, expected, proc)
-                if result.ok:
-                    break
-                if time.monotonic() > deadline:
-                    raise TestbedError(f"server {server.name} not ready over {fam}: {result.error}")
-                time.sleep(0.2)
-
-    def _effective_cc(self, tb: Testbed, server: ServerSpec) -> str:
-        """The algorithm of a live server-side connection, from `ss -ti` in the server's
-        namespace while a rate-limited download keeps the connection open."""
-        client = self.spec.measure.client
-        url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB))
-        probe = tb.start(client, ["curl", "-s", "-4", "--limit-rate", "20k", "--max-time", "10", "-o", "/dev/null",
-                                  url])
-        try:
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                out = tb.run(server.node, ["ss", "-tinH", "state", "established", f"( sport = :{server.port} )"]).stdout
-                match = re.search(r"^\s+(?:ts\s+)?(?:sack\s+)?(?:ecn\s+)?(?:ecnseen\s+)?(?:fastopen\s+)?(\w+)\s+wscale",
-                                  out, re.M)
-                if match:
-                    return match.group(1)
-                time.sleep(0.1)
-        finally:
-            tb.stop(probe)
-        raise TestbedError(f"server {server.name}: could not read the congestion control with ss -ti")
-
-    def _run_levels(self, tb: Testbed, server: ServerSpec) -> None:
-        spec = self.spec
-        n_requests = len(spec.levels) * self.repetitions * len(spec.measure.families)
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=self.console, transient=False) as progress:
-            task = progress.add_task(f"{server.name}", total=n_requests)
-            for level in spec.levels:
-                progress.update(task, description=f"{server.name} {level.name}")
-                self._run_level(tb, server, level, lambda: progress.advance(task))
-
-    def _run_level(self, tb: Testbed, server: ServerSpec, level: LevelSpec, advance) -> None:
-        spec = self.spec
-        per_request_bound_s = spec.measure.timeout_s + spec.gap_s + 1
-        duration_s = spec.warmup_s + self.repetitions * len(spec.measure.families) * per_request_bound_s + 2
-        background = None
-        info: dict = {"rate_bps": level.rate_bps}
-        q0 = self._qdisc_snapshot(tb)
-        cpu0 = fidelity.read_cpu_jiffies()
-        try:
-            if level.rate_bps > 0:
-                background = MgenBackground(tb, spec.background, level, self.run_dir / "logs" / "mgen",
-                                            duration_s)
-                background.start()
-                time.sleep(spec.warmup_s)
-            window0 = time.time()
-            cpu_measure0 = fidelity.read_cpu_jiffies()
-            self._measure(tb, server, level, advance)
-            window1 = time.time()
-            info["cpu_busy_pct_measuring"] = round(fidelity.cpu_busy_pct(cpu_measure0, fidelity.read_cpu_jiffies()), 1)
-        finally:
-            if background is not None:
-                background.stop()
-        if background is not None:
-            achieved = background.achieved((window0, window1))
-            info["background"] = achieved
-            self.checks.append(fidelity.background_check(f"{server.name}_{level.name}", achieved["requested_bps"],
-                                                         achieved["achieved_bps"]))
-        info["cpu_busy_pct"] = round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1)
-        info["qdiscs"] = {label: fidelity.qdisc_delta(q0.get(label, {}), now)
-                          for label, now in self._qdisc_snapshot(tb).items()}
-        self.manifest["levels"].setdefault(server.name, {})[level.name] = info
-
-    def _measure(self, tb: Testbed, server: ServerSpec, level: LevelSpec, advance) -> None:
-        spec = self.spec
-        client = spec.measure.client
-        expected = spec.measure.file_kib * 1024
-        path = url_path(spec.measure.file_kib)
-        with open(self.requests_log, "a") as log:
-            for rep in range(1, self.repetitions + 1):
-                for fam in spec.measure.families:
-                    url = url_for(tb.address(server.node, fam), server.port, path)
-                    start = time.time()
-                    proc = tb.run(client, curl_argv(url, fam, spec.measure.timeout_s), check=False,
-                                  timeout_s=spec.measure.timeout_s + 5)
-                    end = time.time()
-                    result = parse_curl_json(fam, url, expected, proc)
-                    entry = {"server": server.name, "server_port": server.port, "level": level.name,
-                             "family": fam, "repetition": rep, "start_ts": start, "end_ts": end,
-                             "client_port": result.local_port} | vars(result)
-                    log.write(json.dumps(entry) + "\n")
-                    advance()
-                    time.sleep(spec.gap_s)
+        if self.study.calibrate is None:
+            raise SpecError("calibrate", "this spec names no (sender, receiver) pair for --calibrate")
+        sender, receiver = self.study.calibrate
+        log_dir = self.run_dir / "logs"
+        log_dir.mkdir(exist_ok=True)
+        return calibrate_bottleneck(tb, sender, receiver, log_dir)
 
     # ------------------------------------------------------------------------------
     def _analyze(self) -> None:
-        result = analyze_run(self.run_dir)
-        write_csv(self.run_dir / "metrics.csv", result.rows, METRIC_FIELDS)
-        summary = summarize(result.rows, [lv.name for lv in self.spec.levels])
-        write_csv(self.run_dir / "summary.csv", summary, summary_fields())
-        self.manifest["analysis"] = {"rows": len(result.rows), "problems": result.problems,
-                                     "pcap_read": result.read_stats}
-        expected = len(self.spec.servers) * len(self.spec.levels) * self.repetitions * len(self.spec.measure.families)
-        self.checks.append(fidelity.Check("measured_requests", len(result.rows) == expected, len(result.rows),
-                                          f"{expected}", "; ".join(result.problems[:3])))
-        self._lean_log_checks(result.rows)
-        self._bottleneck_checks()
+        from congestlab.analysis.run_analysis import analyze_run
 
-    def _lean_log_checks(self, rows: list[dict]) -> None:
-        """The lean server's log of its own retransmissions against what the pcap analysis found."""
-        for server in (s for s in self.spec.servers if s.kind == "lean"):
-            log_path = self.run_dir / "logs" / f"leanweb-{server.name}.jsonl"
-            if not log_path.exists():
-                continue
-            ours = [r for r in rows if r["server"] == server.name]
-            agreeing, problems = compare_with_pcap(ours, retransmissions_by_peer_port(log_path))
-            self.checks.append(fidelity.Check(
-                f"retransmissions_pcap_vs_log_{server.name}", agreeing == len(ours), f"{agreeing}/{len(ours)}",
-                "every measured connection: pcap count == leanweb log count", "; ".join(problems[:3])))
+        result = analyze_run(self.run_dir, self.manifest)
+        self.manifest["analysis"] = result.summary
+        self.checks += result.checks
 
-    def _bottleneck_checks(self) -> None:
-        for server, levels in self.manifest["levels"].items():
-            for level, info in levels.items():
-                # the FIFO under HTB is where packets queue and drop (HTB's own counters repeat them)
-                info["bottleneck_drops"] = {label: sum(q["drops"] for q in qs.values() if q["kind"] == "pfifo")
-                                            for label, qs in info.get("qdiscs", {}).items()}
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -51,7 +51,8 @@ def test_ipv6_report_has_findings_tables_and_figures(tmp_path):
     assert all(p.stat().st_size > 1000 for p in report.plots)
     assert html.count("a", href="points/main.server-apache.level-C1B/r1/") == 2  # pcap and log links
     assert report.warnings and report.warnings[0].startswith("C4B")
-    assert report.console and report.console[0].rows[0][0] == "14"
+    (header, rows), = report.console.values()
+    assert header[0] == "claim" and rows[0][0] == "14"
 
 
 def test_quick_run_with_one_server_marks_the_rest_not_measured(tmp_path):
@@ -111,7 +112,9 @@ def test_wrong_format_version_is_named(tmp_path):
 
 
 def test_report_without_declarations_still_renders(tmp_path):
+    from congestlab.report.engine import build_report as engine
+
     run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
-    report = build_report(run)
+    report = engine(run)
     assert "No claims are declared" in report.markdown_path.read_text()
     assert report.findings == [] and report.plots == []

@@ -40,12 +40,13 @@ def compare_with_pcap(rows: list[dict], logged: dict[int, int]) -> tuple[int, li
     disagreements = []
     for row in rows:
         port = int(row["client_port"])
+        where = f"{row.get('point_id', '')} {row['family']} #{row['repetition']}"
         if port not in logged:
-            disagreements.append(f"{row['level']} {row['family']} #{row['repetition']}: port {port} not in the log")
+            disagreements.append(f"{where}: port {port} not in the log")
             continue
         if int(row["retransmissions"]) == logged[port]:
             agreeing += 1
         else:
-            disagreements.append(f"{row['level']} {row['family']} #{row['repetition']}: pcap "
+            disagreements.append(f"{where}: pcap "
                                  f"{row['retransmissions']} vs log {logged[port]} retransmissions")
     return agreeing, disagreements

@@ -35,6 +35,7 @@ class ConnectionMetrics:
     bytes_captured: int
     payload_bytes: int
     rtt_samples_ms: list[float] = field(default_factory=list)
+    syn_to_last_ack_ms: float | None = None  # from the client's SYN (connection set-up included)
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -100,15 +101,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     if delay_s <= 0:
         raise TraceError(f"connection {conn.family} port {conn.client_port}: non-positive delay")
 
-    seen = {True: ByteRanges(), False: ByteRanges()}
-    seqs = {True: _Direction(), False: _Direction()}
-    retransmitted = [False] * len(segs)
-    for i, s in enumerate(segs):
-        d = from_client[i]
-        off = seqs[d].offset(s.seq)
-        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
-        if length:
-            retransmitted[i] = seen[d].add(off, off + length)
+    retransmitted = retransmission_flags(segs, from_client)
 
     bytes_captured = bytes_nrt = 0
     for i in range(get_index, last_ack_index + 1):
@@ -118,6 +111,7 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     payload_bytes = sum(s.payload_len for i, s in enumerate(segs[: last_ack_index + 1])
                         if not from_client[i] and s.payload_len and not retransmitted[i])
     retrans = sum(1 for i, s in enumerate(segs) if retransmitted[i] and s.payload_len > 0)
+    syn_ts = next((s.ts for i, s in enumerate(segs) if from_client[i] and s.syn), None)
     return ConnectionMetrics(
         family=conn.family,
         client_port=conn.client_port,
@@ -130,7 +124,22 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
         bytes_captured=bytes_captured,
         payload_bytes=payload_bytes,
         rtt_samples_ms=rtt_samples_ms(segs, from_client, retransmitted),
+        syn_to_last_ack_ms=(t1 - syn_ts) * 1e3 if syn_ts is not None else None,
     )
+
+
+def retransmission_flags(segs: list[Segment], from_client: list[bool]) -> list[bool]:
+    """Per segment: does it carry sequence space of its direction that was seen before?"""
+    seen = {True: ByteRanges(), False: ByteRanges()}
+    seqs = {True: _Direction(), False: _Direction()}
+    retransmitted = [False] * len(segs)
+    for i, s in enumerate(segs):
+        d = from_client[i]
+        off = seqs[d].offset(s.seq)
+        length = s.payload_len + (1 if s.syn else 0) + (1 if s.fin else 0)
+        if length:
+            retransmitted[i] = seen[d].add(off, off + length)
+    return retransmitted
 
 
 def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:

@@ -1,126 +1,173 @@
-"""From a run directory's pcaps and request log to one metrics row per measured request."""
+"""From a run directory's point repetitions (records.jsonl, pcap/) to its results in long
+form (results/<kind>.csv, congestlab/results.py): the measured GETs measured in the
+capture, every server port's aggregate, and the workloads' own records passed through
+with the point's axis columns. Pure apart from reading and writing files; `congestlab
+analyze RUN_DIR` runs it again on a stored run."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import statistics
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.connections import group_connections
+from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
 from congestlab.analysis.metrics import ConnectionMetrics, measure_connection
 from congestlab.analysis.packets import ReadStats, read_segments
+from congestlab.analysis.port import port_aggregate
 from congestlab.errors import RunDirError, TraceError
-
-METRIC_FIELDS = [
-    "server", "level", "family", "repetition", "client_port", "delay_ms", "nrt_throughput_mbps",
-    "captured_throughput_mbps", "goodput_mbps", "retransmissions", "rtt_mean_ms", "rtt_samples",
-    "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
-]
-SUMMARY_METRICS = ["delay_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions"]
+from congestlab.fidelity import Check
+from congestlab.results import KIND_COLUMNS, write_results
+from congestlab.workloads.get import RAW_KIND
 
 
 @dataclass
 class AnalysisResult:
-    rows: list[dict]
-    problems: list[str]
-    read_stats: dict[str, dict]
+    summary: dict
+    checks: list[Check] = field(default_factory=list)
+    rows: dict[str, list[dict]] = field(default_factory=dict)
 
 
-def analyze_run(run_dir: Path) -> AnalysisResult:
-    """Reads `requests.jsonl` and `pcap/<server>.pcap`; pure apart from reading files."""
-    requests_path = run_dir / "requests.jsonl"
-    if not requests_path.exists():
-        raise RunDirError(f"{run_dir}: no requests.jsonl (not a congestlab run directory, or the run never measured)")
-    requests = [json.loads(line) for line in requests_path.read_text().splitlines() if line.strip()]
-    by_server: dict[str, list[dict]] = {}
-    for req in requests:
-        by_server.setdefault(req["server"], []).append(req)
-    rows, problems, read_stats = [], [], {}
-    for server, reqs in by_server.items():
-        pcap = run_dir / "pcap" / f"{server}.pcap"
-        stats = ReadStats()
-        conns = group_connections(read_segments(pcap, stats), server_port=reqs[0]["server_port"])
-        read_stats[server] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments, "skipped": stats.skipped}
-        index: dict[tuple[str, int], list] = {}
-        for conn in conns:
-            index.setdefault(conn.key, []).append(conn)
-        for req in reqs:
-            where = f"{server} {req['level']} {req['family']} rep {req['repetition']}"
-            if not req.get("ok"):
-                problems.append(f"{where}: request failed: {req.get('error')}")
+def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
+    """(point id, repetition, directory) of every repetition that wrote its rep.json."""
+    out = []
+    for rep_json in sorted(Path(run_dir).glob("points/*/r*/rep.json")):
+        rep_dir = rep_json.parent
+        out.append((rep_dir.parent.name, int(rep_dir.name[1:]), rep_dir))
+    return out
+
+
+def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
+    start = time.monotonic()
+    run_dir = Path(run_dir)
+    points = {p["id"]: p for p in manifest["points"]}
+    axes = manifest["axes"]
+    rows: dict[str, list[dict]] = {kind: [] for kind in KIND_COLUMNS}
+    problems: list[str] = []
+    pcap_read: dict[str, dict] = {}
+    raw_requests = 0
+    lean_checks: dict[str, list[tuple[dict, Path]]] = {}
+    for point_id, rep, rep_dir in completed_repetitions(run_dir):
+        if point_id not in points:
+            raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
+        point = points[point_id]
+        common = {"point_id": point_id, "experiment": point["experiment"], "repetition": rep} | {
+            axis: point["axes"].get(axis, "") for axis in axes}
+        info = json.loads((rep_dir / "rep.json").read_text())
+        records = [json.loads(line) for line in (rep_dir / "records.jsonl").read_text().splitlines() if line.strip()]
+        pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
+        conns_by_server = {}
+        for pcap in pcaps:
+            server = pcap.stem
+            port = _server_port(manifest, server, info)
+            stats = ReadStats()
+            conns = group_connections(read_segments(pcap, stats), server_port=port)
+            conns_by_server[server] = conns
+            pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
+                                                       "skipped": stats.skipped}
+            rows["port"].append(common | {"server": server} | port_aggregate(conns))
+        for record in records:
+            kind, row = record["kind"], record["row"]
+            if kind != RAW_KIND:
+                rows[kind].append(common | row)
                 continue
-            candidates = index.get((req["family"], req["client_port"]), [])
-            candidates = [c for c in candidates if c.segments[0].ts <= req["end_ts"] + 1
-                          and c.segments[-1].ts >= req["start_ts"] - 1]
-            if not candidates:
-                problems.append(f"{where}: connection from port {req['client_port']} not in {pcap.name}")
+            raw_requests += 1
+            where = f"{point_id} #{rep} {row['server']} {row['family']}"
+            out = common | _request_base(row)
+            if not row.get("ok"):
+                problems.append(f"{where}: request failed: {row.get('error')}")
+                rows["request"].append(out)
                 continue
-            try:
-                m = measure_connection(candidates[0])
-            except TraceError as err:
-                problems.append(f"{where}: {err}")
-                continue
-            rows.append(_row(server, req, m))
-    return AnalysisResult(rows, problems, read_stats)
+            m = _measure(conns_by_server.get(row["server"], []), row, where, problems)
+            if m is not None:
+                out |= _metrics(m) | {"ok": True}
+                if row.get("server_kind") == "lean":
+                    instance = info.get("servers", {}).get(row["server"])
+                    log = run_dir / "logs" / "servers" / f"{row['server']}-{instance}" / "leanweb.jsonl"
+                    lean_checks.setdefault(row["server"], []).append((out, log))
+            else:
+                out["ok"] = False
+            rows["request"].append(out)
+    for kind, kind_rows in rows.items():
+        if kind_rows or kind == "request" and raw_requests:
+            write_results(run_dir, kind, axes, kind_rows)
+    measured = sum(1 for r in rows["request"] if r.get("ok") is True)
+    checks = []
+    if raw_requests:
+        checks.append(Check("measured_requests", measured == raw_requests, measured, f"{raw_requests}",
+                            "; ".join(problems[:3])))
+    checks += _lean_log_checks(lean_checks)
+    summary = {"rows": {k: len(v) for k, v in rows.items() if v}, "problems": problems, "pcap_read": pcap_read,
+               "analysis_s": round(time.monotonic() - start, 3)}
+    return AnalysisResult(summary, checks, rows)
 
 
-def _row(server: str, req: dict, m: ConnectionMetrics) -> dict:
+def _server_port(manifest: dict, server: str, info: dict) -> int:
+    for record in manifest.get("servers", {}).get(server, []):
+        if record.get("instance") == info.get("servers", {}).get(server):
+            return int(record["port"])
+    for spec in manifest["spec"].get("servers", []):
+        if spec["name"] == server:
+            return int(spec.get("port", 80))
+    raise RunDirError(f"server {server!r} has a capture but is not in the manifest")
+
+
+def _request_base(row: dict) -> dict:
+    return {"server": row["server"], "client": row["client"], "family": row["family"], "file_kib": row["file_kib"],
+            "ok": bool(row.get("ok")), "error": row.get("error", ""), "client_port": row.get("client_port"),
+            "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3)}
+
+
+def _measure(conns, row: dict, where: str, problems: list[str]) -> ConnectionMetrics | None:
+    candidates = [c for c in conns if c.key == (row["family"], row["client_port"])
+                  and c.segments[0].ts <= row["end_ts"] + 1 and c.segments[-1].ts >= row["start_ts"] - 1]
+    if not candidates:
+        problems.append(f"{where}: connection from port {row['client_port']} not in the capture")
+        return None
+    try:
+        return measure_connection(candidates[0])
+    except TraceError as err:
+        problems.append(f"{where}: {err}")
+        return None
+
+
+def _metrics(m: ConnectionMetrics) -> dict:
     return {
-        "server": server,
-        "level": req["level"],
-        "family": req["family"],
-        "repetition": req["repetition"],
-        "client_port": req["client_port"],
         "delay_ms": round(m.delay_ms, 3),
+        "syn_to_last_ack_ms": round(m.syn_to_last_ack_ms, 3) if m.syn_to_last_ack_ms is not None else None,
         "nrt_throughput_mbps": round(m.nrt_throughput_mbps, 3),
         "captured_throughput_mbps": round(m.captured_throughput_mbps, 3),
         "goodput_mbps": round(m.goodput_mbps, 3),
         "retransmissions": m.retransmissions,
-        "rtt_mean_ms": round(m.rtt_mean_ms, 3) if m.rtt_mean_ms is not None else "",
+        "rtt_mean_ms": round(m.rtt_mean_ms, 3) if m.rtt_mean_ms is not None else None,
         "rtt_samples": len(m.rtt_samples_ms),
         "bytes_nrt": m.bytes_nrt,
         "bytes_captured": m.bytes_captured,
         "payload_bytes": m.payload_bytes,
-        "curl_time_ms": round(req.get("time_total_s", 0) * 1e3, 3),
     }
 
 
-def summarize(rows: list[dict], level_order: list[str]) -> list[dict]:
-    """Mean, sample standard deviation and n per server x level x family."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["server"], row["level"], row["family"]), []).append(row)
-    order = {name: i for i, name in enumerate(level_order)}
-    out = []
-    for (server, level, family), members in sorted(groups.items(),
-                                                    key=lambda kv: (kv[0][0], order.get(kv[0][1], 99), kv[0][2])):
-        entry = {"server": server, "level": level, "family": family, "n": len(members)}
-        for metric in SUMMARY_METRICS:
-            values = [float(r[metric]) for r in members]
-            entry[f"{metric}_mean"] = round(statistics.fmean(values), 3)
-            entry[f"{metric}_sd"] = round(statistics.stdev(values), 3) if len(values) > 1 else 0.0
-        out.append(entry)
-    return out
-
-
-def write_csv(path: Path, rows: list[dict], fields: list[str] | None = None) -> None:
-    fields = fields or (list(rows[0].keys()) if rows else [])
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def summary_fields() -> list[str]:
-    return ["server", "level", "family", "n"] + [f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "sd")]
+def _lean_log_checks(by_server: dict[str, list[tuple[dict, Path]]]) -> list[Check]:
+    """The lean server's log of its own retransmissions against what the pcap analysis found."""
+    checks = []
+    for server, entries in by_server.items():
+        by_log: dict[Path, list[dict]] = {}
+        for row, log in entries:
+            by_log.setdefault(log, []).append(row)
+        agreeing, problems, total = 0, [], 0
+        for log, rows in by_log.items():
+            total += len(rows)
+            if not log.exists():
+                problems.append(f"{log.name}: missing")
+                continue
+            ok, bad = compare_with_pcap(rows, retransmissions_by_peer_port(log))
+            agreeing += ok
+            problems += bad
+        checks.append(Check(f"retransmissions_pcap_vs_log_{server}", agreeing == total, f"{agreeing}/{total}",
+                            "every measured connection: pcap count == leanweb log count", "; ".join(problems[:3])))
+    return checks
 
 
 def is_number(value) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
 from congestlab.report.data import RunData, Stats, norm
-from congestlab.report.engine import ConsoleTable, _data_uri, verdict_class
+from congestlab.report.engine import Console, _data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
 
@@ -28,7 +28,8 @@ class Comparison:
     markdown_path: Path
     html_path: Path
     plots: list[Path]
-    console: list[ConsoleTable] = field(default_factory=list)
+    console: Console = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def difference(base: Stats, other: Stats) -> tuple[str, str]:
@@ -143,10 +144,11 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
     md_path, html_path = out / "compare.md", out / "compare.html"
     md_path.write_text(render_template("compare.md.j2", context))
     html_path.write_text(render_template("compare.html.j2", context))
-    console = [ConsoleTable("claims per run", ["claim", *labels],
-                            [[c["id"], *[v["verdict"] for v in c["verdicts"]]] for c in claims])] if claims else []
+    console: Console = {}
+    if claims:
+        console["claims per run"] = (("claim", *labels), [[c["id"], *[v["verdict"] for v in c["verdicts"]]]
+                                                          for c in claims])
     n_exceed = sum(d["exceeds"] == "yes" for t in tables for line in t["lines"] for d in line["diffs"])
     n_cells = sum(len(t["lines"]) for t in tables)
-    console.append(ConsoleTable("cells", ["cells compared", "differences beyond the spread"],
-                                [[str(n_cells), str(n_exceed)]]))
+    console["cells"] = (("cells compared", "differences beyond the spread"), [[str(n_cells), str(n_exceed)]])
     return Comparison(md_path, html_path, plots, console)

@@ -20,11 +20,8 @@ from congestlab.report.render import render_template
 VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, NOT_MEASURED]
 
 
-@dataclass
-class ConsoleTable:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
+# the CLI's summary: title -> (header, rows), as cli._print_report prints it
+Console = dict[str, tuple[tuple[str, ...], list[list[str]]]]
 
 
 @dataclass
@@ -33,7 +30,7 @@ class Report:
     html_path: Path
     plots: list[Path]
     warnings: list[str]
-    console: list[ConsoleTable] = field(default_factory=list)
+    console: Console = field(default_factory=dict)
     findings: list[ClaimResult] = field(default_factory=list)
 
     @property
@@ -79,12 +76,11 @@ def build_report(run_dir: Path) -> Report:
     return Report(md_path, html_path, plots, warnings, console_tables(findings, data), findings)
 
 
-def console_tables(findings: list[ClaimResult], data: RunData) -> list[ConsoleTable]:
+def console_tables(findings: list[ClaimResult], data: RunData) -> Console:
     rows = [[f.claim.id, f.verdict + (f" ({f.coverage})" if f.verdict != NOT_MEASURED else ""),
              ("[property] " if f.claim.property else "") + f.claim.title] for f in findings]
-    tables = [ConsoleTable(f"{data.report.title or data.spec.get('title') or data.spec.get('name')}: the seed's "
-                           "claims", ["claim", "verdict (checks measured)", "statement"], rows)] if rows else []
-    return tables
+    title = f"{data.report.title or data.spec.get('title') or data.spec.get('name')}: the seed's claims"
+    return {title: (("claim", "verdict (checks measured)", "statement"), rows)} if rows else {}
 
 
 def _data_uri(path: Path, mime: str) -> str:
@@ -185,18 +181,3 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "claims_declared": bool(data.report.claims),
     }
 
-
-def print_summary(tables: list[ConsoleTable], warnings: list[str], paths: list[Path], console) -> None:
-    """The CLI's summary of a report or a comparison (rich tables, then warnings and files)."""
-    from rich.table import Table
-
-    for t in tables:
-        table = Table(title=t.title)
-        for col in t.columns:
-            table.add_column(col)
-        for row in t.rows:
-            table.add_row(*row)
-        console.print(table)
-    for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print("report: " + "  ".join(str(p) for p in paths))

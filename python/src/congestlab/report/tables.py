@@ -4,7 +4,7 @@ study's published numbers beside ours."""
 from __future__ import annotations
 
 METRICS = {
-    "throughput": ("nrt_throughput_mbps", "Throughput (NRT) in Mbit/s", "throughput_mbps"),
+    "throughput": ("nrt_throughput_mbps", "Throughput (NRT) in Mbit/s", "nrt_throughput_mbps"),
     "delay": ("delay_ms", "Delay in ms", "delay_ms"),
 }
 
@@ -62,18 +62,18 @@ def detail_table(server: str, levels: list[str], summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def fidelity_table(manifest: dict) -> str:
+def fidelity_table(manifest: dict, per_point: dict[tuple[str, str], dict]) -> str:
+    """per_point: (server, level) -> requested_bps, achieved_bps, drops, cpu_busy_pct (means
+    over the repetitions)."""
     lines = ["| Server | Level | Background requested Mbit/s | achieved Mbit/s | deviation | bottleneck drops | CPU busy % |",
              "|---|---|---:|---:|---:|---:|---:|"]
-    for server, levels in manifest.get("levels", {}).items():
-        for level, info in levels.items():
-            bg = info.get("background")
-            drops = sum((info.get("bottleneck_drops") or {}).values())
-            if bg:
-                lines.append(f"| {server} | {level} | {bg['requested_bps'] / 1e6:.2f} | {bg['achieved_bps'] / 1e6:.2f} | "
-                             f"{bg['deviation_pct']:+.1f} % | {drops} | {info.get('cpu_busy_pct', '–')} |")
-            else:
-                lines.append(f"| {server} | {level} | 0 | – | – | {drops} | {info.get('cpu_busy_pct', '–')} |")
+    for (server, level), info in per_point.items():
+        req, got = info.get("requested_bps"), info.get("achieved_bps")
+        if req:
+            lines.append(f"| {server} | {level} | {req / 1e6:.2f} | {got / 1e6:.2f} | {(got - req) / req * 100:+.1f} % | "
+                         f"{info['drops']:.0f} | {info['cpu_busy_pct']:.1f} |")
+        else:
+            lines.append(f"| {server} | {level} | 0 | – | – | {info['drops']:.0f} | {info['cpu_busy_pct']:.1f} |")
     other = [c for c in manifest.get("fidelity", {}).get("checks", []) if not c["name"].startswith("background_rate_")]
     if other:
         lines += ["", "| Check | ok | value | expected | detail |", "|---|---|---|---|---|"]
@@ -86,7 +86,7 @@ def console_table(server: str, levels: list[str], summary: dict, published: dict
     rows = []
     for level in levels:
         row = [level]
-        for metric, pub_key in (("delay_ms", "delay_ms"), ("nrt_throughput_mbps", "throughput_mbps")):
+        for metric, pub_key in (("delay_ms", "delay_ms"), ("nrt_throughput_mbps", "nrt_throughput_mbps")):
             for fam in ("v4", "v6"):
                 s = summary.get((server, level, fam))
                 row.append(_cell(s, metric))

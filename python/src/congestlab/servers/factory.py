@@ -9,14 +9,21 @@ from congestlab.servers.apache import ApacheServer
 from congestlab.spec.models import ServerSpec
 
 
-def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path):
-    """Returns an object with start(), wait_started(), stop(), version() and argv."""
+def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = ""):
+    """Returns an object with start(), wait_started(), stop(), version() and argv. Each
+    instance (a server restarted with other settings) gets its own config and log dir."""
     ns = testbed.ns(spec.node)
     addrs = [testbed.address(spec.node, fam) for fam in ("v4", "v6")]
-    workdir = run_dir / "servers" / spec.name
+    stem = spec.name + (f"-{instance}" if instance else "")
+    workdir = run_dir / "servers" / stem
     workdir.mkdir(parents=True, exist_ok=True)
+    log_dir = run_dir / "logs" / "servers" / stem
     if spec.kind == "apache":
-        return ApacheServer(ns, workdir, docroot, run_dir / "logs", [(a, spec.port) for a in addrs])
+        return ApacheServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
+    if spec.kind == "nginx":
+        from congestlab.servers.nginx import NginxServer
+
+        return NginxServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
     if spec.kind == "lean":
         from congestlab.servers.lean import LeanServer
         from congestlab.testbed.plan import USER_STACK_BRIDGE
@@ -29,5 +36,5 @@ def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path):
             knobs["port"] = spec.port
         return LeanServer(ns, "tap0", USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
                           f"{iface.addr6}/{iface.prefix6}", gateways.get("v4"), gateways.get("v6"), docroot,
-                          run_dir / "logs" / f"leanweb-{spec.name}.jsonl", knobs)
+                          log_dir / "leanweb.jsonl", knobs)
     raise SpecError(f"servers[{spec.name}].kind", f"server kind {spec.kind!r} is not available yet")

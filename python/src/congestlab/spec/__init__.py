@@ -1,13 +1,14 @@
-"""Experiment specs: pydantic models loaded from TOML, and the studies' presets."""
+"""Study specs: pydantic models loaded from TOML, and the studies' presets."""
 
 from congestlab.spec.models import (  # noqa: F401
-    BackgroundSpec,
+    AxisSpec,
     ExperimentSpec,
     LevelSpec,
     LinkSpec,
-    MeasureSpec,
     NodeSpec,
+    QuickSpec,
     ServerSpec,
+    StudySpec,
     SwitchSpec,
     TopologySpec,
 )

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
-from congestlab.spec.models import ExperimentSpec
+from congestlab.spec.models import StudySpec
 
 PRESETS = "congestlab.spec.presets"
 
@@ -19,14 +19,14 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in resources.files(PRESETS).iterdir() if p.name.endswith(".toml"))
 
 
-def load_preset(name: str) -> ExperimentSpec:
+def load_preset(name: str) -> StudySpec:
     resource = resources.files(PRESETS) / f"{name}.toml"
     if not resource.is_file():
         raise SpecError(f"preset {name!r}", f"unknown preset; known: {', '.join(preset_names())}")
     return parse_spec(resource.read_text(), f"preset {name}")
 
 
-def load_spec(path: Path) -> ExperimentSpec:
+def load_spec(path: Path) -> StudySpec:
     try:
         text = Path(path).read_text()
     except OSError as err:
@@ -34,7 +34,7 @@ def load_spec(path: Path) -> ExperimentSpec:
     return parse_spec(text, str(path))
 
 
-def parse_spec(text: str, origin: str) -> ExperimentSpec:
+def parse_spec(text: str, origin: str) -> StudySpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -42,14 +42,34 @@ def parse_spec(text: str, origin: str) -> ExperimentSpec:
     return validate_spec(data, origin)
 
 
-def validate_spec(data: dict[str, Any], origin: str) -> ExperimentSpec:
+def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
+    """The study, its report declaration and every point of its sweeps (full and quick)
+    checked now, so a wrong value fails before anything is built."""
+    from congestlab.spec.sweep import SweepError, expand
+
     try:
-        return ExperimentSpec.model_validate(data)
+        study = StudySpec.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = _field_path(first["loc"], data)
         message = first["msg"].removeprefix("Value error, ")
         raise SpecError(f"{origin}: {where}" if where else origin, message) from None
+    _validate_report(study, origin)
+    try:
+        expand(study, quick=False)
+        expand(study, quick=True)
+    except SweepError as err:
+        raise SpecError(f"{origin}: {err.where}", err.problem) from None
+    return study
+
+
+def _validate_report(study: StudySpec, origin: str) -> None:
+    """The report package owns the `[report]` table's schema (when it declares one)."""
+    try:
+        from congestlab.report.declaration import validate_declaration
+    except ImportError:
+        return
+    validate_declaration(study, origin)
 
 
 def _field_path(loc: tuple, data: Any) -> str:

@@ -1,21 +1,30 @@
-"""The experiment spec: topology, servers, background traffic, levels, measured request.
+"""The study spec: topology, servers, workloads, experiments with sweep axes, report.
 
-Units are in field names (rate_bps, queue_packets, warmup_s). Every model forbids unknown
-keys so a typo is reported by name instead of silently ignored.
+One TOML file declares a whole study (docs/spec.md is generated from these models). Units
+are in field names (rate_bps, queue_packets, warmup_s). Every model forbids unknown keys so
+a typo is reported by name instead of silently ignored.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
 Family = Literal["v4", "v6"]
 # Debian's httpd and nginx run on kernel TCP; "lean" is the user-space leanweb server.
 ServerKind = Literal["apache", "nginx", "lean"]
-FILE_SIZES_KIB = {"160KB": 160, "320KB": 320, "504KB": 504, "4KB": 4}
+# knob name (spec / TOML) -> leanweb flag; servers/lean.py passes them on
+LEAN_KNOBS = (
+    "rto_alpha", "rto_beta", "rto_k", "rto_g_us", "rto_min_ms", "rto_max_ms", "rto_initial_ms", "sampling",
+    "weight", "profile", "cc", "mtu", "mac", "send_buffer_bytes", "recv_buffer_bytes", "window_scale",
+    "time_wait_ms", "max_connections", "max_half_open", "header_timeout_ms", "idle_timeout_ms",
+)
+Scalar = str | int | float | bool
 
 
 class Strict(BaseModel):
@@ -25,9 +34,9 @@ class Strict(BaseModel):
 class SwitchSpec(Strict):
     """An Ethernet segment (a Linux bridge) with its IPv4 and IPv6 subnets."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,5}$")
-    subnet4: str
-    subnet6: str
+    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,5}$", description="bridge name, 1-6 lower-case characters")
+    subnet4: str = Field(description="IPv4 subnet, /29 or larger, e.g. 10.0.1.0/24")
+    subnet6: str = Field(description="IPv6 /64, e.g. fd00:0:0:1::/64")
 
     @field_validator("subnet4")
     @classmethod
@@ -50,27 +59,49 @@ class LinkSpec(Strict):
     """A node's attachment to a switch. A rate shapes both directions of this attachment:
     the node's egress and the switch port's egress toward the node's side."""
 
-    switch: str
+    switch: str = Field(description="the switch this link attaches to")
     host_id: int | None = Field(default=None, ge=1, le=250, description="address host part; default: order")
-    rate_bps: int | None = Field(default=None, gt=0)
-    queue_packets: int = Field(default=100, ge=1, le=100_000)
-    delay_ms: float = Field(default=0.0, ge=0)
-    jitter_ms: float = Field(default=0.0, ge=0)
-    loss: float = Field(default=0.0, ge=0, lt=1)
+    rate_bps: int | None = Field(default=None, gt=0, description="HTB rate in bit/s; none = veth speed")
+    queue_packets: int = Field(default=100, ge=1, le=100_000, description="FIFO limit under the shaper, packets")
+    tbf_rate_bps: int | None = Field(
+        default=None, gt=0, description="a token bucket below rate_bps in place of the FIFO (the lab report's tbf)")
+    tbf_burst_bytes: int = Field(default=5120, ge=1500, description="tbf burst, bytes (the lab report: 5kb)")
+    tbf_latency_ms: float = Field(default=50.0, gt=0, description="tbf latency, ms (the lab report: 50ms)")
+    delay_ms: float = Field(default=0.0, ge=0, description="one-way delay added by netem or linkem, ms")
+    jitter_ms: float = Field(default=0.0, ge=0, description="delay jitter, ms")
+    loss: float = Field(default=0.0, ge=0, lt=1, description="random loss probability, 0..1")
     # which way delay/jitter/loss act: egress = packets leaving the node over this link,
     # ingress = packets arriving over it (docs/linkem.md "In the testbed")
-    impair_direction: Literal["both", "egress", "ingress"] = "both"
+    impair_direction: Literal["both", "egress", "ingress"] = Field(
+        default="both", description="which way delay/jitter/loss act, seen from the node")
+
+    @model_validator(mode="after")
+    def _tbf_needs_rate(self) -> "LinkSpec":
+        if self.tbf_rate_bps is not None and self.rate_bps is None:
+            raise ValueError("tbf_rate_bps needs rate_bps (the token bucket sits under the link's shaper)")
+        return self
 
 
 class NodeSpec(Strict):
-    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$")
+    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$", description="node name, 1-8 lower-case characters")
     kind: Literal["host", "router"] = "host"
     links: list[LinkSpec] = Field(min_length=1)
-    cc: CongestionControl = "cubic"
+    cc: CongestionControl = Field(default="cubic", description="congestion control of the node's routes")
     tcp_timestamps: bool = True
     # "user": the namespace's kernel gets no addresses; its link ends on a bridge where a
     # user-space TCP/IP stack (the lean server's TAP device) owns the node's addresses
-    stack: Literal["kernel", "user"] = "kernel"
+    stack: Literal["kernel", "user"] = Field(default="kernel", description="user = a lean server owns the addresses")
+    sysctls: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="per-namespace sysctls, e.g. {\"net.ipv4.tcp_rmem\" = \"4096 65535 65535\"}")
+
+    @field_validator("sysctls")
+    @classmethod
+    def _namespaced(cls, value: dict[str, Scalar]) -> dict[str, Scalar]:
+        for key in value:
+            if not key.startswith(("net.ipv4.", "net.ipv6.", "net.core.")):
+                raise ValueError(f"sysctl {key!r}: only per-namespace net.ipv4/net.ipv6/net.core keys")
+        return value
 
 
 class TopologySpec(Strict):
@@ -113,12 +144,12 @@ class TopologySpec(Strict):
 class ServerSpec(Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9]{0,15}$")
     kind: ServerKind = "apache"
-    node: str
+    node: str = Field(description="the host the server runs on")
     port: int = Field(default=80, ge=1, le=65535)
-    cc: CongestionControl = "cubic"
-    files_kib: list[int] = Field(default=[160, 320, 504], min_length=1)
+    cc: CongestionControl = Field(default="cubic", description="kernel congestion control (apache, nginx)")
+    files_kib: list[int] = Field(default=[160, 320, 504], min_length=1, description="files served, KiB each")
     # knobs passed to the lean server (rto_alpha, sampling, weight, ...)
-    knobs: dict[str, str | int | float] = Field(default_factory=dict)
+    knobs: dict[str, Scalar] = Field(default_factory=dict, description="lean server flags (docs/leanweb.md)")
 
     @model_validator(mode="after")
     def _cc_of_kind(self) -> "ServerSpec":
@@ -127,121 +158,135 @@ class ServerSpec(Strict):
             raise ValueError("a lean server has no kernel congestion control; set knobs.cc (\"none\") instead of cc")
         if self.kind != "lean" and self.knobs:
             raise ValueError(f"knobs are for the lean server, not for kind {self.kind!r}")
+        unknown = sorted(set(self.knobs) - set(LEAN_KNOBS))
+        if unknown:
+            raise ValueError(f"unknown lean knob {unknown[0]!r}; known: {', '.join(LEAN_KNOBS)}")
         return self
 
 
-class BackgroundPair(Strict):
-    family: Family
-    source: str
-    sink: str
+class AxisSpec(Strict):
+    """One sweep axis. `fields` are dotted paths into the study (servers.lean.knobs.weight,
+    nodes.r1.links.s0.rate_bps, workloads.bg.rate_bps, ...); each value sets them all (one
+    field: a scalar per value; several fields: a list per value, moving together = paired).
+    Or `levels`: names of the study's [levels], each a named set of field values."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,23}$", description="column name of this axis in the results")
+    fields: list[str] = Field(default_factory=list, description="dotted field paths this axis sets")
+    values: list[Any] = Field(default_factory=list, description="one entry per point of this axis")
+    labels: list[str] = Field(default_factory=list, description="names of the values; default: the values")
+    levels: list[str] = Field(default_factory=list, description="names of [levels] entries, in order")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "AxisSpec":
+        if bool(self.levels) == bool(self.fields):
+            raise ValueError(f"axis {self.name!r}: give either fields + values or levels")
+        if self.fields:
+            if not self.values:
+                raise ValueError(f"axis {self.name!r}: no values")
+            if len(self.fields) > 1:
+                for value in self.values:
+                    if not isinstance(value, list) or len(value) != len(self.fields):
+                        raise ValueError(f"axis {self.name!r}: each value must be a list of {len(self.fields)} "
+                                         f"(one per field), got {value!r}")
+        count = len(self.levels) or len(self.values)
+        if self.labels and len(self.labels) != count:
+            raise ValueError(f"axis {self.name!r}: {len(self.labels)} labels for {count} values")
+        labels = self.point_labels()
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"axis {self.name!r}: labels must be unique, got {labels}")
+        return self
+
+    def point_labels(self) -> list[str]:
+        if self.labels:
+            return list(self.labels)
+        if self.levels:
+            return list(self.levels)
+        return ["+".join(map(_label, v)) if isinstance(v, list) else _label(v) for v in self.values]
 
 
-class BackgroundSpec(Strict):
-    """MGEN background traffic; each level sets the total rate and the class mix."""
-
-    pairs: list[BackgroundPair] = Field(min_length=1)
-    flows: int = Field(default=10, ge=1, le=100)
-    tcp_payload_v4_bytes: int = Field(default=1460, ge=16, le=1460)
-    tcp_payload_v6_bytes: int = Field(default=1440, ge=16, le=1440)
-    udp_payload_v4_bytes: int = Field(default=1460, ge=16, le=1472)
-    udp_payload_v6_bytes: int = Field(default=1440, ge=16, le=1452)
-    base_port: int = Field(default=5000, ge=1024, le=60000)
+def _label(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class LevelSpec(Strict):
-    """One congestion level: total background rate and its TCP/UDP x v4/v6 mix (percent)."""
+    """A named set of field values, e.g. a congestion level: {"workloads.bg.rate_bps" = 75e6, ...}."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,16}$")
-    rate_bps: int = Field(default=0, ge=0, le=10_000_000_000)
-    tcp4_pct: float = Field(default=0, ge=0, le=100)
-    tcp6_pct: float = Field(default=0, ge=0, le=100)
-    udp4_pct: float = Field(default=0, ge=0, le=100)
-    udp6_pct: float = Field(default=0, ge=0, le=100)
-
-    @model_validator(mode="after")
-    def _mix(self) -> "LevelSpec":
-        total = self.tcp4_pct + self.tcp6_pct + self.udp4_pct + self.udp6_pct
-        if self.rate_bps > 0 and abs(total - 100.0) > 1e-6:
-            raise ValueError(f"level {self.name}: percentages add up to {total:g}, not 100")
-        return self
-
-    def class_rates_bps(self) -> dict[str, float]:
-        return {
-            "tcp4": self.rate_bps * self.tcp4_pct / 100,
-            "tcp6": self.rate_bps * self.tcp6_pct / 100,
-            "udp4": self.rate_bps * self.udp4_pct / 100,
-            "udp6": self.rate_bps * self.udp6_pct / 100,
-        }
-
-
-class MeasureSpec(Strict):
-    """The measured request: one GET per repetition per family, from `client`."""
-
-    client: str
-    file_kib: int = 320
-    families: list[Family] = Field(default=["v4", "v6"], min_length=1)
-    timeout_s: float = Field(default=30.0, gt=0, le=600)
-
-
-class PublishedValue(Strict):
-    server: str
-    level: str
-    family: Family
-    delay_ms: float | None = None
-    throughput_mbps: float | None = None
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,16}$")
+    title: str = ""
+    set: dict[str, Any] = Field(default_factory=dict, description="dotted field path -> value")
 
 
 class ExperimentSpec(Strict):
+    """A block of the study: the servers it runs, its workloads and its sweep axes."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,23}$")
+    title: str = ""
+    servers: list[str] | None = Field(default=None, description="servers started for this block; default: all")
+    workloads: list[str] | None = Field(default=None, description="workloads of this block; default: all")
+    axes: list[AxisSpec] = Field(default_factory=list, description="Cartesian product of these axes")
+    set: dict[str, Any] = Field(default_factory=dict, description="field values fixed for this block")
+    repetitions: int | None = Field(default=None, ge=1, le=1000, description="default: the study's")
+
+
+class QuickSpec(Strict):
+    """What `--quick` runs: which blocks, which axis values, how many repetitions."""
+
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    experiments: list[str] | None = Field(default=None, description="blocks to run; default: all")
+    axes: dict[str, list[str]] = Field(default_factory=dict, description="axis name -> labels to keep")
+    set: dict[str, Any] = Field(default_factory=dict, description="field values changed for --quick (durations)")
+
+
+class StudySpec(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     title: str = ""
     source: str = ""
     topology: TopologySpec
-    servers: list[ServerSpec] = Field(min_length=1)
-    background: BackgroundSpec | None = None
-    levels: list[LevelSpec] = Field(min_length=1)
-    measure: MeasureSpec
+    servers: list[ServerSpec] = Field(default_factory=list)
+    workloads: list[Workload] = Field(min_length=1)
+    levels: list[LevelSpec] = Field(default_factory=list)
+    experiments: list[ExperimentSpec] = Field(default_factory=lambda: [ExperimentSpec(name="main")])
     repetitions: int = Field(default=10, ge=1, le=1000)
-    quick_repetitions: int = Field(default=3, ge=1, le=1000)
-    warmup_s: float = Field(default=3.0, ge=0, le=600)
-    gap_s: float = Field(default=0.3, ge=0, le=60)
-    published: list[PublishedValue] = Field(default_factory=list)
+    quick: QuickSpec = Field(default_factory=QuickSpec)
+    order: Literal["interleaved", "sequential"] = Field(
+        default="interleaved", description="interleaved: repetitions round-robin over points, shuffled per round")
+    seed: int = Field(default=1, description="seed of the interleaved order")
+    warmup_s: float = Field(default=3.0, ge=0, le=600, description="background runs this long before measuring")
+    gap_s: float = Field(default=0.3, ge=0, le=60, description="pause between measured requests")
+    calibrate: tuple[str, str] | None = Field(
+        default=None, description="(server-side node, client node) of --calibrate's iperf3 flow")
+    published: list[dict[str, Scalar | None]] = Field(
+        default_factory=list, description="the seed's numbers: keys (axis or column values) and metric values")
+    report: dict[str, Any] = Field(default_factory=dict, description="declared tables, plots and claims")
 
     @model_validator(mode="after")
-    def _references(self) -> "ExperimentSpec":
-        nodes = {n.name: n for n in self.topology.nodes}
+    def _references(self) -> "StudySpec":
+        from congestlab.spec.validate import check_references
 
-        def host(name: str, what: str) -> None:
-            if name not in nodes:
-                raise ValueError(f"{what} names unknown node {name!r}")
-            if nodes[name].kind != "host":
-                raise ValueError(f"{what} {name!r} must be a host, not a router")
-
-        host(self.measure.client, "measure.client")
-        names = set()
-        for server in self.servers:
-            host(server.node, f"server {server.name!r}")
-            if server.name in names:
-                raise ValueError(f"server name {server.name!r} is used twice")
-            names.add(server.name)
-            wants_user = server.kind == "lean"
-            if (nodes[server.node].stack == "user") != wants_user:
-                raise ValueError(
-                    f"server {server.name!r} ({server.kind}) needs node {server.node!r} with "
-                    f"stack = \"{'user' if wants_user else 'kernel'}\""
-                )
-            if self.measure.file_kib not in server.files_kib:
-                raise ValueError(
-                    f"server {server.name!r} does not serve the measured file "
-                    f"({self.measure.file_kib} KiB; files_kib = {server.files_kib})"
-                )
-        levels = [lv.name for lv in self.levels]
-        if len(set(levels)) != len(levels):
-            raise ValueError("level names must be unique")
-        needs_background = any(lv.rate_bps > 0 for lv in self.levels)
-        if needs_background and self.background is None:
-            raise ValueError("levels ask for background traffic but [background] is missing")
-        if self.background:
-            for pair in self.background.pairs:
-                host(pair.source, "background source")
-                host(pair.sink, "background sink")
+        check_references(self)
         return self
+
+    # --- lookups ----------------------------------------------------------------------
+    def server(self, name: str) -> ServerSpec:
+        for server in self.servers:
+            if server.name == name:
+                return server
+        raise KeyError(name)
+
+    def workload(self, name: str) -> Workload:
+        for workload in self.workloads:
+            if workload.name == name:
+                return workload
+        raise KeyError(name)
+
+    def experiment(self, name: str) -> ExperimentSpec:
+        for exp in self.experiments:
+            if exp.name == name:
+                return exp
+        raise KeyError(name)
+
+    def level(self, name: str) -> LevelSpec:
+        for level in self.levels:
+            if level.name == name:
+                return level
+        raise KeyError(name)

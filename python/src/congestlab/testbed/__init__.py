@@ -14,8 +14,16 @@ from congestlab.spec.models import TopologySpec
 from congestlab.testbed import emulation
 from congestlab.testbed.executor import Executor, run_argv
 from congestlab.testbed.layout import Layout, build_layout
+from congestlab.testbed.plan import Step
 from congestlab.testbed.namespaces import delete_namespace, forget_owner, kill_pids, record_owner, stop_processes
-from congestlab.testbed.plan import build_plan, teardown_order
+from congestlab.testbed.plan import (
+    build_plan,
+    congestion_control_steps,
+    leaf_step,
+    link_shaper_steps,
+    sysctl_step,
+    teardown_order,
+)
 
 
 def new_prefix() -> str:
@@ -32,6 +40,7 @@ class Testbed:
         self.prefix = prefix or new_prefix()
         self.layout: Layout = build_layout(topology, self.prefix)
         self.plan = build_plan(self.layout, kernel_cc)
+        self.kernel_cc = dict(kernel_cc or {})
         self.link_emulator_requested = topology.link_emulator
         self.impairments = emulation.impairments(self.layout)
         self.emulation: dict = {}  # what realises the impairments, for the manifest
@@ -84,6 +93,70 @@ class Testbed:
             element.start()
         self.emulation["linkem"] = [{"link": imp.label, "argv": e.linkem_argv(), "chain": e.chain}
                                     for imp, e in zip(self.impairments, self._linkem)]
+
+    def _stop_emulation(self) -> dict[str, dict]:
+        """Stop every linkem element (their counters) or take netem off, before a change."""
+        final = {}
+        for imp, element in zip(self.impairments, self._linkem):
+            final[imp.label] = element.stop()
+        self._linkem.clear()
+        if self.emulation.get("emulator") == "netem":
+            steps = []
+            for imp in self.impairments:
+                iface = imp.iface
+                ns, dev = ((imp.namespace, imp.dev) if imp.direction == "egress"
+                           else (self.layout.switch_namespaces[iface.switch], iface.port))
+                steps.append(leaf_step(ns, dev, iface.queue_packets, iface, "replace", "impairments")
+                             if iface.rate_bps else Step("impairments", ("tc", "-n", ns, "qdisc", "del", "dev", dev,
+                                                                        "root")))
+            self.executor.run(steps)
+        return final
+
+    def reconfigure(self, topology: TopologySpec, kernel_cc: dict[str, str] | None = None) -> list[str]:
+        """Move the built testbed to `topology`, which may differ only in link rates,
+        queues, token buckets, delay/jitter/loss, sysctls, timestamps and congestion
+        controls (what a sweep axis changes). Returns what changed, one line each."""
+        new = build_layout(topology, self.prefix)
+        kernel_cc = dict(kernel_cc or {})
+        _same_structure(self.layout, new)
+        steps, changes = [], []
+        for name, node in new.nodes.items():
+            old = self.layout.nodes[name]
+            for was, now in zip(old.interfaces, node.interfaces):
+                if (was.rate_bps, was.queue_packets, was.tbf_rate_bps, was.tbf_burst_bytes, was.tbf_latency_ms) != (
+                        now.rate_bps, now.queue_packets, now.tbf_rate_bps, now.tbf_burst_bytes, now.tbf_latency_ms):
+                    steps += link_shaper_steps(new, now, "change")
+                    changes.append(f"{name}/{now.dev}: rate {now.rate_bps}, queue {now.queue_packets}, "
+                                   f"tbf {now.tbf_rate_bps}")
+            if old.sysctls != node.sysctls or old.tcp_timestamps != node.tcp_timestamps:
+                dropped = set(old.sysctls) - set(node.sysctls)
+                if dropped:
+                    raise TestbedError(f"node {name}: sysctl {sorted(dropped)[0]} is set at one point and not at the "
+                                       "next; give it a value in the spec itself so every point sets it")
+                node.sysctls["net.ipv4.tcp_timestamps"] = "1" if node.tcp_timestamps else "0"
+                steps.append(sysctl_step(node))
+                del node.sysctls["net.ipv4.tcp_timestamps"]
+                changes.append(f"{name}: sysctls {node.sysctls}, timestamps {node.tcp_timestamps}")
+            if node.kind == "host" and node.stack == "kernel" and kernel_cc.get(name) != self.kernel_cc.get(name):
+                if kernel_cc.get(name):
+                    steps += congestion_control_steps(new, name, kernel_cc[name])
+                    changes.append(f"{name}: congestion control {kernel_cc[name]}")
+        impaired_before = [(i.label, i.iface.delay_ms, i.iface.jitter_ms, i.iface.loss) for i in self.impairments]
+        new_impairments = emulation.impairments(new)
+        impaired_after = [(i.label, i.iface.delay_ms, i.iface.jitter_ms, i.iface.loss) for i in new_impairments]
+        emulation_changed = impaired_before != impaired_after
+        if emulation_changed and self.impairments:
+            self.emulation.setdefault("linkem_counters_before_changes", []).append(self._stop_emulation())
+        self.executor.run(steps)
+        self.layout = new
+        self.kernel_cc = kernel_cc
+        if emulation_changed:
+            self.impairments = new_impairments
+            if new_impairments:
+                self._impair_links()
+            changes.append("impairments: " + ", ".join(f"{label} delay {d:g} ms jitter {j:g} ms loss {p:g}"
+                                                       for label, d, j, p in impaired_after))
+        return changes
 
     def linkem_stats(self) -> dict[str, dict]:
         """Current counters of every linkem element (packets delayed, dropped, ...)."""
@@ -173,6 +246,17 @@ class Testbed:
                 for name, n in self.layout.nodes.items()
             },
         }
+
+
+def _same_structure(old: Layout, new: Layout) -> None:
+    def shape(layout: Layout):
+        return {name: (n.kind, n.stack, [(i.dev, i.switch, i.addr4, i.addr6, i.rate_bps is None)
+                                         for i in n.interfaces], n.routes)
+                for name, n in layout.nodes.items()}
+
+    if shape(old) != shape(new):
+        raise TestbedError("a point changes the testbed's structure (nodes, links, addresses, or shaping on/off); "
+                           "sweep axes may change link rates, queues, delay, loss, sysctls and cc only")
 
 
 __all__ = ["Testbed", "new_prefix"]

@@ -30,6 +30,10 @@ class Interface:
     prefix6: int
     rate_bps: int | None
     queue_packets: int
+    # a token bucket under the HTB class in place of the FIFO (the lab report's tbf)
+    tbf_rate_bps: int | None = None
+    tbf_burst_bytes: int = 5120
+    tbf_latency_ms: float = 50.0
     # link impairments (testbed/emulation.py realises them with netem or linkem)
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
@@ -57,6 +61,7 @@ class NodeLayout:
     cc: str
     tcp_timestamps: bool
     stack: str = "kernel"
+    sysctls: dict[str, str] = field(default_factory=dict)
     interfaces: list[Interface] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
 
@@ -78,6 +83,12 @@ class Layout:
         return self.nodes[node].namespace
 
 
+def _sysctl_value(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
 def build_layout(topology: TopologySpec, prefix: str) -> Layout:
     if not PREFIX_RE.match(prefix):
         raise ValueError(f"run prefix {prefix!r} must look like cl1a2b3c")
@@ -87,7 +98,7 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
     auto_next = {s.name: 100 for s in topology.switches}
     for node in topology.nodes:
         layout = NodeLayout(node.name, node.kind, f"{prefix}-{node.name}", node.cc, node.tcp_timestamps,
-                            node.stack)
+                            node.stack, {k: _sysctl_value(v) for k, v in node.sysctls.items()})
         for index, link in enumerate(node.links):
             host_id = link.host_id
             if host_id is None:
@@ -116,6 +127,9 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
                     prefix6=net6.prefixlen,
                     rate_bps=shaped,
                     queue_packets=link.queue_packets,
+                    tbf_rate_bps=link.tbf_rate_bps if shaped else None,
+                    tbf_burst_bytes=link.tbf_burst_bytes,
+                    tbf_latency_ms=link.tbf_latency_ms,
                     delay_ms=link.delay_ms,
                     jitter_ms=link.jitter_ms,
                     loss=link.loss,

@@ -49,17 +49,28 @@ def _in_ns(ns: str, script: str, phase: str) -> Step:
     return Step(phase, ("ip", "netns", "exec", ns, "sh", "-ec", script))
 
 
-def shaper_steps(ns: str, dev: str, rate_bps: int, queue_packets: int, phase: str = "qdiscs") -> list[Step]:
-    """HTB at `rate_bps` with a packet FIFO of `queue_packets` as its only queue."""
+def shaper_steps(ns: str, dev: str, rate_bps: int, queue_packets: int, phase: str = "qdiscs",
+                 iface: Interface | None = None, verb: str = "add") -> list[Step]:
+    """HTB at `rate_bps` with a packet FIFO of `queue_packets` as its only queue (or the
+    interface's token bucket in its place). verb "change" re-rates a built shaper in place."""
     rate = f"{rate_bps}bit"
     burst = str(HTB_BURST_BYTES)
-    return [
-        _tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10", phase=phase),
-        _tc(ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb",
-            "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, phase=phase),
-        _tc(ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "pfifo",
-            "limit", str(queue_packets), phase=phase),
-    ]
+    steps = []
+    if verb == "add":
+        steps.append(_tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10", phase=phase))
+    steps.append(_tc(ns, "class", verb, "dev", dev, "parent", "1:", "classid", "1:10", "htb",
+                     "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, phase=phase))
+    return steps + [leaf_step(ns, dev, queue_packets, iface, "add" if verb == "add" else "replace", phase)]
+
+
+def leaf_step(ns: str, dev: str, queue_packets: int, iface: Interface | None, verb: str, phase: str) -> Step:
+    """The queue under the HTB class: a packet FIFO, or a token bucket below the link rate."""
+    if iface is not None and iface.tbf_rate_bps:
+        return _tc(ns, "qdisc", verb, "dev", dev, "parent", "1:10", "handle", "10:", "tbf",
+                   "rate", f"{iface.tbf_rate_bps}bit", "burst", str(iface.tbf_burst_bytes),
+                   "latency", f"{iface.tbf_latency_ms:g}ms", phase=phase)
+    return _tc(ns, "qdisc", verb, "dev", dev, "parent", "1:10", "handle", "10:", "pfifo",
+               "limit", str(queue_packets), phase=phase)
 
 
 def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[Step]:
@@ -109,6 +120,8 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
     for node in layout.nodes.values():
         steps.append(_in_ns(node.namespace, _tuning_script(node.kind, node.tcp_timestamps,
                                                           [i.dev for i in node.interfaces]), "tuning"))
+        if node.sysctls:
+            steps.append(sysctl_step(node))
     for switch, ns in layout.switch_namespaces.items():
         ports = [i.port for n in layout.nodes.values() for i in n.interfaces if i.switch == switch]
         steps.append(_in_ns(ns, _offload_script(ports), "tuning"))
@@ -116,9 +129,7 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
     for node in layout.nodes.values():
         for iface in node.interfaces:
             if iface.rate_bps:
-                steps += shaper_steps(node.namespace, iface.dev, iface.rate_bps, iface.queue_packets)
-                steps += shaper_steps(layout.switch_namespaces[iface.switch], iface.port,
-                                      iface.rate_bps, iface.queue_packets)
+                steps += link_shaper_steps(layout, iface, "add")
 
     for node in layout.nodes.values():
         if node.stack == "user":
@@ -129,6 +140,20 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
         if kernel:
             steps += _connected_route_steps(node, kernel)
     return steps
+
+
+def link_shaper_steps(layout: Layout, iface: Interface, verb: str) -> list[Step]:
+    """Both directions of a shaped link: the node's egress and the switch port's egress."""
+    return (shaper_steps(layout.nodes[iface.node].namespace, iface.dev, iface.rate_bps, iface.queue_packets,
+                         iface=iface, verb=verb)
+            + shaper_steps(layout.switch_namespaces[iface.switch], iface.port, iface.rate_bps, iface.queue_packets,
+                           iface=iface, verb=verb))
+
+
+def sysctl_step(node: NodeLayout) -> Step:
+    """The spec's per-namespace sysctls (e.g. tcp_rmem, tcp_window_scaling) of one node."""
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(node.sysctls.items()))
+    return _in_ns(node.namespace, f"sysctl -qw {assignments}", "tuning")
 
 
 def _offload_script(devs: list[str]) -> str:

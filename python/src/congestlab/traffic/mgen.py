@@ -17,7 +17,7 @@ from pathlib import Path
 
 from congestlab.errors import ToolError
 from congestlab.paths import REPO_ROOT
-from congestlab.spec.models import BackgroundSpec, LevelSpec
+from congestlab.spec.workloads import MgenWorkload
 
 CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
 SHIM_PATH = Path(os.environ.get("CONGESTLAB_MGEN_SHIM", REPO_ROOT / "target" / "mgen" / "libmgen_ipv6_shim.so"))
@@ -64,8 +64,8 @@ def allocate_flow_counts(class_rates: dict[str, float], flows: int) -> dict[str,
     return counts
 
 
-def build_flows(level: LevelSpec, background: BackgroundSpec) -> list[Flow]:
-    """The level's flows. Within a class, flow k gets weight k+1, so the flows run at
+def build_flows(background: MgenWorkload) -> list[Flow]:
+    """The workload's flows. Within a class, flow k gets weight k+1, so the flows run at
     different rates (as in the study) that add up to the class rate exactly."""
     payload = {
         "tcp4": background.tcp_payload_v4_bytes,
@@ -73,7 +73,7 @@ def build_flows(level: LevelSpec, background: BackgroundSpec) -> list[Flow]:
         "udp4": background.udp_payload_v4_bytes,
         "udp6": background.udp_payload_v6_bytes,
     }
-    rates = level.class_rates_bps()
+    rates = background.class_rates_bps()
     counts = allocate_flow_counts(rates, background.flows)
     flows: list[Flow] = []
     for cls in CLASSES:
@@ -138,15 +138,20 @@ class FlowRate:
     messages: int
 
 
-def parse_sink_log(log: Path, flows: list[Flow], window_s: tuple[float, float]) -> list[FlowRate]:
+def parse_sink_log(log: Path, flows: list[Flow], window_s: tuple[float, float], start_offset: int = 0
+                   ) -> list[FlowRate]:
     """Achieved payload rate per flow from an MGEN sink log, counting messages received
-    inside `window_s` (UTC seconds of the day, the log's own clock)."""
+    inside `window_s` (UTC seconds of the day, the log's own clock). A log that is still
+    growing is read from `start_offset` (its size when the window opened) to its end."""
     start, end = window_s
     span = max(end - start, 1e-9)
     got_bytes = {f.flow_id: 0 for f in flows}
     got_msgs = {f.flow_id: 0 for f in flows}
     opener = gzip.open if log.suffix == ".gz" else open
     with opener(log, "rb") as fh:
+        if start_offset:
+            fh.seek(start_offset)
+            fh.readline()  # the first line may be cut
         for line in fh:
             m = _RECV.match(line)
             if not m:

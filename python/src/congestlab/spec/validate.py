@@ -1,0 +1,111 @@
+"""Cross-references of a study spec: every node, server, workload, axis and level it names
+exists and fits. Raises ValueError with one line naming the field (loader.py turns it into
+a SpecError, exit 2) before anything is built."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from congestlab.spec.models import StudySpec
+
+
+def check_references(study: "StudySpec") -> None:
+    nodes = {n.name: n for n in study.topology.nodes}
+
+    def host(name: str, what: str) -> None:
+        if name not in nodes:
+            raise ValueError(f"{what} names unknown node {name!r}")
+        if nodes[name].kind != "host":
+            raise ValueError(f"{what} {name!r} must be a host, not a router")
+
+    servers = {}
+    for server in study.servers:
+        host(server.node, f"servers.{server.name}.node")
+        if server.name in servers:
+            raise ValueError(f"server name {server.name!r} is used twice")
+        servers[server.name] = server
+        wants_user = server.kind == "lean"
+        if (nodes[server.node].stack == "user") != wants_user:
+            raise ValueError(f"servers.{server.name}: a {server.kind} server needs node {server.node!r} with "
+                             f"stack = \"{'user' if wants_user else 'kernel'}\"")
+    kernel_servers_per_node: dict[str, list[str]] = {}
+    for server in study.servers:
+        if server.kind != "lean":
+            kernel_servers_per_node.setdefault(server.node, []).append(server.name)
+    for node, names in kernel_servers_per_node.items():
+        if len({study.server(n).cc for n in names}) > 1:
+            raise ValueError(f"servers {', '.join(names)} share node {node!r} but ask for different cc "
+                             "(a node's routes carry one congestion control)")
+
+    def server(name: str, what: str, file_kib: int | None = None):
+        if name not in servers:
+            raise ValueError(f"{what} names unknown server {name!r}; known: {', '.join(servers) or 'none'}")
+        if file_kib is not None and file_kib not in servers[name].files_kib:
+            raise ValueError(f"{what}: server {name!r} does not serve {file_kib} KiB "
+                             f"(files_kib = {servers[name].files_kib})")
+        return servers[name]
+
+    from congestlab.workloads import RUNNERS
+
+    names = [w.name for w in study.workloads]
+    if len(set(names)) != len(names):
+        raise ValueError("workload names must be unique")
+    for w in study.workloads:
+        where = f"workloads.{w.name}"
+        if w.kind not in RUNNERS:
+            raise ValueError(f"{where}: kind {w.kind!r} has no runner in this congestlab yet; "
+                             f"runnable: {', '.join(RUNNERS)}")
+        if w.kind == "mgen":
+            for pair in w.pairs:
+                host(pair.source, f"{where}.pairs source")
+                host(pair.sink, f"{where}.pairs sink")
+        elif w.kind == "get":
+            for i, req in enumerate(w.requests):
+                host(req.client, f"{where}.requests[{i}].client")
+                server(req.server, f"{where}.requests[{i}].server", req.file_kib)
+        elif w.kind in ("http_load", "anma"):
+            host(w.client, f"{where}.client")
+            server(w.server, f"{where}.server", w.file_kib)
+        elif w.kind in ("iperf", "ping"):
+            host(w.client, f"{where}.client")
+            host(w.server, f"{where}.server")
+
+    levels = [lv.name for lv in study.levels]
+    if len(set(levels)) != len(levels):
+        raise ValueError("level names must be unique")
+    experiments = [e.name for e in study.experiments]
+    if len(set(experiments)) != len(experiments):
+        raise ValueError("experiment names must be unique")
+    for exp in study.experiments:
+        where = f"experiments.{exp.name}"
+        for name in exp.servers or []:
+            server(name, f"{where}.servers")
+        for name in exp.workloads or []:
+            if name not in names:
+                raise ValueError(f"{where}.workloads names unknown workload {name!r}; known: {', '.join(names)}")
+        axis_names = [a.name for a in exp.axes]
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"{where}: axis names must be unique")
+        for axis in exp.axes:
+            if axis.name in ("point_id", "experiment", "repetition"):
+                raise ValueError(f"{where}.axes: {axis.name!r} is a reserved column name")
+            for level in axis.levels:
+                if level not in levels:
+                    raise ValueError(f"{where}.axes.{axis.name}: unknown level {level!r}; known: "
+                                     f"{', '.join(levels) or 'none'}")
+    quick = study.quick
+    for name in quick.experiments or []:
+        if name not in experiments:
+            raise ValueError(f"quick.experiments names unknown experiment {name!r}")
+    all_axes = {a.name: a for e in study.experiments for a in e.axes}
+    for axis, labels in quick.axes.items():
+        if axis not in all_axes:
+            raise ValueError(f"quick.axes names unknown axis {axis!r}; known: {', '.join(all_axes) or 'none'}")
+        known = all_axes[axis].point_labels()
+        for label in labels:
+            if label not in known:
+                raise ValueError(f"quick.axes.{axis}: unknown value {label!r}; known: {', '.join(known)}")
+    if study.calibrate:
+        for name in study.calibrate:
+            host(name, "calibrate")

@@ -1,0 +1,172 @@
+"""Workloads of a study: the traffic a point runs, one model per kind (`kind = "..."`).
+
+Background kinds (mgen, http_load) live as long as their settings stay the same from one
+point to the next (`lifetime = "block"`), or are restarted for every point; measuring kinds
+(get, iperf, anma, ping) run once per point and repetition and end by themselves. Each
+kind has one runner in congestlab/workloads/ and one table of results (congestlab/results.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Family = Literal["v4", "v6"]
+MGEN_CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Workload(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,15}$", description="referred to by experiments and axes")
+
+
+class MgenPair(_Strict):
+    family: Family
+    source: str = Field(description="host sending the TCP classes (and UDP unless reversed)")
+    sink: str = Field(description="host receiving them")
+
+
+class MgenWorkload(_Workload):
+    """MGEN background: `flows` flows at different rates adding up to rate_bps in the mix."""
+
+    kind: Literal["mgen"]
+    lifetime: Literal["block", "point"] = Field(default="block", description="block: kept while unchanged")
+    pairs: list[MgenPair] = Field(min_length=1)
+    rate_bps: float = Field(default=0, ge=0, le=10_000_000_000, description="total offered rate, bit/s (0 = off)")
+    mix: dict[str, float] = Field(default_factory=lambda: {"tcp4": 100.0},
+                                  description="percent per class tcp4/tcp6/udp4/udp6, adding up to 100")
+    # seed 001 section III: the MGEN hosts are "TCP source and UDP sink" on one side and
+    # "TCP sink and UDP source" on the other, so UDP may cross the network opposite to TCP
+    reverse: list[str] = Field(default_factory=list, description="classes sent from sink to source")
+    flows: int = Field(default=10, ge=1, le=100)
+    tcp_payload_v4_bytes: int = Field(default=1460, ge=16, le=1460)
+    tcp_payload_v6_bytes: int = Field(default=1440, ge=16, le=1440)
+    udp_payload_v4_bytes: int = Field(default=1460, ge=16, le=1472)
+    udp_payload_v6_bytes: int = Field(default=1440, ge=16, le=1452)
+    base_port: int = Field(default=5000, ge=1024, le=60000)
+    tolerance_pct: float = Field(default=3.0, gt=0, description="achieved vs requested: warn beyond this")
+
+    @model_validator(mode="after")
+    def _mix(self) -> "MgenWorkload":
+        unknown = (set(self.mix) | set(self.reverse)) - set(MGEN_CLASSES)
+        if unknown:
+            raise ValueError(f"unknown MGEN class {sorted(unknown)[0]!r}; known: {', '.join(MGEN_CLASSES)}")
+        total = sum(self.mix.values())
+        if self.rate_bps > 0 and abs(total - 100.0) > 1e-6:
+            raise ValueError(f"mix percentages add up to {total:g}, not 100")
+        return self
+
+    def class_rates_bps(self) -> dict[str, float]:
+        return {c: self.rate_bps * self.mix.get(c, 0.0) / 100 for c in MGEN_CLASSES}
+
+
+class HttpLoadWorkload(_Workload):
+    """dualbench `load`: open-loop fetches of one file from a server at a set rate (the
+    studies' http_load stress and "BT" background)."""
+
+    kind: Literal["http_load"]
+    lifetime: Literal["block", "point"] = "block"
+    client: str = Field(description="host running dualbench")
+    server: str = Field(description="server fetched from")
+    family: Family = "v4"
+    file_kib: int = Field(default=320, ge=1)
+    rate_mbps: float | None = Field(default=None, ge=0, description="offered body rate, Mbit/s (0 = off)")
+    fetches_per_s: float | None = Field(default=None, gt=0, description="or: fetches per second")
+    keepalive: bool = Field(default=False, description="false: a new connection per fetch")
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="per fetch")
+    duration_s: float = Field(default=0, ge=0, description="with no measuring workload: run this long")
+    tolerance_pct: float = Field(default=3.0, gt=0, description="offered vs configured fetch rate: warn beyond")
+
+    @model_validator(mode="after")
+    def _rate(self) -> "HttpLoadWorkload":
+        if (self.rate_mbps is None) == (self.fetches_per_s is None):
+            raise ValueError("give exactly one of rate_mbps or fetches_per_s")
+        return self
+
+    def fetch_rate_per_s(self) -> float:
+        if self.fetches_per_s is not None:
+            return self.fetches_per_s
+        return (self.rate_mbps or 0.0) * 1e6 / (self.file_kib * 1024 * 8)
+
+
+class GetRequest(_Strict):
+    client: str = Field(description="host sending the GET")
+    server: str = Field(description="server asked")
+    file_kib: int = Field(default=320, ge=1)
+    families: list[Family] = Field(default=["v4", "v6"], min_length=1, description="one GET each, in turn")
+
+
+class GetWorkload(_Workload):
+    """The measured request(s): one GET per family per repetition; several `requests` are
+    sent at the same time (competing servers)."""
+
+    kind: Literal["get"]
+    requests: list[GetRequest] = Field(min_length=1)
+    client_kind: Literal["curl"] = Field(default="curl", description="the client program")
+    timeout_s: float = Field(default=30.0, gt=0, le=600)
+
+
+class IperfFlow(_Strict):
+    protocol: Literal["tcp", "udp"] = "tcp"
+    cc: str | None = Field(default=None, description="per-socket congestion control (iperf3 -C)")
+
+
+class IperfWorkload(_Workload):
+    """iperf 2 or iperf3 sessions from `client` (sender) to `server` (receiver)."""
+
+    kind: Literal["iperf"]
+    version: Literal[2, 3] = 2
+    client: str = Field(description="sending host")
+    server: str = Field(description="receiving host")
+    family: Family = "v4"
+    duration_s: float = Field(default=10.0, gt=0, le=3600)
+    tcp_sessions: int = Field(default=1, ge=0, le=64)
+    udp_sessions: int = Field(default=0, ge=0, le=64)
+    udp_rate_bps: float = Field(default=1_000_000, gt=0)
+    flows: list[IperfFlow] = Field(default_factory=list, description="iperf3: one entry per flow (overrides sessions)")
+    server_window_bytes: int | None = Field(default=None, ge=256)
+    client_window_bytes: int | None = Field(default=None, ge=256)
+    server_length_bytes: int | None = Field(default=None, ge=1)
+    client_length_bytes: int | None = Field(default=None, ge=1)
+    base_port: int = Field(default=5201, ge=1024, le=60000)
+
+
+class AnmaWorkload(_Workload):
+    """dualbench `anma`: requests over IPv6 and IPv4 in a ratio, with concurrency (seed 004)."""
+
+    kind: Literal["anma"]
+    client: str
+    server: str
+    file_kib: int = Field(default=4, ge=1)
+    v6: int = Field(default=1, ge=0, description="IPv6 share of the address list")
+    v4: int = Field(default=1, ge=0, description="IPv4 share of the address list")
+    requests: int = Field(default=10_000, ge=1)
+    concurrency: int = Field(default=1_000, ge=1)
+    timeout_s: float = Field(default=5.0, gt=0, le=600)
+
+    @model_validator(mode="after")
+    def _ratio(self) -> "AnmaWorkload":
+        if self.v6 + self.v4 == 0:
+            raise ValueError("v6:v4 ratio 0:0")
+        return self
+
+
+class PingWorkload(_Workload):
+    """ping from `client` to `server` (a host): RTT and loss of the emulated path."""
+
+    kind: Literal["ping"]
+    client: str
+    server: str
+    family: Family = "v4"
+    count: int = Field(default=100, ge=1, le=1_000_000)
+    interval_s: float = Field(default=0.01, ge=0.002)
+
+
+Workload = Annotated[MgenWorkload | HttpLoadWorkload | GetWorkload | IperfWorkload | AnmaWorkload | PingWorkload,
+                     Field(discriminator="kind")]
+BACKGROUND_KINDS = ("mgen", "http_load")
+MEASURING_KINDS = ("get", "iperf", "anma", "ping")

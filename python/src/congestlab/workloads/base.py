@@ -1,0 +1,89 @@
+"""What every workload runner offers the runner (runner.py), and what it gets from it.
+
+Background runners (mgen, http_load) start, report what they achieved inside each
+measuring window while they keep running, and stop; measuring runners (get, iperf, anma,
+ping) run once per point and repetition and end by themselves. Both return records:
+(result kind, row) pairs whose rows have the kind's columns (congestlab/results.py).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from congestlab.fidelity import Check
+from congestlab.spec.models import ServerSpec, StudySpec
+
+Record = tuple[str, dict]
+
+
+@dataclass
+class RunningServer:
+    spec: ServerSpec
+    port: int
+
+
+@dataclass
+class Context:
+    """The testbed and the servers a workload may address, for one point."""
+
+    tb: object  # congestlab.testbed.Testbed
+    run_dir: Path
+    study: StudySpec  # the point's resolved study
+    servers: dict[str, RunningServer] = field(default_factory=dict)
+    # every background process is bounded: it stops by itself after this long
+    bound_s: float = 600.0
+
+    def address(self, node: str, family: str) -> str:
+        return self.tb.address(node, family)
+
+    def server_address(self, server: str, family: str) -> str:
+        return self.tb.address(self.servers[server].spec.node, family)
+
+
+class Background(ABC):
+    def __init__(self, spec, ctx: Context, log_dir: Path):
+        self.spec = spec
+        self.ctx = ctx
+        self.log_dir = log_dir
+        self.argvs: list[list[str]] = []
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    def open_window(self) -> None:
+        """A measuring window begins now (a runner may note where its logs stand)."""
+
+    @abstractmethod
+    def measure(self, window_epoch_s: tuple[float, float]) -> tuple[list[Record], list[Check]]:
+        """Records and fidelity checks of the window, while the workload keeps running."""
+
+    def lifetime_checks(self) -> list[Check]:
+        """Fidelity over the whole time it ran (from the first window to the last), called
+        before stop(): a TCP background yields to a measured transfer inside a window and
+        catches up after it, so a short window alone would misjudge what it offered."""
+        return []
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def describe(self) -> dict:
+        return {"kind": self.spec.kind, "argv": self.argvs}
+
+
+class Measuring(ABC):
+    def __init__(self, spec, ctx: Context, log_dir: Path):
+        self.spec = spec
+        self.ctx = ctx
+        self.log_dir = log_dir
+        self.argvs: list[list[str]] = []
+
+    @abstractmethod
+    def run(self, repetition: int) -> tuple[list[Record], list[Check]]:
+        """Run to completion (bounded in time) and return the records."""
+
+    @classmethod
+    def time_bound_s(cls, spec, study) -> float:
+        """How long run() may take at most (bounds the background's own lifetime)."""
+        return 60.0

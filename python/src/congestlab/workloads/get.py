@@ -1,0 +1,48 @@
+"""The measured GETs: one per family per repetition, by curl from the client's namespace;
+several requests of one workload go out at the same time (competing servers). The
+analysis turns each into a `request` row from the capture (analysis/run_analysis.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from congestlab.servers.files import url_path
+from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
+from congestlab.workloads.base import Measuring, Record
+
+RAW_KIND = "get_raw"  # a request as curl saw it; the analysis measures it in the capture
+
+
+class GetRunner(Measuring):
+    def run(self, repetition: int) -> tuple[list[Record], list]:
+        results: list[list[Record]] = [[] for _ in self.spec.requests]
+        threads = [threading.Thread(target=self._one_request, args=(i, req, results[i]), daemon=True)
+                   for i, req in enumerate(self.spec.requests)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [rec for recs in results for rec in recs], []
+
+    def _one_request(self, index: int, req, out: list[Record]) -> None:
+        ctx = self.ctx
+        server = ctx.servers[req.server]
+        for family in req.families:
+            url = url_for(ctx.server_address(req.server, family), server.port, url_path(req.file_kib))
+            argv = curl_argv(url, family, self.spec.timeout_s)
+            self.argvs.append(argv)
+            start = time.time()
+            proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
+            end = time.time()
+            result = parse_curl_json(family, url, req.file_kib * 1024, proc)
+            out.append((RAW_KIND, {
+                "workload": self.spec.name, "request": index, "server": req.server, "server_port": server.port,
+                "server_kind": server.spec.kind, "client": req.client, "family": family, "file_kib": req.file_kib,
+                "start_ts": start, "end_ts": end, "client_port": result.local_port} | vars(result)))
+            if family != req.families[-1]:
+                time.sleep(ctx.study.gap_s)
+
+    @classmethod
+    def time_bound_s(cls, spec, study) -> float:
+        return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + study.gap_s)

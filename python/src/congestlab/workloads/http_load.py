@@ -1,0 +1,99 @@
+"""dualbench `load` (the studies' http_load stress and "BT" background): open-loop fetches
+of one file at a set rate. Its per-second lines, read while it runs, give each measuring
+window the offered fetch rate and the body throughput the client received."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from congestlab.bench.stress import HttpStress
+from congestlab.fidelity import Check
+from congestlab.paths import rust_binary
+from congestlab.servers.files import url_path
+from congestlab.traffic.http_request import url_for
+from congestlab.workloads.base import Background, Record
+
+# dualbench's per-second line (crates/dualbench/src/load.rs, SecondLine::human)
+_SECOND = re.compile(rb"^\s*(\d+)s\s+started\s+(\d+)\s+done\s+(\d+)\s+normal\s+(\d+)\s+reset\s+(\d+)\s+timeout\s+(\d+)"
+                     rb"\s+refused\s+(\d+)\s+other\s+(\d+)\s+([\d.]+) Mbit/s")
+
+
+def parse_seconds(text: bytes) -> list[dict]:
+    rows = []
+    for line in text.splitlines():
+        m = _SECOND.match(line)
+        if m:
+            second, started, done, normal, reset, timeout, refused, other = (int(g) for g in m.groups()[:8])
+            rows.append({"second": second, "started": started, "done": done, "normal": normal,
+                         "failed": reset + timeout + refused + other, "mbps": float(m.group(9))})
+    return rows
+
+
+class HttpLoadRunner(Background):
+    def __init__(self, spec, ctx, log_dir: Path):
+        super().__init__(spec, ctx, log_dir)
+        self.proc: subprocess.Popen | None = None
+        self.started_epoch_s = 0.0
+        self.stdout_path = log_dir / f"dualbench-{spec.name}.txt"
+
+    @property
+    def off(self) -> bool:
+        return self.spec.fetch_rate_per_s() <= 0
+
+    def start(self) -> None:
+        if self.off:
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        spec, ctx = self.spec, self.ctx
+        server = ctx.servers[spec.server]
+        url = url_for(ctx.server_address(spec.server, spec.family), server.port, url_path(spec.file_kib))
+        stress = HttpStress(urls=(url,), seconds=ctx.bound_s, rate_per_s=spec.fetch_rate_per_s(),
+                            keepalive=spec.keepalive, timeout_s=spec.timeout_s)
+        # not --quiet: the per-second lines are what each window is measured from
+        argv = [a for a in stress.argv(rust_binary("dualbench"), self.log_dir / f"dualbench-{spec.name}.json")
+                if a != "--quiet"]
+        self.argvs.append(argv)
+        with open(self.stdout_path, "wb") as out:
+            self.started_epoch_s = time.time()
+            self.proc = ctx.tb.start(spec.client, argv, stdout=out, stderr=subprocess.STDOUT)
+
+    def measure(self, window_epoch_s: tuple[float, float]) -> tuple[list[Record], list[Check]]:
+        if self.off or self.proc is None:
+            return [], []
+        t0, t1 = window_epoch_s
+        seconds = [r for r in parse_seconds(self.stdout_path.read_bytes())
+                   if t0 <= self.started_epoch_s + r["second"] - 1 and self.started_epoch_s + r["second"] <= t1]
+        spec = self.spec
+        configured_fetches = spec.fetch_rate_per_s()
+        configured_mbps = configured_fetches * spec.file_kib * 1024 * 8 / 1e6
+        if not seconds:  # a window shorter than one whole second of the load's clock
+            return [("load", self._row(configured_mbps, configured_fetches, None, None, 0, 0, t1 - t0))], []
+        n = len(seconds)
+        offered = sum(r["started"] for r in seconds) / n
+        achieved = sum(r["mbps"] for r in seconds) / n
+        row = self._row(configured_mbps, configured_fetches, offered, achieved, sum(r["normal"] for r in seconds),
+                        sum(r["failed"] for r in seconds), float(n))
+        dev = (offered - configured_fetches) / configured_fetches * 100
+        ok = abs(dev) <= spec.tolerance_pct
+        check = Check(f"load_offered_{spec.name}", ok, round(dev, 2), f"within ±{spec.tolerance_pct:g} %",
+                      "" if ok else f"{spec.name}: offered {offered:.2f} of {configured_fetches:.2f} fetches/s "
+                                    f"({dev:+.1f} %)")
+        return [("load", row)], [check]
+
+    def _row(self, configured_mbps, configured_fetches, offered, achieved, ok, failed, window_s) -> dict:
+        spec = self.spec
+        return {"workload": spec.name, "client": spec.client, "server": spec.server, "family": spec.family,
+                "file_kib": spec.file_kib, "configured_mbps": configured_mbps,
+                "configured_fetches_per_s": configured_fetches, "offered_fetches_per_s": offered,
+                "achieved_mbps": achieved,
+                "shared_bandwidth_pct": None if achieved is None or not configured_mbps
+                else achieved / configured_mbps * 100,
+                "fetches_ok": ok, "fetches_failed": failed, "latency_mean_ms": None, "window_s": window_s}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.ctx.tb.stop(self.proc)
+            self.proc = None
