@@ -133,3 +133,14 @@ def test_anma_published_values_are_the_slides():
             assert pub[(name, fam)]["connect_us"] == pytest.approx(e)
             assert pub[(name, fam)]["continuation_ms"] == pytest.approx(c)
     assert sorted(rows) == ["A", "B", "C", "D", "E"]
+
+
+def test_validate_report_for_the_spec_loader():
+    from congestlab.report.declaration import validate_report
+
+    decl = load_declaration("ipv6")
+    assert validate_report(decl["report"], ["server", "level"], decl["published"]).claims
+    with pytest.raises(SpecError, match="'level' is neither an axis"):
+        validate_report(decl["report"], ["server", "lvl"], decl["published"])
+    with pytest.raises(SpecError, match=r"published\[0\] names no declared metric"):
+        validate_report(decl["report"], ["server", "level"], [{"server": "apache", "throughput": 1}])

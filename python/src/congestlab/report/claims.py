@@ -131,12 +131,12 @@ def _combinations(data: RunData, metric: MetricSpec, check: CheckSpec) -> list[d
 
 
 def _describe(selection: Selector) -> str:
-    return ", ".join(f"{k}={'|'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in selection.items())
+    return ", ".join(f"{k}={'/'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in selection.items())
 
 
 def _short(selection: Selector) -> str:
     """Values only ("apache, C1B"): the dimension names are in the claim's words."""
-    return ", ".join("|".join(map(str, v)) if isinstance(v, list) else str(v) for v in selection.values())
+    return ", ".join("/".join(map(str, v)) if isinstance(v, list) else str(v) for v in selection.values())
 
 
 def fmt_stats(stats: Stats, digits: int, n: bool = True) -> str:

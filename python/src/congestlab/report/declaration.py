@@ -283,3 +283,16 @@ def load_report_spec(spec: dict) -> ReportSpec:
         first = err.errors()[0]
         where = "report." + ".".join(str(p) for p in first["loc"]) if first["loc"] else "report"
         raise SpecError(where, first["msg"].removeprefix("Value error, ")) from None
+
+
+def validate_report(report: dict, axes: list[str], published: list[dict] | None = None) -> ReportSpec:
+    """For the spec loader: a study's `[report]` section and `published` values, checked by
+    themselves and against the study's axes; a SpecError naming the field otherwise."""
+    from congestlab.errors import SpecError
+
+    spec = load_report_spec({"report": report})
+    try:
+        check_references(spec, axes, published)
+    except ValueError as err:
+        raise SpecError("report", str(err)) from None
+    return spec

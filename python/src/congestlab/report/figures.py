@@ -192,7 +192,7 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
             pub_x.append(x)
             pub_y.append(pub)
     if xs:
-        ax.bar(xs, means, width * 0.95, yerr=sds, capsize=2, color=style["color"], hatch=style["hatch"],
+        ax.bar(xs, means, width * 0.95, yerr=sds if any(sds) else None, capsize=2, color=style["color"], hatch=style["hatch"],
                edgecolor="white" if not style["hatch"] else "black", linewidth=0.4, label=label,
                error_kw={"elinewidth": 0.8})
     if pub_x:
@@ -219,7 +219,7 @@ def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, s
         if p is not None:
             pub.append((pos[v], p))
     if xs:
-        ax.errorbar(xs, means, yerr=sds, color=style["color"], marker=style["marker"], ls=style["ls"], ms=5,
+        ax.errorbar(xs, means, yerr=sds if any(sds) else None, color=style["color"], marker=style["marker"], ls=style["ls"], ms=5,
                     capsize=2, lw=1.4, label=label)
         if len(dots_y) > len(xs):
             ax.scatter(dots_x, dots_y, s=8, color=style["color"], alpha=0.35, zorder=2)
