@@ -235,7 +235,10 @@ def _cdf(ax, data: RunData, metric, sel, style, label) -> int:
     if not values:
         return 0
     ys = [(i + 1) / len(values) for i in range(len(values))]
-    ax.step(values, ys, where="post", color=style["color"], ls=style["ls"], lw=1.6, label=f"{label} (n={len(values)})")
+    # from 0 at the smallest value, so that even one sample draws its step
+    ax.step([values[0], *values], [0.0, *ys], where="post", color=style["color"], ls=style["ls"], lw=1.6,
+            label=f"{label} (n={len(values)})")
+    ax.plot(values, ys, ls="none", marker=style["marker"], ms=3.5, color=style["color"])
     return len(values)
 
 
