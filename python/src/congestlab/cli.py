@@ -129,12 +129,20 @@ def presets() -> None:
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    markdown: bool = typer.Option(False, "--markdown", help="the field reference (docs/spec.md) instead"),
+) -> None:
     """Print the JSON Schema of a study spec (for editors that validate TOML as you type)."""
     import json
 
+    from congestlab.paths import REPO_ROOT
     from congestlab.spec.models import StudySpec
 
+    if markdown:
+        from congestlab.spec.reference import render
+
+        print(render(REPO_ROOT / "examples" / "lean-weights.toml"), end="")
+        return
     print(json.dumps(StudySpec.model_json_schema(), indent=1))
 
 

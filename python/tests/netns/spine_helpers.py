@@ -6,24 +6,28 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-MINI_LEVELS = """
+MINI_TAIL = """
 [[levels]]
 name = "C0"
-rate_bps = 0
+set = { "workloads.bg.rate_bps" = 0 }
 
 [[levels]]
 name = "L20"
-rate_bps = 20_000_000
-tcp4_pct = 45
-tcp6_pct = 45
-udp4_pct = 5
-udp6_pct = 5
+set = { "workloads.bg.rate_bps" = 20_000_000, "workloads.bg.mix" = { tcp4 = 45, tcp6 = 45, udp4 = 5, udp6 = 5 } }
+
+[[experiments]]
+name = "main"
+axes = [
+  { name = "server", fields = ["workloads.get.requests.0.server"], values = ["apache", "lean"] },
+  { name = "level", levels = ["C0", "L20"] },
+]
 """
 
 
 def mini_spec_text(repetitions: int = 2) -> str:
+    """The ipv6 preset with two short levels (C0 and 20 Mbit/s of MGEN) and both servers."""
     text = (resources.files("congestlab.spec.presets") / "ipv6.toml").read_text()
-    text = text[: text.index("# Table I of seed 001")] + MINI_LEVELS
+    text = text[: text.index("# Table I of seed 001")] + MINI_TAIL
     text = text.replace('name = "ipv6"', 'name = "mini"', 1)
     text = text.replace("repetitions = 10", f"repetitions = {repetitions}", 1)
     text = text.replace("warmup_s = 3.0", "warmup_s = 1.0", 1).replace("gap_s = 0.3", "gap_s = 0.1", 1)

@@ -16,6 +16,7 @@ import pytest
 from spine_helpers import namespaces_with, processes_mentioning, write_mini_spec
 
 from congestlab.report import build_report
+from congestlab.results import read_results
 from congestlab.runner import Runner
 from congestlab.spec import load_spec
 
@@ -25,41 +26,55 @@ pytestmark = pytest.mark.netns
 def test_mini_study_end_to_end(tmp_path, within):
     spec = load_spec(write_mini_spec(tmp_path))
     run_dir = tmp_path / "run"
-    (run_dir / "pcap").mkdir(parents=True)
-    (run_dir / "logs").mkdir()
-    runner = Runner(spec, run_dir, repetitions=2)
-    runner.run()
+    run_dir.mkdir()
+    Runner(spec, run_dir).run()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
+    assert manifest["format_version"] == 2 and manifest["axes"] == ["server", "level"]
+    assert manifest["runs_done"] == manifest["runs_total"] == 2 * 2 * 2
     assert namespaces_with(manifest["testbed"]["prefix"]) == []
     assert processes_mentioning(str(run_dir)) == []
 
-    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
-    # apache and lean x 2 levels x 2 families x 2 repetitions
+    rows = read_results(run_dir, "request")
+    # apache and lean x 2 levels x 2 families x 2 repetitions, each with its point's axis columns
     assert len(rows) == 2 * 2 * 2 * 2, manifest["analysis"]["problems"]
+    assert {(r["server"], r["level"]) for r in rows} == {("apache", "C0"), ("apache", "L20"), ("lean", "C0"),
+                                                         ("lean", "L20")}
     for row in rows:
+        assert row["ok"] == "True", row
+        assert row["point_id"] == f"main.server-{row['server']}.level-{row['level']}"
         # 320 KiB through 100 Mbit/s takes >= 27 ms; nothing here should take a second
         assert 20 < float(row["delay_ms"]) < 1000, row
+        assert float(row["delay_ms"]) < float(row["syn_to_last_ack_ms"])
         assert float(row["goodput_mbps"]) <= 100
         assert int(row["payload_bytes"]) >= 320 * 1024
         assert float(row["captured_throughput_mbps"]) >= float(row["nrt_throughput_mbps"])
-    for row in rows:  # the GET -> last ACK delay lies inside curl's own total time
-        assert float(row["delay_ms"]) < float(row["curl_time_ms"]) + 5, row
+        assert float(row["delay_ms"]) < float(row["curl_time_ms"]) + 5, row  # GET -> last ACK inside curl's time
+    # every repetition has its own directory with the capture of the server it measured
+    for point in manifest["points"]:
+        for rep in (1, 2):
+            rep_dir = run_dir / "points" / point["id"] / f"r{rep}"
+            assert (rep_dir / "rep.json").exists() and (rep_dir / "pcap" / f"{point['axes']['server']}.pcap").exists()
+    ports = read_results(run_dir, "port")
+    assert len(ports) == 2 * 2 * 2 and all(int(r["connections"]) == 2 for r in ports)
 
-    server = manifest["servers"]["apache"]
-    assert server["cc_effective"] == "cubic" and server["version"].startswith("Apache/2.4")
-    lean = manifest["servers"]["lean"]
+    (apache,) = manifest["servers"]["apache"]
+    assert apache["cc_effective"] == "cubic" and apache["version"].startswith("Apache/2.4")
+    (lean,) = manifest["servers"]["lean"]
     assert lean["cc_effective"] == "leanweb --cc none"
     assert lean["settings_effective"]["recovery"] == "go-back-n"
     assert lean["settings_effective"]["rto_min_ms"] == 1000  # the preset's knob reached the server
-    lean_log = (run_dir / "logs" / "leanweb-lean.jsonl").read_text()
+    lean_log = (run_dir / lean["log_dir"] / "leanweb.jsonl").read_text()
     assert lean_log.count('"event":"request"') >= 2 * 2 * 2  # every measured GET, plus ready checks
-    bg = manifest["levels"]["apache"]["L20"]["background"]
-    within("background Mbit/s", bg["achieved_bps"] / 1e6, 20.0, 0.6)  # the ±3 % fidelity bound
-    assert len(bg["per_flow"]) == 10 and all(f["messages"] > 0 for f in bg["per_flow"])
-    checks = {c["name"]: c for c in manifest["fidelity"]["checks"]}
+    background = [r for r in read_results(run_dir, "background") if r["level"] == "L20"]
+    assert len(background) == 2 * 2 * 4  # both servers x 2 repetitions x 4 classes
+    checks = {c["name"].split("@")[0]: c for c in manifest["fidelity"]["checks"]}
     assert checks["measured_requests"]["ok"]
     assert checks["retransmissions_pcap_vs_log_lean"]["ok"], checks["retransmissions_pcap_vs_log_lean"]
+    bg = [c for c in manifest["fidelity"]["checks"] if c["name"].startswith("background_rate_bg@")]
+    assert len(bg) == 2  # one per server's L20 unit, over the whole time MGEN ran
+    for check in bg:
+        within("background deviation %", check["value"], 0.0, 3.0)  # the ±3 % fidelity bound
     assert manifest["tools"]["mgen"].startswith("5.02")
 
     report = build_report(run_dir)
@@ -96,9 +111,9 @@ def test_interrupted_run_leaves_nothing(tmp_path, sig, stage):
         if stage == "setup":
             _wait_for(lambda: (run_dir / "manifest.json").exists(), 20)
         elif stage == "background":
-            _wait_for(lambda: any((run_dir / "logs" / "mgen").glob("*source.mgn")), 60)
+            _wait_for(lambda: any((run_dir / "logs" / "background").glob("*/*source.mgn")), 60)
         else:
-            _wait_for(lambda: (run_dir / "requests.jsonl").exists(), 60)
+            _wait_for(lambda: any((run_dir / "points").glob("*/r1/pcap/*.pcap")), 60)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
     finally:

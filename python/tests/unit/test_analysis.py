@@ -112,9 +112,9 @@ def test_lean_log_retransmissions_match_rows_by_client_port(tmp_path):
     log.write_text("\n".join(json.dumps(e) for e in events) + "\n{\"cut short")
     logged = retransmissions_by_peer_port(log)
     assert logged == {40000: 0, 40001: 2}
-    rows = [{"level": "C1B", "family": "v4", "repetition": 1, "client_port": 40000, "retransmissions": 0},
-            {"level": "C1B", "family": "v6", "repetition": 1, "client_port": 40001, "retransmissions": 3},
-            {"level": "C2B", "family": "v6", "repetition": 1, "client_port": 40002, "retransmissions": 0}]
+    rows = [{"point_id": "C1B", "family": "v4", "repetition": 1, "client_port": 40000, "retransmissions": 0},
+            {"point_id": "C1B", "family": "v6", "repetition": 1, "client_port": 40001, "retransmissions": 3},
+            {"point_id": "C2B", "family": "v6", "repetition": 1, "client_port": 40002, "retransmissions": 0}]
     agreeing, problems = compare_with_pcap(rows, logged)
     assert agreeing == 1
     assert problems == ["C1B v6 #1: pcap 3 vs log 2 retransmissions", "C2B v6 #1: port 40002 not in the log"]

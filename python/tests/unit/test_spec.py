@@ -11,22 +11,27 @@ import pytest
 from congestlab.errors import SpecError
 from congestlab.spec import load_preset, load_spec, preset_names
 from congestlab.spec.loader import parse_spec
+from congestlab.spec.sweep import expand
 
 PRESET = load_preset("ipv6")
 
 
 def test_ipv6_preset_is_table_one_plus_c0():
     assert "ipv6" in preset_names()
-    levels = {lv.name: lv for lv in PRESET.levels}
+    levels = {lv.name: lv.set for lv in PRESET.levels}
     assert list(levels) == ["C0", "C1B", "C2B", "C3B", "C4B", "C5B", "C6B"]
-    assert levels["C0"].rate_bps == 0
-    assert levels["C2B"].rate_bps == 75_000_000
-    assert (levels["C2B"].tcp4_pct, levels["C2B"].tcp6_pct, levels["C2B"].udp4_pct, levels["C2B"].udp6_pct) == (
-        22.5, 67.5, 2.5, 7.5)
-    assert levels["C6B"].rate_bps == 100_000_000
-    assert PRESET.repetitions == 10 and PRESET.quick_repetitions == 3
-    assert PRESET.measure.file_kib == 320 and PRESET.measure.families == ["v4", "v6"]
+    assert levels["C0"] == {"workloads.bg.rate_bps": 0}
+    assert levels["C2B"]["workloads.bg.rate_bps"] == 75_000_000
+    assert levels["C2B"]["workloads.bg.mix"] == {"tcp4": 22.5, "tcp6": 67.5, "udp4": 2.5, "udp6": 7.5}
+    assert levels["C6B"]["workloads.bg.rate_bps"] == 100_000_000
+    assert PRESET.repetitions == 10 and PRESET.quick.repetitions == 3
+    (get,) = PRESET.workload("get").requests
+    assert get.file_kib == 320 and get.families == ["v4", "v6"]
     assert PRESET.servers[0].files_kib == [160, 320, 504]
+    points = expand(PRESET)
+    assert len(points) == 2 * 7 and all(p.repetitions == 10 for p in points)
+    c2b = next(p for p in points if p.id == "main.server-lean.level-C2B")
+    assert c2b.servers == ["lean"] and c2b.study.workload("bg").class_rates_bps()["tcp6"] == 75e6 * 0.675
 
 
 def _preset_text() -> str:
@@ -35,28 +40,66 @@ def _preset_text() -> str:
     return (resources.files("congestlab.spec.presets") / "ipv6.toml").read_text()
 
 
+LEAN_AXIS = '  { name = "server", fields = ["workloads.get.requests.0.server"], values = ["apache", "lean"] },'
+
+
 @pytest.mark.parametrize(
     "edit, where, problem",
     [
+        (("queue_packets = 1000", "queue_packets = -5"), "topology.nodes[0:r1].links[0].queue_packets",
+         "greater than or equal to 1"),
+        (("tcp4 = 45, tcp6 = 45, udp4 = 5, udp6 = 5 } }\n\n[[levels]]\nname = \"C2B\"",
+          "tcp4 = 55, tcp6 = 45, udp4 = 5, udp6 = 5 } }\n\n[[levels]]\nname = \"C2B\""),
+         "experiments.main server=apache level=C1B", "workloads[0:bg].mgen: mix percentages add up to 110, not 100"),
+        (('switch = "s4", host_id = 10', 'switch = "s9", host_id = 10'), "topology", "unknown switch 's9'"),
         (('cc = "cubic"\nfiles_kib', 'cc = "vegas"\nfiles_kib'), "servers[0:apache].cc", "Input should be"),
-        (("tcp4_pct = 22.5", "tcp4_pct = 32.5"), "levels[2:C2B]", "add up to 110"),
-        (('{ switch = "s1", host_id = 2 }', '{ switch = "s9", host_id = 2 }'), "topology",
-         "unknown switch 's9'"),
-        (("warmup_s = 3.0", "warmup_s = 3.0\nwarmpu = 1"), "warmpu", "Extra inputs are not permitted"),
-        (("file_kib = 320", "file_kib = 321"), "", "does not serve the measured file"),
+        (("file_kib = 320", "file_kib = 321"), "", "does not serve 321 KiB"),
         (('kind = "lean"\nnode = "bare"', 'kind = "lean"\nnode = "server"'), "",
-         "server 'lean' (lean) needs node 'server' with stack = \"user\""),
+         "a lean server needs node 'server' with stack = \"user\""),
         (('kind = "lean"\nnode = "bare"', 'kind = "lean"\ncc = "cubic"\nnode = "bare"'), "servers[1:lean]",
          "set knobs.cc"),
         (('kind = "apache"', 'kind = "apache"\nknobs = { weight = "W2" }'), "servers[0:apache]",
          "not for kind 'apache'"),
+        (('knobs = { weight = "W1"', 'knobs = { wieght = "W1"'), "servers[1:lean]", "unknown lean knob 'wieght'"),
         (('host_id = 11 }]\nstack = "user"', 'host_id = 11 }]\nstack = "kernel"'), "",
-         "server 'lean' (lean) needs node 'bare' with stack = \"user\""),
+         "a lean server needs node 'bare' with stack = \"user\""),
+        # the new fields: workloads, axes, levels, experiments, quick, sysctls, tbf
+        (('kind = "mgen"', 'kind = "mgen"\nrate_bpz = 1'), "workloads[0:bg].mgen.rate_bpz", "Extra inputs"),
+        (('kind = "mgen"', 'kind = "carrier-pigeon"'), "workloads[0:bg]", "does not match any of the expected tags"),
+        (('kind = "mgen"', 'kind = "mgen"\nreverse = ["udp5"]'), "workloads[0:bg].mgen", "unknown MGEN class 'udp5'"),
+        (('source = "m4src"', 'source = "m9src"'), "", "workloads.bg.pairs source names unknown node 'm9src'"),
+        (('client = "client", server = "apache"', 'client = "client", server = "iis"'), "",
+         "workloads.get.requests[0].server names unknown server 'iis'"),
+        (("requests.0.server", "requests.0.sever"), "experiments.main server=apache",
+         "no field 'sever' here"),
+        (('values = ["apache", "lean"]', 'values = ["apache", "nginx"]'), "experiments.main server=nginx",
+         "unknown server 'nginx'"),
+        (('values = ["apache", "lean"]', 'values = ["apache", "apache"]'), "experiments[0:main].axes[0:server]",
+         "labels must be unique"),
+        (('"C5B", "C6B"]', '"C5B", "C7B"]'), "", "unknown level 'C7B'"),
+        (('{ name = "level", levels', '{ name = "level", fields = ["warmup_s"], levels'), "experiments[0:main]",
+         "give either fields + values or levels"),
+        (('values = ["apache", "lean"]', 'values = [["apache", 1], ["lean"]]'), "experiments.main server=apache+1",
+         "requests[0].server: Input should be a valid string"),
+        (("[quick]\nrepetitions = 3", "[quick]\nrepetitions = 3\naxes = { level = [\"C9\"] }"), "",
+         "quick.axes.level: unknown value 'C9'"),
+        (("[quick]\nrepetitions = 3", "[quick]\nrepetitions = 3\nexperiments = [\"nope\"]"), "",
+         "quick.experiments names unknown experiment 'nope'"),
+        (('name = "main"\naxes', 'name = "main"\nworkloads = ["bg", "gett"]\naxes'), "",
+         "experiments.main.workloads names unknown workload 'gett'"),
+        (('name = "client"\nlinks', 'name = "client"\nsysctls = { "kernel.panic" = 1 }\nlinks'),
+         "topology.nodes[4:client].sysctls", "only per-namespace"),
+        (("queue_packets = 1000 }", "queue_packets = 1000, tbf_rate_bps = 50_000_000 }"), "", ""),  # valid
+        (("{ switch = \"s1\", host_id = 1 }", "{ switch = \"s1\", host_id = 1, tbf_rate_bps = 5 }"),
+         "topology.nodes[0:r1].links[1]", "tbf_rate_bps needs rate_bps"),
     ],
 )
 def test_wrong_spec_names_field_and_problem(edit, where, problem):
     text = _preset_text().replace(*edit, 1)
     assert text != _preset_text(), "the edit must apply"
+    if not problem and not where:
+        parse_spec(text, "x.toml")  # the edit is valid
+        return
     with pytest.raises(SpecError) as err:
         parse_spec(text, "x.toml")
     message = str(err.value)

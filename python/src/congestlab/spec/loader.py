@@ -35,11 +35,33 @@ def load_spec(path: Path) -> StudySpec:
 
 
 def parse_spec(text: str, origin: str) -> StudySpec:
+    data = _toml(text, origin)
+    if "extends" in data:
+        data = extend_preset(data, origin)
+    return validate_spec(data, origin)
+
+
+def _toml(text: str, origin: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise SpecError(origin, f"not valid TOML: {err}") from None
-    return validate_spec(data, origin)
+
+
+def extend_preset(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """`extends = "ipv6"`: the preset, with every top-level key the user's file gives
+    replaced whole (e.g. its own experiments and [quick], the preset's network and
+    workloads). A preset's report and published values stay only if the user keeps
+    its experiments, since they are declared over them."""
+    name = data["extends"]
+    resource = resources.files(PRESETS) / f"{name}.toml"
+    if not isinstance(name, str) or not resource.is_file():
+        raise SpecError(f"{origin}: extends", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    base = _toml(resource.read_text(), f"preset {name}")
+    if "experiments" in data:
+        for key in ("report", "published"):
+            base.pop(key, None)
+    return base | data
 
 
 def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:

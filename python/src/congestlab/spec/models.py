@@ -239,6 +239,7 @@ class QuickSpec(Strict):
 
 class StudySpec(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
+    extends: str | None = Field(default=None, description="a preset this file starts from (top-level keys replace)")
     title: str = ""
     source: str = ""
     topology: TopologySpec

@@ -122,8 +122,10 @@ def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> S
     try:
         return StudySpec.model_validate(data)
     except ValidationError as err:
+        from congestlab.spec.loader import _field_path
+
         first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
+        loc = _field_path(first["loc"], data)
         raise SweepError(where, f"{loc}: {first['msg'].removeprefix('Value error, ')}") from None
 
 

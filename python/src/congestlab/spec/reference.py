@@ -1,0 +1,175 @@
+"""docs/spec.md, generated from the spec models so the reference never drifts from the code:
+`congestlab schema --markdown > docs/spec.md` (a unit test checks the file is current)."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from congestlab.spec import models, workloads
+
+INTRO = """# Writing a study spec
+
+A study is one TOML file: the network (`[topology]`), the servers, the workloads (the
+traffic), named `[[levels]]`, and `[[experiments]]` whose sweep axes make the points. Every
+preset (`congestlab presets`) is such a file; `congestlab run FILE` runs yours,
+`--dry-run` prints the testbed's commands and every point without touching anything, and
+`congestlab schema` prints the JSON Schema for editors that validate TOML as you type.
+A wrong field or value is one line naming it (exit code 2) before anything is built.
+
+This page is generated from the models in `python/src/congestlab/spec/` by
+`congestlab schema --markdown`; units are in the field names.
+
+## A worked example: a two-axis sweep
+
+`examples/lean-weights.toml` starts from the `ipv6` preset (`extends`: every top-level key
+the file gives replaces the preset's) and sweeps the lean server's RTO weights against two
+congestion levels:
+
+```toml
+{example}
+```
+
+It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` and a
+`level` column. `congestlab run examples/lean-weights.toml --dry-run` lists the points:
+`weights.weight-W1.level-C0`, `weights.weight-W1.level-C1B`, ...
+
+## Points, field paths and order
+
+- **Axes** of an experiment combine as a Cartesian product. An axis sets one or more
+  *field paths* per value; with several fields each value is a list, one entry per field,
+  and they move together (paired), e.g.
+  `{{ name = "cc", fields = ["servers.srv.cc", "servers.bt.cc"], values = [["cubic", "cubic"], ["compound", "compound"]] }}`.
+  An axis may instead name `levels`: each `[[levels]]` entry is a named set of field values.
+- **Field paths** are dotted: `servers.lean.knobs.weight`, `nodes.r1.links.s0.rate_bps`
+  (links are named by their switch), `nodes.client.sysctls.net.ipv4.tcp_rmem` (the rest of
+  the path is the key of a mapping: knobs, sysctls, mix), `workloads.get.requests.0.file_kib`
+  (list items without a name by index), `warmup_s`. A path must name a field that exists.
+- **Point ids** are `experiment.axis-label.axis-label`; they stay the same from run to run and
+  name the directory `points/<id>/r<repetition>/` of each repetition.
+- **Order**: points whose servers and long-lived background (`lifetime = "block"`) are the
+  same form a unit; the background keeps running across the unit. Within a unit the
+  repetitions go round-robin over the points, shuffled per round with `seed`
+  (`order = "interleaved"`), or each point's repetitions back to back (`"sequential"`).
+- **Servers** run while a point's workloads name them (plus an experiment's `servers`), and
+  are restarted when a point changes their settings. Between points the testbed is
+  reconfigured in place: link rates, queues, token buckets, delay/jitter/loss, sysctls and
+  congestion controls; a point may not change the network's structure.
+- **`[quick]`** declares what `--quick` runs: which experiments, which labels of which axes,
+  how many repetitions, and field values to change (e.g. shorter durations).
+
+## Reference
+"""
+
+
+def _type_name(annotation) -> str:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation is type(None):
+        return "none"
+    if origin is typing.Literal:
+        return " \\| ".join(f'"{a}"' if isinstance(a, str) else str(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(_type_name(a) for a in args)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin in (list, tuple):
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if origin is dict:
+        return f"table of {_type_name(args[1])}" if args else "table"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    return getattr(annotation, "__name__", str(annotation)).replace("Any", "any")
+
+
+def _default(field) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        value = field.default_factory()
+        return f"`{value!r}`" if not isinstance(value, BaseModel) else "(defaults)"
+    if field.default is PydanticUndefined:
+        return ""
+    return f"`{field.default!r}`" if field.default is not None else "none"
+
+
+# meanings of fields whose models leave them implicit (the same name means the same thing)
+COMMON_MEANINGS = {
+    "name": "identifier, referred to by other parts of the spec",
+    "title": "human-readable title (reports)",
+    "source": "the seed and its tables/figures this reproduces",
+    "topology": "the emulated network",
+    "servers": "servers that workloads may address",
+    "workloads": "the traffic: background and measuring workloads",
+    "levels": "named sets of field values, e.g. congestion levels, for axes with `levels`",
+    "experiments": "blocks of points; default: one block `main` without axes",
+    "repetitions": "repetitions of every point",
+    "quick": "what `--quick` runs",
+    "switches": "Ethernet segments (Linux bridges)",
+    "nodes": "hosts and routers, each a network namespace",
+    "unshaped_at_or_above_bps": "links at or above this rate stay at veth speed (a shaper that fast does not fit 2 cores)",
+    "link_emulator": "who realises delay/jitter/loss: netem if the kernel has it (auto), else congestlab's linkem",
+    "kind": "what this is (see the allowed values)",
+    "links": "attachments to switches (hosts: exactly one)",
+    "tcp_timestamps": "net.ipv4.tcp_timestamps of the node",
+    "port": "TCP port the server listens on",
+    "pairs": "(family, source, sink) hosts per address family",
+    "flows": "number of flows (MGEN) / one entry per flow (iperf3)",
+    "tcp_payload_v4_bytes": "MGEN message size of TCP flows over IPv4",
+    "tcp_payload_v6_bytes": "MGEN message size of TCP flows over IPv6",
+    "udp_payload_v4_bytes": "MGEN message size of UDP flows over IPv4",
+    "udp_payload_v6_bytes": "MGEN message size of UDP flows over IPv6",
+    "base_port": "first port of the flows",
+    "family": "address family, v4 or v6",
+    "lifetime": "block: kept running while its settings stay the same; point: restarted per point",
+    "file_kib": "file size in KiB (the server must serve it)",
+    "requests": "the requests (get) / total requests (anma)",
+    "timeout_s": "give up after this long",
+    "version": "iperf 2 or iperf3",
+    "duration_s": "how long it runs, seconds",
+    "tcp_sessions": "parallel TCP sessions",
+    "udp_sessions": "UDP sessions beside them",
+    "udp_rate_bps": "rate of each UDP session",
+    "server_window_bytes": "iperf -w on the receiving side",
+    "client_window_bytes": "iperf -w on the sending side",
+    "server_length_bytes": "iperf -l (read length) on the receiving side",
+    "client_length_bytes": "iperf -l (write length) on the sending side",
+    "protocol": "tcp or udp",
+    "client": "host the client runs on",
+    "server": "server (get, http_load, anma) or host (iperf, ping) at the other end",
+    "concurrency": "concurrent connections",
+    "count": "echo requests sent",
+    "interval_s": "between echo requests",
+}
+
+MODELS: list[type[BaseModel]] = [
+    models.StudySpec, models.TopologySpec, models.SwitchSpec, models.NodeSpec, models.LinkSpec, models.ServerSpec,
+    models.LevelSpec, models.ExperimentSpec, models.AxisSpec, models.QuickSpec,
+    workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, workloads.GetWorkload,
+    workloads.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
+    workloads.PingWorkload,
+]
+
+
+def render(example_path: Path) -> str:
+    hints = {}
+    out = [INTRO.replace("{example}", example_path.read_text().strip()).replace("{{", "{").replace("}}", "}")]
+    for model in MODELS:
+        hints = typing.get_type_hints(model, include_extras=True)
+        out.append(f"### {model.__name__}\n")
+        doc = (model.__doc__ or "").strip()
+        if doc and not doc.startswith(("Usage docs", "!!!")):
+            out.append(" ".join(doc.split()) + "\n")
+        out.append("| field | type | default | meaning |")
+        out.append("|---|---|---|---|")
+        for name, field in model.model_fields.items():
+            kind = _type_name(hints.get(name, field.annotation))
+            if name == "workloads" and model is models.StudySpec:
+                kind = "list of workload tables, each with `kind` = mgen, http_load, get, iperf, anma or ping"
+            meaning = (field.description or COMMON_MEANINGS.get(name, "")).replace("|", "\\|")
+            out.append(f"| `{name}` | {kind} | {_default(field)} | {meaning} |")
+        out.append("")
+    return "\n".join(out)
