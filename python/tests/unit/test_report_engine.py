@@ -118,3 +118,12 @@ def test_report_without_declarations_still_renders(tmp_path):
     report = engine(run)
     assert "No claims are declared" in report.markdown_path.read_text()
     assert report.findings == [] and report.plots == []
+
+
+def test_a_run_that_did_not_finish_is_refused(tmp_path):
+    run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(status="interrupted", error="SIGINT")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match="not complete"):
+        build_report(run)

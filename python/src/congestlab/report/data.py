@@ -7,17 +7,14 @@ match a selection, reduced to one number (declaration.MetricSpec.per_repetition)
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.errors import RunDirError
 from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, load_report_spec
 from congestlab.results import KIND_COLUMNS, read_results
-
-FORMAT_VERSION = 2
+from congestlab.rundir import read_manifest
 
 
 def norm(value) -> str:
@@ -76,26 +73,14 @@ class Sample:
     time: float | None = None
 
 
-def read_manifest_v2(run_dir: Path) -> dict:
-    path = Path(run_dir) / "manifest.json"
-    if not path.exists():
-        raise RunDirError(f"{run_dir}: no manifest.json (not a congestlab run directory)")
-    try:
-        manifest = json.loads(path.read_text())
-    except ValueError as err:
-        raise RunDirError(f"{path}: not valid JSON ({err})") from None
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise RunDirError(f"{path}: format_version {manifest.get('format_version')!r}, the report engine reads "
-                          f"{FORMAT_VERSION}")
-    return manifest
-
-
 class RunData:
     """One run directory, read once; rows are kept as strings (as the CSV has them)."""
 
     def __init__(self, run_dir: Path, report: ReportSpec | None = None):
         self.run_dir = Path(run_dir)
-        self.manifest = read_manifest_v2(self.run_dir)
+        # the run's format_version must be this congestlab's, and its status complete
+        # (docs/data-format.md: `congestlab report` refuses a run that did not finish)
+        self.manifest = read_manifest(self.run_dir)
         self.spec: dict = self.manifest.get("spec") or {}
         self.report = report if report is not None else load_report_spec(self.spec)
         self.axes: list[str] = list(self.manifest.get("axes") or [])
