@@ -120,6 +120,12 @@ def _point_files(run_dir: Path, data: RunData) -> list[dict]:
     return out
 
 
+def _value(v) -> str:
+    import json
+
+    return json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)
+
+
 def _settings(spec: dict) -> list[tuple[str, str]]:
     """The spec's main settings as (what, value) lines (the whole spec is in manifest.json)."""
     lines = []
@@ -129,7 +135,7 @@ def _settings(spec: dict) -> list[tuple[str, str]]:
                       + ("" if server.get("kind") == "lean" else f", cc {server.get('cc')}")
                       + (f", {extra}" if extra else "")))
     for w in spec.get("workloads") or []:
-        params = ", ".join(f"{k}={v}" for k, v in w.items() if k not in ("name", "kind") and v not in (None, [], {}))
+        params = ", ".join(f"{k}={_value(v)}" for k, v in w.items() if k not in ("name", "kind") and v not in (None, [], {}))
         lines.append((f"workload {w.get('name')}", f"{w.get('kind')}: {params}"))
     for exp in spec.get("experiments") or []:
         for axis in exp.get("axes") or []:
@@ -139,7 +145,10 @@ def _settings(spec: dict) -> list[tuple[str, str]]:
         if key in spec:
             lines.append((key, str(spec[key])))
     if spec.get("quick"):
-        lines.append(("quick", ", ".join(f"{k}={v}" for k, v in spec["quick"].items())))
+        lines.append(("quick", ", ".join(f"{k}={_value(v)}" for k, v in spec["quick"].items() if v not in (None, [], {}))))
+    for level in spec.get("levels") or []:
+        lines.append((f"level {level.get('name')}", ", ".join(f"{k} = {_value(v)}" for k, v in (level.get("set") or {}).items())
+                      or "the spec as written"))
     return lines
 
 

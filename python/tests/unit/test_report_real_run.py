@@ -1,0 +1,51 @@
+"""The engine on a real run directory written by the spine v2 runner: `congestlab run` of the
+ipv6 preset with its [report] declaration, quick subset C0 + C1B, one repetition, both servers
+(python/tests/unit/data/ipv6-quick-run: manifest and results as written; the captures left out).
+The current declaration replaces the one stored in the manifest, so the test follows it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from congestlab.report import build_report
+from congestlab.report.claims import NOT_MEASURED
+from congestlab.report.compare import compare_runs
+from congestlab.report.declarations import load_declaration
+
+REAL = Path(__file__).parent / "data" / "ipv6-quick-run"
+
+
+def _copy(tmp_path: Path, name: str = "run") -> Path:
+    run = tmp_path / name
+    shutil.copytree(REAL, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    decl = load_declaration("ipv6")
+    manifest["spec"].update(report=decl["report"], published=decl["published"])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_report_of_a_real_quick_run(tmp_path):
+    report = build_report(_copy(tmp_path))
+    verdicts = {f.claim.id: f for f in report.findings}
+    assert set(verdicts) == {"14", "15", "16", "17", "18"}
+    # C0 and C1B only: the 100 Mbit/s levels claim 18 needs were not run
+    assert verdicts["18"].verdict == NOT_MEASURED
+    for cid in ("15", "16", "17"):
+        assert verdicts[cid].verdict != NOT_MEASURED, cid
+        assert all(c.verdict != NOT_MEASURED for c in verdicts[cid].checks), cid
+    md = report.markdown_path.read_text()
+    assert "one repetition (no sd)" in md and "| C1B |" in md
+    html = report.html_path.read_text()
+    assert html.count('<table class="data">') == 5 and html.count("<img ") == 4
+    assert "points/main.server-lean.level-C1B/r1/rep.json" in html
+
+
+def test_compare_a_real_run_with_itself(tmp_path):
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    done = compare_runs([a, b], tmp_path / "cmp")
+    (header, rows), = [v for k, v in done.console.items() if k == "cells"]
+    assert rows == [["24", "0"]]  # 4 tables x 2 levels x 2 families, + detail: 2 levels x 2 servers x 2 metrics
+    assert "+0.00" in done.markdown_path.read_text()
