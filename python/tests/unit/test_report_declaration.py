@@ -5,7 +5,6 @@ seed text itself when ../shared/seeds is beside the repository)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

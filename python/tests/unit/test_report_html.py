@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from congestlab.report import build_report
-from report_fixtures import realistic_ipv6
+from report_fixtures import anma_run, realistic_ipv6, tcplab_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -50,7 +50,26 @@ def test_report_html_loads_in_chromium(tmp_path):
     assert len(images) == 4 and all(a["src"].startswith("data:image/svg+xml;base64,") for a in images)
     text = " ".join(dom.text)
     assert "Table 41" in text and "does not hold" in text and "Warnings" in text
+    assert [a.get("id") for t, a in dom.tags if t == "tr" and a.get("id", "").startswith("finding-")] == [
+        f"finding-{n}" for n in ("14", "15", "16", "17", "18")]
     # a phone-sized window lays it out (the page has a viewport meta and scroll containers)
     shot = tmp_path / "phone.png"
     done = _chromium(f"--screenshot={shot}", "--window-size=390,2400", report.html_path.as_uri())
     assert done.returncode == 0 and shot.stat().st_size > 10_000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; mk/report.mk)")
+@pytest.mark.parametrize("builder, tables, figures, claims", [
+    (tcplab_run, 3, 10, ["19a", "19b", "19c", "19d", "19e", "19f", "19g"]),
+    (anma_run, 4, 3, ["20a", "20b", "20c", "20d", "20e"]),
+])
+def test_tcplab_and_anma_reports_load_in_chromium(tmp_path, builder, tables, figures, claims):
+    report = build_report(builder().write(tmp_path / "run"))
+    done = _chromium("--dump-dom", report.html_path.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = Dom()
+    dom.feed(done.stdout)
+    assert sum(t == "table" and a.get("class") == "data" for t, a in dom.tags) == tables
+    assert sum(t == "img" for t, a in dom.tags) == figures
+    assert [a["id"].removeprefix("finding-") for t, a in dom.tags
+            if t == "tr" and a.get("id", "").startswith("finding-")] == claims

@@ -278,7 +278,7 @@ def _monotone(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Se
     elif overall > 0:
         verdict, how = HOLDS, f"{check.direction} from {cells[0][0]} to {cells[-1][0]}"
     elif overall < 0:
-        verdict, how = FAILS, f"first to last goes the other way"
+        verdict, how = FAILS, "first to last goes the other way"
     else:
         verdict, how = INCONCLUSIVE, f"no change beyond ±{check.tolerance_pct:g} %"
     return CheckResult(label, verdict, ours, "", how)
