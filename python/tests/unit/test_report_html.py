@@ -60,7 +60,7 @@ def test_report_html_loads_in_chromium(tmp_path):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; mk/report.mk)")
 @pytest.mark.parametrize("builder, tables, figures, claims", [
-    (tcplab_run, 3, 10, ["19a", "19b", "19c", "19d", "19e", "19f", "19g"]),
+    (tcplab_run, 7, 10, ["19a", "19b", "19c", "19d", "19e", "19f", "19g"]),
     (anma_run, 4, 3, ["20a", "20b", "20c", "20d", "20e"]),
 ])
 def test_tcplab_and_anma_reports_load_in_chromium(tmp_path, builder, tables, figures, claims):

@@ -66,8 +66,12 @@ def _dim_values(data: RunData, dim: str | None, explicit: list, kinds: list[str]
 def build_table(data: RunData, spec: TableSpec) -> TableView:
     metrics: list[tuple[str, MetricSpec]] = [(m, data.report.metrics[m]) for m in spec.metrics]
     kinds = sorted({m.kind for _, m in metrics})
-    rows = _dim_values(data, spec.rows, spec.row_values, kinds, spec.where)
     groups = _dim_values(data, spec.columns, spec.column_values, kinds, spec.where)
+    # rows: the values the table's own cells take (its columns included)
+    row_where = dict(spec.where)
+    if spec.columns and spec.column_values:
+        row_where[spec.columns] = list(spec.column_values)
+    rows = _dim_values(data, spec.rows, spec.row_values, kinds, row_where)
     cells: dict[tuple, Cell] = {}
     for r in rows:
         for g in groups:
@@ -77,6 +81,8 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
                     sel[spec.columns] = g
                 pub = data.published_value(name, sel) if spec.published else None
                 cells[(r, g, name)] = Cell(data.stats(metric, sel), pub, metric.digits)
+    if not spec.row_values:  # a row nothing was measured in is left out (the seed's value alone says nothing here)
+        rows = [r for r in rows if any(cells[(r, g, name)].stats.n for g in groups for name, _ in metrics)]
     with_seed = {name for name, _ in metrics if any(cells[(r, g, name)].published is not None
                                                    for r in rows for g in groups)}
     ns = {c.stats.n for c in cells.values() if c.stats.n}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
-from congestlab.report.data import RunData, Stats, norm
+from congestlab.report.data import RunData, Stats, _number, norm
 from congestlab.report.engine import Console, _data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
@@ -64,7 +64,10 @@ def _union(runs: list[RunData], dim: str | None, explicit: list, kinds: list[str
     for run in runs:
         for v in run.values(dim, kinds, where):
             seen.setdefault(v, None)
-    return list(seen)
+    values = list(seen)
+    if values and all(_number(v) is not None for v in values):
+        values.sort(key=float)
+    return values
 
 
 def _labels(runs: list[RunData]) -> list[str]:

@@ -103,14 +103,16 @@ class RunData:
 
     # --- dimensions --------------------------------------------------------------------
     def values(self, dim: str, kinds: list[str], where: Selector | None = None) -> list[str]:
-        """The values a dimension takes (in the rows matching `where`), ordered: axes as the
-        manifest lists the points, numbers numerically, other values as first seen."""
+        """The values a dimension takes (in the rows matching `where`), ordered: numbers
+        numerically, other axis labels as the manifest lists the points, the rest as first seen."""
         seen: dict[str, None] = {}
         for kind in kinds:
             for row in self.rows(kind):
                 if dim in row and row[dim] != "" and matches(row, where or {}):
                     seen.setdefault(row[dim], None)
         found = list(seen)
+        if found and all(_number(v) is not None for v in found):
+            return sorted(found, key=lambda v: float(v))
         if dim in self.axes:
             order = {}
             for p in self.points:
@@ -119,8 +121,6 @@ class RunData:
                     order.setdefault(norm(label), len(order))
             if all(v in order for v in found):
                 return sorted(found, key=order.__getitem__)
-        if found and all(_number(v) is not None for v in found):
-            return sorted(found, key=lambda v: float(v))
         return found
 
     # --- samples -----------------------------------------------------------------------
