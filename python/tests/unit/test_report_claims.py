@@ -170,3 +170,12 @@ def test_fit_shapes_recovers_parameters():
     fits = fit_shapes(xs, [5 + 2 * x for x in xs])
     assert fits["linear"][:2] == pytest.approx((5, 2))
     assert fits["linear"][2] == pytest.approx(0, abs=1e-9)
+
+
+def test_seed_numbers_that_contradict_the_claim_are_flagged(tmp_path):
+    # seed 000 Table 41 at C3B: v4 26.44 < v6 26.8 although the words say v4 >= v6
+    values = {("apache", "C3B", "v4"): [30.0], ("apache", "C3B", "v6"): [15.0]}
+    published = [{"server": "apache", "level": "C3B", "family": "v4", "throughput_mbps": 26.44},
+                 {"server": "apache", "level": "C3B", "family": "v6", "throughput_mbps": 26.8}]
+    result = _verdict(tmp_path, values, _v4_beats_v6(), published)
+    assert result.checks[0].seed == "v4 26.44, v6 26.8 (the seed's own numbers go the other way)"

@@ -212,17 +212,27 @@ def _compare(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Sel
     verdict, how = decide_compare(a, b, check.relation, check.margin, check.alpha, check.tolerance_pct)
     name_a, name_b = _short(check.a) or "a", _short(check.b) or "b"
     ours = fmt_pair(name_a, a, check.relation, name_b, b, metric.digits)
-    seed = _seed_pair(data, check.metric, metric, sel_a, sel_b, name_a, name_b)
+    seed = _seed_pair(data, check.metric, metric, sel_a, sel_b, name_a, name_b, check)
     return CheckResult(label, verdict, ours, seed, how)
 
 
-def _seed_pair(data, metric_name, metric, sel_a, sel_b, name_a, name_b) -> str:
+def seed_agrees(pa: float, pb: float, relation: str, tolerance_pct: float) -> bool:
+    """Do the seed's own two numbers go the way its words say (direction only, one value each)?"""
+    if relation == "~":
+        return abs(_ratio(pa, pb) - 1.0) * 100 <= tolerance_pct
+    return {">": pa > pb, "<": pa < pb, ">=": pa >= pb, "<=": pa <= pb}[relation]
+
+
+def _seed_pair(data, metric_name, metric, sel_a, sel_b, name_a, name_b, check: CheckSpec) -> str:
     pa, pb = data.published_value(metric_name, sel_a), data.published_value(metric_name, sel_b)
     if pa is None and pb is None:
         return ""
     fa = "–" if pa is None else f"{pa:g}"
     fb = "–" if pb is None else f"{pb:g}"
-    return f"{name_a} {fa}, {name_b} {fb}"
+    text = f"{name_a} {fa}, {name_b} {fb}"
+    if pa is not None and pb is not None and not seed_agrees(pa, pb, check.relation, check.tolerance_pct):
+        text += " (the seed's own numbers go the other way)"
+    return text
 
 
 def _matches(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selector, label: str) -> CheckResult:
