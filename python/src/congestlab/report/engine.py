@@ -126,6 +126,35 @@ def _value(v) -> str:
     return json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)
 
 
+def _servers(servers: dict) -> dict[str, str]:
+    """server -> one line per instance: version, node, effective congestion control, knobs."""
+    out = {}
+    for name, instances in servers.items():
+        lines = []
+        for inst in instances if isinstance(instances, list) else [instances]:
+            if not isinstance(inst, dict):
+                continue
+            knobs = ", ".join(f"{k}={v}" for k, v in (inst.get("knobs") or {}).items())
+            lines.append(f"{inst.get('instance', '')} {inst.get('version', '?')} on {inst.get('node', '?')}"
+                         + (f", cc {inst.get('cc_effective')}" if inst.get("cc_effective") else "")
+                         + (f", {knobs}" if knobs else ""))
+        out[name] = "; ".join(lines)
+    return out
+
+
+def _testbed(m: dict) -> dict[str, str]:
+    tb = m.get("testbed") or {}
+    out = {k: str(tb[k]) for k in ("prefix", "setup_s", "teardown_s") if k in tb}
+    if tb.get("namespaces"):
+        out["namespaces"] = str(len(tb["namespaces"]))
+    if tb.get("link_emulation"):
+        out["link emulation"] = _value(tb["link_emulation"])[:400]
+    per_host = (m.get("congestion_control") or {}).get("per_host")
+    if per_host:
+        out["congestion control"] = ", ".join(f"{h} {cc}" for h, cc in per_host.items())
+    return out
+
+
 def _settings(spec: dict) -> list[tuple[str, str]]:
     """The spec's main settings as (what, value) lines (the whole spec is in manifest.json)."""
     lines = []
@@ -182,9 +211,10 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "settings": _settings(spec),
         "environment": m.get("environment") or {},
         "tools": m.get("tools") or {},
-        "servers": m.get("servers") or {},
-        "testbed": m.get("testbed") or {},
+        "servers": _servers(m.get("servers") or {}),
+        "testbed": _testbed(m),
         "timing": m.get("timing") or {},
+        "problems": (m.get("analysis") or {}).get("problems") or [],
         "results": [f"results/{k}.csv" for k in data.kinds_present()],
         "points": _point_files(run_dir, data),
         "claims_declared": bool(data.report.claims),
