@@ -80,15 +80,18 @@ def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool
 
 
 def _print_report(report, console) -> None:
+    from rich.console import Console
     from rich.table import Table
 
+    # a pipe or file gets 80 columns, which squeezes wide tables (anma's 18 columns) to "…"
+    tables = console if console.is_terminal else Console(width=200)
     for title, (header, rows) in report.console.items():
         table = Table(title=title)
         for col in header:
             table.add_column(col, justify="right")
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        tables.print(table)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(f"report: {report.markdown_path}  (also {report.html_path.name}, plots/)")

@@ -41,7 +41,8 @@ KIND_COLUMNS: dict[str, list[str]] = {
     # dualbench anma, per family (v6, v4, all)
     "anma": [
         "workload", "server", "family", "requests", "normal", "reset", "timeout", "refused", "other",
-        "connect_mean_ms", "continuation_mean_ms", "latency_mean_ms", "throughput_mbps",
+        "connect_mean_ms", "connect_p50_ms", "connect_p99_ms", "continuation_mean_ms", "continuation_p50_ms",
+        "continuation_p90_ms", "latency_mean_ms", "throughput_mbps",
     ],
     "ping": [
         "workload", "client", "server", "family", "sent", "received", "loss", "rtt_min_ms", "rtt_avg_ms",

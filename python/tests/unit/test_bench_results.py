@@ -1,4 +1,4 @@
-"""Reading dualbench's JSON report, and the ANMA report built from stored results only."""
+"""Reading dualbench's JSON report (the ANMA report from stored results: test_anma.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from congestlab.bench.anma_report import PATTERNS, markdown_table, pattern_json, table_row, write_report
 from congestlab.bench.results import parse_report, read_report
 from congestlab.errors import RunDirError
 
@@ -59,28 +58,3 @@ def test_parse_report_rejects_non_json(tmp_path):
         parse_report("{", "x.json")
     with pytest.raises(RunDirError, match="no dualbench report"):
         read_report(tmp_path / "missing.json")
-
-
-def test_table_row_has_the_slides_shape():
-    row = table_row("B", "4:1", parse_report(json.dumps(anma_doc(8000, 2000, reset6=700))))
-    assert row[:10] == ["B", "4:1", "8000", "2000", "7300", "2000", "700", "0", "0", "0"]
-    assert row[10:14] == ["0", "0", "0", "0"]  # refused, other
-    assert row[14:] == ["40.0", "20.0", "2.7000", "1.9000"]
-    assert markdown_table([row]).count("\n") == 2
-
-
-def test_report_from_a_stored_run_directory(tmp_path):
-    (tmp_path / "patterns").mkdir()
-    for name, n6, n4 in PATTERNS:
-        requests = 1000
-        v6 = requests * n6 // (n6 + n4)
-        pattern_json(tmp_path, "apache", name).write_text(json.dumps(anma_doc(v6, requests - v6)))
-    manifest = {"servers": {"apache": {"version": "Apache/2.4"}},
-                "config": {"file_kib": 4, "requests": 1000, "concurrency": 100, "timeout_s": 5.0, "client": "client"}}
-    path, rows = write_report(tmp_path, manifest)
-    text = path.read_text()
-    assert [r[2:4] for r in rows["apache"]] == [["500", "500"], ["800", "200"], ["200", "800"], ["1000", "0"],
-                                                ["0", "1000"]]
-    assert rows["apache"][3][15] == "–"  # no IPv4 requests in pattern D
-    assert "plots/continuation-apache.png" in text and (tmp_path / "plots" / "continuation-apache.png").stat().st_size
-    assert "8001" in text  # the slides' own numbers are printed for comparison

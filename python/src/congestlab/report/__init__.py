@@ -13,16 +13,9 @@ import json
 from pathlib import Path
 
 # study -> module whose build_report(run_dir) makes its report when its spec declares none
-STUDY_REPORTS: dict[str, str] = {}
-
-
-def format_version(run_dir: Path) -> int | None:
-    """The run directory's format_version; None when its manifest is missing or unreadable
-    (the engine then raises the clear error)."""
-    try:
-        return json.loads((Path(run_dir) / "manifest.json").read_text()).get("format_version")
-    except (OSError, ValueError, AttributeError):
-        return None
+STUDY_REPORTS: dict[str, str] = {
+    "anma": "congestlab.report.anma",
+}
 
 
 def _declares_report(run_dir: Path) -> bool:

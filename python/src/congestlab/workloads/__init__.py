@@ -11,6 +11,7 @@ RUNNERS = {
     "mgen": ("congestlab.workloads.mgen", "MgenRunner"),
     "http_load": ("congestlab.workloads.http_load", "HttpLoadRunner"),
     "get": ("congestlab.workloads.get", "GetRunner"),
+    "anma": ("congestlab.workloads.anma", "AnmaRunner"),
 }
 
 
