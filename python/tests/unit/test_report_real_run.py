@@ -1,7 +1,10 @@
-"""The engine on a real run directory written by the spine v2 runner: `congestlab run` of the
-ipv6 preset with its [report] declaration, quick subset C0 + C1B, one repetition, both servers
-(python/tests/unit/data/ipv6-quick-run: manifest and results as written; the captures left out).
-The current declaration replaces the one stored in the manifest, so the test follows it."""
+"""The engine on real run directories written by the spine v2 runner (manifest and results as
+written; captures and logs left out):
+- data/ipv6-quick-run: `congestlab run` of the ipv6 preset with its [report] declaration, quick
+  subset C0 + C1B, one repetition, both servers;
+- data/anma-quick-run: the anma preset with its declaration, --quick (1,000 requests, 100
+  concurrent, two repetitions), both servers.
+The current declaration replaces the one stored in the manifest, so the tests follow it."""
 
 from __future__ import annotations
 
@@ -14,14 +17,15 @@ from congestlab.report.claims import NOT_MEASURED
 from congestlab.report.compare import compare_runs
 from congestlab.report.declarations import load_declaration
 
-REAL = Path(__file__).parent / "data" / "ipv6-quick-run"
+DATA = Path(__file__).parent / "data"
+REAL = DATA / "ipv6-quick-run"
 
 
-def _copy(tmp_path: Path, name: str = "run") -> Path:
+def _copy(tmp_path: Path, name: str = "run", source: Path = REAL, preset: str = "ipv6") -> Path:
     run = tmp_path / name
-    shutil.copytree(REAL, run)
+    shutil.copytree(source, run)
     manifest = json.loads((run / "manifest.json").read_text())
-    decl = load_declaration("ipv6")
+    decl = load_declaration(preset)
     manifest["spec"].update(report=decl["report"], published=decl["published"])
     (run / "manifest.json").write_text(json.dumps(manifest))
     return run
@@ -49,3 +53,13 @@ def test_compare_a_real_run_with_itself(tmp_path):
     (header, rows), = [v for k, v in done.console.items() if k == "cells"]
     assert rows == [["24", "0"]]  # 4 tables x 2 levels x 2 families, + detail: 2 levels x 2 servers x 2 metrics
     assert "+0.00" in done.markdown_path.read_text()
+
+
+def test_report_of_a_real_anma_run(tmp_path):
+    report = build_report(_copy(tmp_path, source=DATA / "anma-quick-run", preset="anma"))
+    verdicts = {f.claim.id: f.verdict for f in report.findings}
+    assert verdicts["20a"] == "holds"  # dualbench splits the list exactly: 500/500, 800/200, ...
+    assert verdicts["20b"] == "does not hold"  # no RESET at all where the slides saw ~10 %
+    assert all(v != NOT_MEASURED for v in verdicts.values())
+    md = report.markdown_path.read_text()
+    assert "| B | 800 ± 0 | 8001 |" in md  # ours (1,000 requests) beside the slides' (10,000)
