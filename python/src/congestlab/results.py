@@ -33,10 +33,11 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "offered_fetches_per_s", "achieved_mbps", "shared_bandwidth_pct", "fetches_ok", "fetches_failed",
         "latency_mean_ms", "window_s",
     ],
-    # iperf sessions, as the receiving side reported them
+    # iperf sessions, as the receiving side reported them (cc: the spec's per-flow request;
+    # cc_kernel: the algorithm `ss -ti` showed on the sender's connection, iperf3 only)
     "iperf": [
-        "workload", "protocol", "session", "cc", "bytes", "seconds", "throughput_mbps", "udp_jitter_ms", "udp_lost",
-        "udp_datagrams", "retransmits",
+        "workload", "version", "client", "client_port", "server", "protocol", "session", "cc", "cc_kernel", "bytes",
+        "seconds", "throughput_mbps", "udp_jitter_ms", "udp_lost", "udp_datagrams", "retransmits",
     ],
     # dualbench anma, per family (v6, v4, all)
     "anma": [
@@ -46,7 +47,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
     ],
     "ping": [
         "workload", "client", "server", "family", "sent", "received", "loss", "rtt_min_ms", "rtt_avg_ms",
-        "rtt_max_ms", "rtt_mdev_ms",
+        "rtt_max_ms", "rtt_mdev_ms", "rtt_median_ms",
     ],
 }
 RESULTS_DIR = "results"

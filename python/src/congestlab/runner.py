@@ -92,6 +92,11 @@ def wanted_cc(study: StudySpec) -> dict[str, str]:
     return chosen
 
 
+def flow_cc(study: StudySpec) -> set[str]:
+    """Congestion controls the study's iperf flows select per socket (iperf3 -C)."""
+    return {flow.cc for w in study.workloads if w.kind == "iperf" for flow in w.flows if flow.cc}
+
+
 class _Server:
     """A server started for a run of points with the same settings."""
 
@@ -249,6 +254,7 @@ class Runner:
         point_backgrounds: list[Background] = []
         captures = []
         q0 = self._qdisc_snapshot(tb)
+        linkem0 = tb.linkem_stats()
         cpu0 = fidelity.read_cpu_jiffies()
         info: dict = {"point": point.id, "repetition": rep, "started_utc": _utc_now()}
         checks: list[fidelity.Check] = []
@@ -282,6 +288,11 @@ class Runner:
                           for label, now in self._qdisc_snapshot(tb).items()}
         info["bottleneck_drops"] = {label: sum(q["drops"] for q in qs.values() if q["kind"] in ("pfifo", "tbf"))
                                     for label, qs in info["qdiscs"].items()}
+        # what the link emulator did during the repetition (e.g. the loss it realised)
+        info["linkem"] = {label: {k: v - linkem0.get(label, {}).get(k, 0) for k, v in now.items()
+                                  if isinstance(v, int) and k in ("received", "delayed", "dropped", "dropped_random",
+                                                                  "dropped_held_cap", "kernel_user_dropped")}
+                          for label, now in tb.linkem_stats().items()}
         info["servers"] = {name: s.record["instance"] for name, s in self.servers.items()}
         info["checks"] = fidelity.checks_to_json(checks)
         info["finished_utc"] = _utc_now()
@@ -523,11 +534,14 @@ class Runner:
 
     def _kernel_cc(self, study: StudySpec) -> dict[str, str]:
         chosen = wanted_cc(study)
-        if "compound" in chosen.values() and "compound" not in self.installed_cc:
+        per_socket = flow_cc(study)  # iperf3 -C asks for these on its own sockets
+        if "compound" in set(chosen.values()) | per_socket and "compound" not in self.installed_cc:
             from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available
 
             if COMPOUND_KERNEL_NAME not in available():
                 self.installed_cc.append("compound")
+        for cc in sorted(per_socket):
+            kernel_cc_name(cc)  # installs Compound TCP when a flow asks for it
         names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
         record = self.manifest.setdefault("congestion_control", {"per_host": names})
         record["installed_for_this_run"] = self.installed_cc
@@ -552,6 +566,7 @@ class Runner:
                 pairs |= {(p.source, p.sink) for p in w.pairs}
             elif w.kind in ("iperf", "ping"):
                 pairs.add((w.client, w.server))
+                pairs |= {(f.client, w.server) for f in getattr(w, "flows", []) if f.client}
             elif w.kind in ("http_load", "anma"):
                 pairs.add((w.client, study.server(w.server).node))
             elif w.kind == "get":

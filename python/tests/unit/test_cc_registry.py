@@ -72,8 +72,31 @@ def test_flow_stats_parses_bpftool_json(monkeypatch):
 
 
 def test_share_table_percentages():
-    rows = [share.FlowShare("a vs b", 1, "cubic", "cubic", 60e6, 3, 60.0, 120.0),
-            share.FlowShare("a vs b", 2, "compound", "compound", 40e6, 5, 40.0, 80.0)]
+    rows = [share.FlowShare("a vs b", 1, 1, "cubic", "cubic", 60e6, 3, 60.0, 120.0),
+            share.FlowShare("a vs b", 1, 2, "compound", "compound", 40e6, 5, 40.0, 80.0)]
     table = share.markdown_table(rows)
-    assert "| a vs b | 1 | cubic | cubic | 60.0 | 60.0 | 120.0 | 3 |" in table
+    assert "| a vs b | 1 | 1 | cubic | cubic | 60.0 | 60.0 | 120.0 | 3 |" in table
     assert table.count("\n") == 3
+
+
+def test_shares_from_a_cc_share_run_directory(tmp_path):
+    """results/iperf.csv of the cc-share preset -> each flow's share of the pair and of fair."""
+    from congestlab.results import write_results
+    from congestlab.rundir import FORMAT_VERSION, write_manifest
+    from congestlab.spec import load_preset
+
+    spec = load_preset("cc-share")
+    write_manifest(tmp_path, {"format_version": FORMAT_VERSION, "study": "cc-share", "status": "complete",
+                              "spec": spec.model_dump(mode="json")})
+    common = {"point_id": "pairs.pair-cubic-compound", "experiment": "pairs", "pair": "cubic-compound",
+              "repetition": 1, "workload": "share", "version": 3, "server": "c", "protocol": "tcp"}
+    write_results(tmp_path, "iperf", ["pair"], [
+        common | {"session": 1, "client": "s1", "cc": "cubic", "cc_kernel": "cubic", "throughput_mbps": 60.0,
+                  "retransmits": 30},
+        common | {"session": 2, "client": "s2", "cc": "compound", "cc_kernel": "compound", "throughput_mbps": 35.0,
+                  "retransmits": 12}])
+    rows = share.shares(tmp_path)
+    assert [(r.pair, r.flow, r.cc, r.kernel_cc) for r in rows] == [
+        ("cubic vs compound", 1, "cubic", "cubic"), ("cubic vs compound", 2, "compound", "compound")]
+    assert rows[0].share_of_total_pct == pytest.approx(100 * 60 / 95)
+    assert rows[1].pct_of_fair_share == pytest.approx(70.0)  # 35 of 100/2 Mbit/s

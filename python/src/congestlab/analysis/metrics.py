@@ -9,6 +9,9 @@ seed 000 ch. 3): measured at the server's port.
   below the highest sequence seen that fills a hole is reordering, not a retransmission
 - RTT samples: server data segment -> first client ACK covering it (Karn: never for
   retransmitted bytes)
+
+crates/traceanalyze computes the same in one streaming pass; this module is its reference
+(python/src/congestlab/analysis/trace.py runs either).
 """
 
 from __future__ import annotations
@@ -74,13 +77,19 @@ class _Direction:
     def offset(self, seq: int) -> int:
         if self.base is None:
             self.base = seq
+        self.last = self.nearest(seq)
+        return self.last
+
+    def nearest(self, seq: int) -> int | None:
+        """Offset of a number in this direction's space (an ACK of it), closest to the last
+        offset, without moving it; None before the direction's first segment."""
+        if self.base is None:
+            return None
         rel = (seq - self.base) % SEQ_MOD
         # pick the unwrapped value closest to the last one (handles wrap-around)
         candidates = (rel + k * SEQ_MOD for k in (self.last // SEQ_MOD - 1, self.last // SEQ_MOD,
                                                   self.last // SEQ_MOD + 1))
-        best = min(candidates, key=lambda v: abs(v - self.last))
-        self.last = best
-        return best
+        return min(candidates, key=lambda v: abs(v - self.last))
 
 
 def measure_connection(conn: Connection) -> ConnectionMetrics:
@@ -145,9 +154,14 @@ def retransmission_flags(segs: list[Segment], from_client: list[bool]) -> list[b
 def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[float]:
     """Server data segment -> first client ACK at or beyond its end. Segments whose bytes
     were retransmitted give no sample (Karn's algorithm); the others still do."""
+    return [rtt for _, rtt in rtt_samples(segs, from_client, retransmitted)]
+
+
+def rtt_samples(segs: list[Segment], from_client: list[bool], retransmitted: list[bool]) -> list[tuple[float, float]]:
+    """(ACK timestamp, RTT in ms) per sample, in the order rtt_samples_ms gives them."""
     server_dir = _Direction()
     pending: list[list] = []  # [start offset, end offset, sent ts, valid]
-    samples: list[float] = []
+    samples: list[tuple[float, float]] = []
     for i, s in enumerate(segs):
         if not from_client[i]:
             off = server_dir.offset(s.seq)
@@ -162,12 +176,13 @@ def rtt_samples_ms(segs: list[Segment], from_client: list[bool], retransmitted: 
             continue
         if not s.has_ack or server_dir.base is None:
             continue
-        ack_off = (s.ack - server_dir.base) % SEQ_MOD
+        # unwrapped like the data (a connection may carry more than 4 GiB)
+        ack_off = server_dir.nearest(s.ack)
         still = []
         for entry in pending:
             if entry[1] <= ack_off:
                 if entry[3]:
-                    samples.append((s.ts - entry[2]) * 1e3)
+                    samples.append((s.ts, (s.ts - entry[2]) * 1e3))
             else:
                 still.append(entry)
         pending = still

@@ -51,9 +51,36 @@ class ReadStats:
     frames: int = 0
     tcp_segments: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    truncated: bool = False  # the capture ends inside a record: read up to the cut
 
     def skip(self, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
+
+
+class _CutDetector:
+    """File wrapper that remembers whether the last read came back short: dpkt's pcap reader
+    yields a record cut by the end of the file as if it were whole."""
+
+    def __init__(self, fh) -> None:
+        self._fh = fh
+        self.name = getattr(fh, "name", "<capture>")
+        self.short = False
+        self.last_len = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self.short = n is not None and n >= 0 and len(data) < n
+        self.last_len = len(data)
+        return data
+
+    def seek(self, *args):
+        return self._fh.seek(*args)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def fileno(self) -> int:
+        return self._fh.fileno()
 
 
 def read_segments(path: Path, stats: ReadStats | None = None) -> Iterator[Segment]:
@@ -63,20 +90,27 @@ def read_segments(path: Path, stats: ReadStats | None = None) -> Iterator[Segmen
     except OSError as err:
         raise TraceError(f"{path}: {err.strerror}") from None
     with fh:
+        guard = _CutDetector(fh)
         try:
-            reader = dpkt.pcap.UniversalReader(fh)
+            reader = dpkt.pcap.UniversalReader(guard)
         except (ValueError, dpkt.dpkt.Error) as err:
             raise TraceError(f"{path}: not a pcap/pcapng file ({err})") from None
         linktype = reader.datalink()
         try:
             for ts, buf in reader:
+                if guard.short:  # the record was cut by the end of the file: not a frame
+                    break
                 stats.frames += 1
                 seg = _decode(float(ts), buf, linktype, stats)
                 if seg is not None:
                     stats.tcp_segments += 1
                     yield seg
-        except (dpkt.dpkt.NeedData, ValueError) as err:
+            if guard.short and guard.last_len > 0:
+                stats.skip("truncated file")
+                stats.truncated = True
+        except (dpkt.dpkt.UnpackError, ValueError, struct.error) as err:
             stats.skip(f"truncated file: {err}")
+            stats.truncated = True
 
 
 def _decode(ts: float, buf: bytes, linktype: int, stats: ReadStats) -> Segment | None:
@@ -85,7 +119,7 @@ def _decode(ts: float, buf: bytes, linktype: int, stats: ReadStats) -> Segment |
             eth = dpkt.ethernet.Ethernet(buf)
             ip, link_header = eth.data, 14
         elif linktype in (dpkt.pcap.DLT_LINUX_SLL,):
-            ip, link_header = dpkt.sll.SLL(buf).data, 14
+            ip, link_header = dpkt.sll.SLL(buf).data, 16
         elif linktype in (dpkt.pcap.DLT_RAW, 101):
             ip = dpkt.ip.IP(buf) if buf and buf[0] >> 4 == 4 else dpkt.ip6.IP6(buf)
             link_header = 0

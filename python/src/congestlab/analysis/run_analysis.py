@@ -12,12 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.analysis.connections import group_connections
 from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
-from congestlab.analysis.metrics import ConnectionMetrics, measure_connection
-from congestlab.analysis.packets import ReadStats, read_segments
-from congestlab.analysis.port import port_aggregate
-from congestlab.errors import RunDirError, TraceError
+from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
+from congestlab.errors import RunDirError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
 from congestlab.workloads.get import RAW_KIND
@@ -62,12 +60,12 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         for pcap in pcaps:
             server = pcap.stem
             port = _server_port(manifest, server, info)
-            stats = ReadStats()
-            conns = group_connections(read_segments(pcap, stats), server_port=port)
-            conns_by_server[server] = conns
+            measured = measure_pcap(pcap, server_port=port)
+            stats = measured.read_stats
+            conns_by_server[server] = measured.connections
             pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
                                                        "skipped": stats.skipped}
-            rows["port"].append(common | {"server": server} | port_aggregate(conns))
+            rows["port"].append(common | {"server": server} | _port_row(measured.port))
         for record in records:
             kind, row = record["kind"], record["row"]
             if kind != RAW_KIND:
@@ -120,17 +118,23 @@ def _request_base(row: dict) -> dict:
             "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3)}
 
 
-def _measure(conns, row: dict, where: str, problems: list[str]) -> ConnectionMetrics | None:
+def _measure(conns: list[PcapConnection], row: dict, where: str, problems: list[str]) -> ConnectionMetrics | None:
     candidates = [c for c in conns if c.key == (row["family"], row["client_port"])
-                  and c.segments[0].ts <= row["end_ts"] + 1 and c.segments[-1].ts >= row["start_ts"] - 1]
+                  and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1]
     if not candidates:
         problems.append(f"{where}: connection from port {row['client_port']} not in the capture")
         return None
-    try:
-        return measure_connection(candidates[0])
-    except TraceError as err:
-        problems.append(f"{where}: {err}")
-        return None
+    if candidates[0].metrics is None:
+        problems.append(f"{where}: {candidates[0].error}")
+    return candidates[0].metrics
+
+
+def _port_row(p: PortAggregate) -> dict:
+    """The port's row as analysis/port.py's port_aggregate gives it."""
+    return {"connections": p.connections, "interval_s": p.interval_s,
+            "captured_throughput_mbps": p.throughput_mbps if p.interval_s > 0 else None,
+            "nrt_throughput_mbps": p.nrt_throughput_mbps if p.interval_s > 0 else None,
+            "retransmissions": p.retransmissions}
 
 
 def _metrics(m: ConnectionMetrics) -> dict:

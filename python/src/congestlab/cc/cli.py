@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
+import sys
+from pathlib import Path
 
 import typer
 
 from congestlab.cc import registry, share
-from congestlab.errors import NotRootError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -38,12 +38,23 @@ def share_cmd(
     seconds: float = typer.Option(10.0, min=1, max=300, help="duration of each pair's flows"),
     rate_mbit: int = typer.Option(100, min=1, max=1000, help="bottleneck rate"),
     fifo_packets: int = typer.Option(100, min=2, max=100000, help="bottleneck FIFO limit"),
-    ack_delay_ms: float = typer.Option(0.0, min=0, max=1000, help="extra base RTT (ACK-path delay line)"),
+    ack_delay_ms: float = typer.Option(0.0, min=0, max=1000, help="extra base RTT: delay of the receiver's ACKs"),
+    out: Path = typer.Option(None, "--out", help="run directory (new or empty); default runs/cc-share-TIME-ID"),
 ) -> None:
-    """Two iperf3 flows over one bottleneck: CUBIC vs Compound, Compound vs Compound, CUBIC vs CUBIC."""
-    if os.geteuid() != 0:
-        raise NotRootError("cc share needs root (network namespaces, BPF)")
-    rows = share.run_with_compound(seconds, rate_mbit=rate_mbit, fifo_packets=fifo_packets, ack_delay_ms=ack_delay_ms)
-    typer.echo(f"bottleneck {rate_mbit} Mbit/s, FIFO {fifo_packets} packets, ACK delay {ack_delay_ms} ms, "
+    """Two iperf3 flows over one bottleneck: CUBIC vs Compound, Compound vs Compound, CUBIC vs CUBIC
+    (the cc-share preset, with these options as its settings)."""
+    from rich.console import Console
+
+    from congestlab.rundir import new_run_dir, prepare_out_dir
+    from congestlab.runner import Runner, require_root
+    from congestlab.testbed import new_prefix
+
+    require_root()
+    spec = share.preset_with(seconds=seconds, rate_bps=rate_mbit * 1_000_000, queue_packets=fifo_packets,
+                             ack_delay_ms=ack_delay_ms)
+    run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
+    Console(stderr=True).print(f"run directory: {run_dir}")
+    Runner(spec, run_dir, argv=sys.argv, preset="cc-share").run()
+    typer.echo(f"bottleneck {rate_mbit} Mbit/s, FIFO {fifo_packets} packets, ACK delay {ack_delay_ms:g} ms, "
                f"{seconds:g} s per pair")
-    typer.echo(share.markdown_table(rows))
+    typer.echo(share.markdown_table(share.shares(run_dir)))

@@ -1,19 +1,37 @@
-"""Two flows sharing one bottleneck: each flow's share, like seed 002's "shared bandwidth percentage"."""
+"""Two flows sharing one bottleneck: each flow's share, like seed 002's "shared bandwidth
+percentage". The flows run as the cc-share preset (spec/presets/cc-share.toml); this module
+turns its results/iperf.csv into shares, for `congestlab cc share` and the run's report."""
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
-from congestlab.cc import registry
-from congestlab.cc.lab import Dumbbell
+from congestlab.results import read_results
+from congestlab.rundir import read_manifest
 
-PAIRS = (("cubic", "compound"), ("compound", "compound"), ("cubic", "cubic"))
+PRESET = "cc-share"
+BOTTLENECK = "nodes.r.links.sr"  # the preset's bottleneck link (r's link toward the receiver)
+
+
+def preset_with(seconds: float, rate_bps: int, queue_packets: int, ack_delay_ms: float):
+    """The cc-share preset with `congestlab cc share`'s options as its settings."""
+    from congestlab.spec import load_preset
+    from congestlab.spec.fieldpath import apply
+    from congestlab.spec.loader import validate_spec
+
+    spec = load_preset(PRESET)
+    data = apply(spec.model_dump(mode="json", exclude_unset=True), {
+        "workloads.share.duration_s": seconds, f"{BOTTLENECK}.rate_bps": rate_bps,
+        f"{BOTTLENECK}.queue_packets": queue_packets, f"{BOTTLENECK}.delay_ms": ack_delay_ms,
+    }, create=True)
+    return validate_spec(data, f"preset {PRESET} (cc share options)")
 
 
 @dataclass
 class FlowShare:
     pair: str
+    repetition: int
     flow: int
     cc: str               # spec value
     kernel_cc: str        # what `ss -ti` showed for the flow
@@ -23,38 +41,38 @@ class FlowShare:
     pct_of_fair_share: float  # rate / (link rate / 2): the study's "% of maximum allowed rate"
 
 
-def run_pairs(seconds: float, rate_mbit: int = 100, fifo_packets: int = 100, ack_delay_ms: float = 0.0,
-              compound_kernel_name: str = "compound", pairs=PAIRS) -> list[FlowShare]:
-    """Run every pair on a fresh dumbbell; `compound` must already be registered under compound_kernel_name."""
-    kernel = {"cubic": "cubic", "reno": "reno", "bbr": "bbr", "compound": compound_kernel_name}
-    rows: list[FlowShare] = []
-    fair_bps = rate_mbit * 1e6 / 2
-    for a, b in pairs:
-        with Dumbbell(f"s{secrets.token_hex(2)}", rate_mbit=rate_mbit, fifo_packets=fifo_packets,
-                      ack_delay_ms=ack_delay_ms, lifetime_s=seconds + 60) as bed:
-            flows = bed.iperf_flows([kernel[a], kernel[b]], seconds)
-        total = sum(f["received_bps"] for f in flows) or 1.0
-        for i, (cc, f) in enumerate(zip((a, b), flows), start=1):
-            rows.append(FlowShare(f"{a} vs {b}", i, cc, f["ss_cc"] or "?", f["received_bps"], f["retransmits"],
-                                  100 * f["received_bps"] / total, 100 * f["received_bps"] / fair_bps))
-    return rows
+def bottleneck_rate_bps(manifest: dict) -> float:
+    """The lowest shaped rate of the run's topology (the dumbbell's one bottleneck)."""
+    rates = [link["rate_bps"] for node in manifest["spec"]["topology"]["nodes"] for link in node["links"]
+             if link.get("rate_bps")]
+    if not rates:
+        raise ValueError("the run's topology has no shaped link")
+    return float(min(rates))
+
+
+def shares(run_dir: Path) -> list[FlowShare]:
+    manifest = read_manifest(Path(run_dir), require_complete=False)
+    fair_bps = bottleneck_rate_bps(manifest) / 2
+    by_run: dict[tuple[str, int], list[dict]] = {}
+    for row in read_results(Path(run_dir), "iperf"):
+        by_run.setdefault((row["point_id"], int(row["repetition"])), []).append(row)
+    declared = {p["id"]: i for i, p in enumerate(manifest.get("points", []))}
+    out = []
+    for (point_id, rep), rows in sorted(by_run.items(), key=lambda kv: (declared.get(kv[0][0], 0), kv[0])):
+        rows.sort(key=lambda r: int(r["session"]))
+        total = sum(float(r["throughput_mbps"]) for r in rows) * 1e6 or 1.0
+        pair = " vs ".join(r["cc"] for r in rows)
+        for r in rows:
+            bps = float(r["throughput_mbps"]) * 1e6
+            out.append(FlowShare(pair, rep, int(r["session"]), r["cc"], r["cc_kernel"] or "?", bps,
+                                 int(r["retransmits"] or 0), 100 * bps / total, 100 * bps / fair_bps))
+    return out
 
 
 def markdown_table(rows: list[FlowShare]) -> str:
-    lines = ["| pair | flow | cc | ss -ti | Mbit/s | share of total % | % of fair share | retransmits |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| pair | rep | flow | cc | ss -ti | Mbit/s | share of total % | % of fair share | retransmits |",
+             "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        lines.append(f"| {r.pair} | {r.flow} | {r.cc} | {r.kernel_cc} | {r.rate_bps / 1e6:.1f} | "
+        lines.append(f"| {r.pair} | {r.repetition} | {r.flow} | {r.cc} | {r.kernel_cc} | {r.rate_bps / 1e6:.1f} | "
                      f"{r.share_of_total_pct:.1f} | {r.pct_of_fair_share:.1f} | {r.retransmits} |")
     return "\n".join(lines)
-
-
-def run_with_compound(seconds: float, **kwargs) -> list[FlowShare]:
-    """run_pairs with Compound TCP installed for the run (removed again if this call installed it)."""
-    was_there = registry.COMPOUND_KERNEL_NAME in registry.available()
-    name = registry.ensure("compound")
-    try:
-        return run_pairs(seconds, compound_kernel_name=name, **kwargs)
-    finally:
-        if not was_there:
-            registry.remove(name)

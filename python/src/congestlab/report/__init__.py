@@ -15,6 +15,8 @@ from pathlib import Path
 # study -> module whose build_report(run_dir) makes its report when its spec declares none
 STUDY_REPORTS: dict[str, str] = {
     "anma": "congestlab.report.anma",
+    "tcp-lab": "congestlab.report.tcp_lab",
+    "cc-share": "congestlab.report.cc_share",
 }
 
 

@@ -228,6 +228,14 @@ class ExperimentSpec(Strict):
     repetitions: int | None = Field(default=None, ge=1, le=1000, description="default: the study's")
 
 
+class QuickExperimentSpec(Strict):
+    """--quick for one experiment: its own axis labels and settings (when axes of several
+    experiments share a name, e.g. tcp-lab's `x`)."""
+
+    axes: dict[str, list[str]] = Field(default_factory=dict, description="axis name -> labels to keep")
+    set: dict[str, Any] = Field(default_factory=dict, description="field values for --quick, after quick.set")
+
+
 class QuickSpec(Strict):
     """What `--quick` runs: which blocks, which axis values, how many repetitions."""
 
@@ -235,6 +243,8 @@ class QuickSpec(Strict):
     experiments: list[str] | None = Field(default=None, description="blocks to run; default: all")
     axes: dict[str, list[str]] = Field(default_factory=dict, description="axis name -> labels to keep")
     set: dict[str, Any] = Field(default_factory=dict, description="field values changed for --quick (durations)")
+    per_experiment: dict[str, QuickExperimentSpec] = Field(
+        default_factory=dict, description="experiment name -> its quick axes/settings (these win over axes/set)")
 
 
 class StudySpec(Strict):

@@ -79,9 +79,12 @@ def expand(study: StudySpec, quick: bool = False) -> list[Point]:
 
 def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: ExperimentSpec, quick: bool) -> list[Point]:
     axes_values = []
+    own = study.quick.per_experiment.get(exp.name)
     for axis in exp.axes:
         labels = axis.point_labels()
-        keep = study.quick.axes.get(axis.name) if quick else None
+        keep = None
+        if quick:
+            keep = own.axes[axis.name] if own and axis.name in own.axes else study.quick.axes.get(axis.name)
         entries = []
         for i, label in enumerate(labels):
             if keep is not None and label not in keep:
@@ -99,7 +102,7 @@ def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: Experimen
     for combo in itertools.product(*axes_values):
         settings = dict(exp.set)
         if quick:
-            settings |= study.quick.set
+            settings |= study.quick.set | (own.set if own else {})
         for _, _, values in combo:
             settings |= values
         labels = {name: label for name, label, _ in combo}

@@ -70,6 +70,9 @@ def check_references(study: "StudySpec") -> None:
         elif w.kind in ("iperf", "ping"):
             host(w.client, f"{where}.client")
             host(w.server, f"{where}.server")
+            for i, flow in enumerate(getattr(w, "flows", [])):
+                if flow.client is not None:
+                    host(flow.client, f"{where}.flows[{i}].client")
 
     levels = [lv.name for lv in study.levels]
     if len(set(levels)) != len(levels):
@@ -106,6 +109,19 @@ def check_references(study: "StudySpec") -> None:
         for label in labels:
             if label not in known:
                 raise ValueError(f"quick.axes.{axis}: unknown value {label!r}; known: {', '.join(known)}")
+    for exp_name, own in quick.per_experiment.items():
+        if exp_name not in experiments:
+            raise ValueError(f"quick.per_experiment names unknown experiment {exp_name!r}")
+        exp_axes = {a.name: a for a in study.experiment(exp_name).axes}
+        for axis, labels in own.axes.items():
+            if axis not in exp_axes:
+                raise ValueError(f"quick.per_experiment.{exp_name}.axes names unknown axis {axis!r}; known: "
+                                 f"{', '.join(exp_axes) or 'none'}")
+            known = exp_axes[axis].point_labels()
+            for label in labels:
+                if label not in known:
+                    raise ValueError(f"quick.per_experiment.{exp_name}.axes.{axis}: unknown value {label!r}; "
+                                     f"known: {', '.join(known)}")
     if study.calibrate:
         for name in study.calibrate:
             host(name, "calibrate")

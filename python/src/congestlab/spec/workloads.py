@@ -112,7 +112,9 @@ class GetWorkload(_Workload):
 
 class IperfFlow(_Strict):
     protocol: Literal["tcp", "udp"] = "tcp"
-    cc: str | None = Field(default=None, description="per-socket congestion control (iperf3 -C)")
+    cc: Literal["cubic", "reno", "bbr", "compound"] | None = Field(
+        default=None, description="per-socket congestion control (iperf3 -C); none: the sender's routes'")
+    client: str | None = Field(default=None, description="sending host of this flow; default: the workload's")
 
 
 class IperfWorkload(_Workload):
@@ -133,6 +135,33 @@ class IperfWorkload(_Workload):
     server_length_bytes: int | None = Field(default=None, ge=1)
     client_length_bytes: int | None = Field(default=None, ge=1)
     base_port: int = Field(default=5201, ge=1024, le=60000)
+    # a fidelity check: the steady rate (iperf 2: the server's 1 s reports after omit_s;
+    # iperf3: -O omit_s) of all TCP sessions together must reach this
+    omit_s: float = Field(default=0.0, ge=0, le=60, description="leave the first seconds out of the steady rate")
+    expect_min_mbps: float | None = Field(default=None, gt=0, description="check: steady TCP rate at least this")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "IperfWorkload":
+        if self.version == 2 and self.flows:
+            raise ValueError("flows (per-flow cc and sender) need version = 3; iperf 2 takes tcp/udp_sessions")
+        if self.version == 3 and self.flows and ("tcp_sessions" in self.model_fields_set
+                                                  or "udp_sessions" in self.model_fields_set):
+            raise ValueError("give either flows or tcp_sessions/udp_sessions, not both")
+        if not self.flows and self.tcp_sessions + self.udp_sessions == 0:
+            raise ValueError("no sessions: tcp_sessions + udp_sessions is 0 and no flows")
+        if self.expect_min_mbps is not None and self.duration_s - self.omit_s < 1:
+            # the steady rate comes from 1 s reports after omit_s (iperf 2: the server's -i 1)
+            raise ValueError(f"omit_s {self.omit_s:g} leaves less than one 1 s report of duration_s "
+                             f"{self.duration_s:g}")
+        if self.expect_min_mbps is not None and self.duration_s < 2:
+            raise ValueError("expect_min_mbps needs duration_s >= 2 (1 s reports, then the whole-run line)")
+        return self
+
+    def flow_list(self) -> list[IperfFlow]:
+        """iperf3: the flows as declared, or tcp_sessions TCP then udp_sessions UDP flows."""
+        if self.flows:
+            return list(self.flows)
+        return [IperfFlow(protocol="tcp")] * self.tcp_sessions + [IperfFlow(protocol="udp")] * self.udp_sessions
 
 
 class AnmaWorkload(_Workload):
@@ -163,7 +192,20 @@ class PingWorkload(_Workload):
     server: str
     family: Family = "v4"
     count: int = Field(default=100, ge=1, le=1_000_000)
-    interval_s: float = Field(default=0.01, ge=0.002)
+    interval_s: float = Field(default=0.01, ge=0.001, le=10, description="below 0.002 s needs root (we are)")
+    flood: bool = Field(default=False, description="ping -f -q: as fast as replies come, at most every interval_s")
+    # fidelity checks of the emulated path (a failing check is a warning in the manifest)
+    expect_rtt_ms: float | None = Field(default=None, ge=0, description="check: mean and median RTT")
+    rtt_tolerance_ms: float = Field(default=0.5, gt=0)
+    expect_loss: float | None = Field(default=None, ge=0, lt=1, description="check: loss fraction")
+    loss_tolerance: float = Field(default=0.003, gt=0, description="absolute, as a fraction")
+    loss_min_packets: int = Field(default=10_000, ge=1, description="the loss check asks for this many sent")
+
+    @model_validator(mode="after")
+    def _rtt_needs_replies(self) -> "PingWorkload":
+        if self.flood and self.expect_rtt_ms is not None:
+            raise ValueError("a flood ping (-q) prints no per-reply times; check the RTT with flood = false")
+        return self
 
 
 Workload = Annotated[MgenWorkload | HttpLoadWorkload | GetWorkload | IperfWorkload | AnmaWorkload | PingWorkload,

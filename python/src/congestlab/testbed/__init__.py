@@ -75,7 +75,8 @@ class Testbed:
     def _impair_links(self) -> None:
         netem_ok, netem_error = emulation.netem_probe(self.layout.namespaces()[0])
         chosen = emulation.choose_emulator(self.link_emulator_requested, netem_ok, netem_error)
-        self.emulation = {"requested": self.link_emulator_requested, "emulator": chosen,
+        history = {k: self.emulation[k] for k in ("linkem_counters_before_changes",) if k in self.emulation}
+        self.emulation = history | {"requested": self.link_emulator_requested, "emulator": chosen,
                           "netem_available": netem_ok, "netem_probe_error": netem_error,
                           "links": [imp.label for imp in self.impairments]}
         if chosen == "netem":
@@ -154,8 +155,8 @@ class Testbed:
             self.impairments = new_impairments
             if new_impairments:
                 self._impair_links()
-            changes.append("impairments: " + ", ".join(f"{label} delay {d:g} ms jitter {j:g} ms loss {p:g}"
-                                                       for label, d, j, p in impaired_after))
+            changes.append("impairments: " + (", ".join(f"{label} delay {d:g} ms jitter {j:g} ms loss {p:g}"
+                                                        for label, d, j, p in impaired_after) or "none"))
         return changes
 
     def linkem_stats(self) -> dict[str, dict]:

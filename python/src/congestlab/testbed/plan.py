@@ -60,7 +60,11 @@ def shaper_steps(ns: str, dev: str, rate_bps: int, queue_packets: int, phase: st
         steps.append(_tc(ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10", phase=phase))
     steps.append(_tc(ns, "class", verb, "dev", dev, "parent", "1:", "classid", "1:10", "htb",
                      "rate", rate, "ceil", rate, "burst", burst, "cburst", burst, phase=phase))
-    return steps + [leaf_step(ns, dev, queue_packets, iface, "add" if verb == "add" else "replace", phase)]
+    if verb != "add":
+        # `tc qdisc replace ... handle 10:` cannot swap a pfifo for a tbf (the kernel refuses
+        # another kind under the same handle: "Invalid qdisc name"): delete, then add
+        steps.append(_tc(ns, "qdisc", "del", "dev", dev, "parent", "1:10", "handle", "10:", phase=phase))
+    return steps + [leaf_step(ns, dev, queue_packets, iface, "add", phase)]
 
 
 def leaf_step(ns: str, dev: str, queue_packets: int, iface: Interface | None, verb: str, phase: str) -> Step:

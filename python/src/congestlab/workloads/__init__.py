@@ -12,6 +12,8 @@ RUNNERS = {
     "http_load": ("congestlab.workloads.http_load", "HttpLoadRunner"),
     "get": ("congestlab.workloads.get", "GetRunner"),
     "anma": ("congestlab.workloads.anma", "AnmaRunner"),
+    "iperf": ("congestlab.workloads.iperf", "IperfRunner"),
+    "ping": ("congestlab.workloads.ping", "PingRunner"),
 }
 
 
@@ -40,4 +42,9 @@ def tool_versions(kinds: set[str]) -> dict[str, str]:
         from congestlab.workloads.iperf import iperf_versions
 
         versions |= iperf_versions()
+    if "ping" in kinds:
+        import subprocess
+
+        out = subprocess.run(["ping", "-V"], capture_output=True, text=True, timeout=10)
+        versions["ping"] = (out.stdout + out.stderr).strip().splitlines()[0] if out.returncode == 0 else "?"
     return versions

@@ -1,0 +1,305 @@
+"""measure_pcap: the Rust analyzer (crates/traceanalyze) against the dpkt reference and tshark.
+
+Both backends must agree on every capture here: counts exactly, times within 1 µs. Both must
+agree with tshark: delay within 1 ms, and our retransmissions equal to the segments tshark
+marks retransmission, fast_retransmission or spurious_retransmission.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from pcap_builder import (busy_capture, transfer_with_fast_and_spurious_retransmissions,
+                          transfer_with_loss_and_reordering, write_frames)
+
+from congestlab.analysis.connections import Connection, group_connections
+from congestlab.analysis.metrics import measure_connection
+from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
+from congestlab.analysis.port import port_aggregate
+from congestlab.analysis.run_analysis import _metrics as run_metrics
+from congestlab.analysis.run_analysis import analyze_run
+from congestlab.analysis.trace import measure_pcap, read_series
+from congestlab.errors import TraceError
+from congestlab.paths import rust_binary
+from congestlab.workloads.get import RAW_KIND
+
+TIME_S = 1e-6  # 1 µs
+TIME_MS = 1e-3
+
+try:
+    rust_binary("traceanalyze")
+    HAVE_ANALYZER = True
+except Exception:
+    HAVE_ANALYZER = False
+pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
+
+
+def _suite(tmp: Path) -> dict[str, Path]:
+    """Every capture the tests build: one conversation, many, three file formats, headers only."""
+    out = {}
+    for family in ("v4", "v6"):
+        conv, _ = transfer_with_loss_and_reordering(family)
+        out[f"loss-{family}"] = conv.write(tmp / f"loss-{family}.pcap")
+        out[f"loss-{family}-snap128"] = conv.write(tmp / f"loss-{family}-snap128.pcap", snaplen=128)
+        conv, _ = transfer_with_fast_and_spurious_retransmissions(family)
+        out[f"fast-{family}"] = conv.write(tmp / f"fast-{family}.pcap")
+        out[f"busy-{family}"] = write_frames(tmp / f"busy-{family}.pcap", busy_capture(family))
+    out["busy-pcapng"] = write_frames(tmp / "busy.pcapng", busy_capture("v6"), fmt="pcapng")
+    out["busy-ns-snap128"] = write_frames(tmp / "busy-ns.pcap", busy_capture("v4"), snaplen=128, fmt="pcap-ns")
+    return out
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    return _suite(tmp_path_factory.mktemp("suite"))
+
+
+def _same_rate(what: str, a: float, b: float, interval_s: float) -> None:
+    """Rates divide by a time known to 1 µs in each backend: they agree to that share."""
+    assert abs(a - b) <= abs(a) * 2 * TIME_S / interval_s + 1e-12, f"{what}: {a} vs {b} over {interval_s} s"
+
+
+def assert_same_measurement(a, b):
+    """Counts exactly, times within 1 µs (rates, which divide by a time, to that share)."""
+    sa, sb = a.read_stats, b.read_stats
+    assert (sa.frames, sa.tcp_segments, sa.truncated) == (sb.frames, sb.tcp_segments, sb.truncated)
+    assert sum(sa.skipped.values()) == sum(sb.skipped.values())
+    assert [c.key for c in a.connections] == [c.key for c in b.connections]
+    for x, y in zip(a.connections, b.connections):
+        where = f"{x.family} port {x.client_port} conn {x.conn}"
+        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error) == \
+               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error), where
+        assert abs(x.first_ts - y.first_ts) <= TIME_S and abs(x.last_ts - y.last_ts) <= TIME_S, where
+        assert (x.metrics is None) == (y.metrics is None), where
+        if x.metrics is None:
+            continue
+        mx, my = x.metrics, y.metrics
+        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port"):
+            assert getattr(mx, name) == getattr(my, name), f"{where}: {name}"
+        assert abs(mx.delay_ms - my.delay_ms) <= TIME_MS, where
+        assert (mx.syn_to_last_ack_ms is None) == (my.syn_to_last_ack_ms is None)
+        if mx.syn_to_last_ack_ms is not None:
+            assert abs(mx.syn_to_last_ack_ms - my.syn_to_last_ack_ms) <= TIME_MS, where
+        for name in ("nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps"):
+            _same_rate(f"{where}: {name}", getattr(mx, name), getattr(my, name), mx.delay_ms / 1e3)
+        assert len(mx.rtt_samples_ms) == len(my.rtt_samples_ms), where
+        assert all(abs(p - q) <= TIME_MS for p, q in zip(mx.rtt_samples_ms, my.rtt_samples_ms)), where
+    pa, pb = a.port, b.port
+    for name in ("connections", "segments", "bytes_to_server", "bytes_from_server", "payload_bytes_from_server",
+                 "unique_payload_bytes_from_server", "bytes_nrt", "retransmissions"):
+        assert getattr(pa, name) == getattr(pb, name), f"port: {name}"
+    assert abs(pa.interval_s - pb.interval_s) <= TIME_S
+    for name in ("throughput_mbps", "nrt_throughput_mbps", "from_server_mbps", "goodput_mbps"):
+        _same_rate(f"port: {name}", getattr(pa, name), getattr(pb, name), pa.interval_s)
+
+
+def _both(pcap: Path, tmp: Path, **kw):
+    return [measure_pcap(pcap, 80, backend=b, **kw) for b in ("rust", "dpkt")]
+
+
+def test_backends_agree_on_every_capture(suite, tmp_path):
+    assert len(suite) == 10
+    for name, pcap in suite.items():
+        rust, ref = _both(pcap, tmp_path)
+        assert rust.backend == "rust" and ref.backend == "dpkt"
+        assert rust.connections, name
+        assert_same_measurement(rust, ref)
+
+
+def test_hand_computed_answers_for_fast_and_spurious_retransmissions(tmp_path, within):
+    for family in ("v4", "v6"):
+        conv, want = transfer_with_fast_and_spurious_retransmissions(family)
+        m = measure_pcap(conv.write(tmp_path / "f.pcap", snaplen=128), 80)
+        (c,) = m.connections
+        within("delay_ms", c.metrics.delay_ms, want["delay_ms"], 0.002)
+        assert c.metrics.retransmissions == want["retransmissions"]
+        assert c.metrics.payload_bytes == want["payload_bytes"]
+        assert len(c.metrics.rtt_samples_ms) == want["rtt_samples"]
+
+
+def test_busy_capture_connections_errors_and_skips(suite):
+    m = measure_pcap(suite["busy-v4"], 80)
+    keys = [(c.key, c.error is None) for c in m.connections]
+    assert keys == [(("v4", 40000), True), (("v4", 40010), True), (("v4", 40020), False), (("v4", 40000), True)]
+    assert m.connections[2].error == "connection v4 port 40020: no request from the client"
+    assert m.read_stats.frames == m.read_stats.tcp_segments + 3  # ARP, UDP, a frame cut in its IP header
+    assert m.port.connections == 4 and m.port.segments == m.read_stats.tcp_segments - 1  # one SYN to :5201
+    assert sum(c.retransmissions for c in m.connections) == m.port.retransmissions == 4
+
+
+def _tshark_streams(pcap: Path) -> dict[int, list[list[str]]]:
+    fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.dstport", "tcp.len", "tcp.flags.ack",
+              "tcp.flags.fin", "tcp.flags.reset", "tcp.analysis.retransmission",
+              "tcp.analysis.fast_retransmission", "tcp.analysis.spurious_retransmission", "tcp.analysis.out_of_order"]
+    argv = ["tshark", "-r", str(pcap), "-Y", "tcp.port == 80", "-T", "fields", *sum((["-e", f] for f in fields), [])]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    streams: dict[int, list[list[str]]] = {}
+    for line in out.splitlines():
+        row = line.split("\t")
+        streams.setdefault(int(row[0]), []).append(row)
+    return streams
+
+
+def _truthy(v: str) -> bool:
+    return v not in ("", "0", "False")
+
+
+@needs_tshark
+def test_agrees_with_tshark_on_delay_and_retransmissions(suite):
+    checked = 0
+    for name, pcap in suite.items():
+        m = measure_pcap(pcap, 80)
+        for rows in _tshark_streams(pcap).values():
+            first = float(rows[0][1])
+            conn = next(c for c in m.connections if abs(c.first_ts - first) <= TIME_S)
+            marked = sum(1 for r in rows if any(_truthy(v) for v in r[8:11]))
+            assert conn.retransmissions == marked, f"{name} port {conn.client_port}"
+            if conn.metrics is None:
+                continue
+            client = [r for r in rows if r[3] == "80"]
+            get = next(r for r in client if int(r[4] or 0) > 0)
+            t_get = float(get[1])
+            fin_ts = next((float(r[1]) for r in client if _truthy(r[6]) and float(r[1]) > t_get), float("inf"))
+            t_ack = max(float(r[1]) for r in client if t_get <= float(r[1]) < fin_ts and _truthy(r[5])
+                        and not _truthy(r[6]) and not _truthy(r[7]))
+            assert abs((t_ack - t_get) * 1e3 - conn.metrics.delay_ms) <= 1.0, name
+            checked += 1
+    assert checked == 18  # every connection with a request, in every capture
+
+
+@needs_tshark
+def test_tshark_out_of_order_is_our_reordering(suite):
+    """The reordered segment (new bytes below the highest sequence) is what tshark calls
+    out_of_order; it is not a retransmission for either."""
+    rows = [r for rs in _tshark_streams(suite["loss-v4"]).values() for r in rs]
+    assert sum(1 for r in rows if _truthy(r[11])) == 1
+    assert measure_pcap(suite["loss-v4"], 80).connections[0].retransmissions == 1
+
+
+def test_truncated_capture_is_measured_up_to_the_cut(suite, tmp_path, caplog):
+    full = suite["busy-v4"].read_bytes()
+    last_record = 16 + 66  # header + a 66-byte frame: the final ACK of the reused connection
+    for cut_name, cut in (("inside data", len(full) - 30), ("inside a record header", len(full) - 74),
+                          ("after the first records", 24 + 3 * 90)):
+        path = tmp_path / "cut.pcap"
+        path.write_bytes(full[:cut])
+        rust, ref = _both(path, tmp_path)
+        assert rust.read_stats.truncated and ref.read_stats.truncated, cut_name
+        assert_same_measurement(rust, ref)
+        assert "measured up to the cut" in caplog.text
+    whole = measure_pcap(suite["busy-v4"], 80)
+    path.write_bytes(full[: len(full) - last_record + 5])
+    cut = measure_pcap(path, 80)
+    assert cut.read_stats.frames < whole.read_stats.frames
+
+
+def test_not_a_pcap_and_missing_file_are_trace_errors(tmp_path):
+    bad = tmp_path / "x.pcap"
+    bad.write_bytes(b"definitely not a capture file")
+    for backend in ("rust", "dpkt"):
+        with pytest.raises(TraceError, match="not a pcap"):
+            measure_pcap(bad, 80, backend=backend)
+        with pytest.raises(TraceError, match="No such file"):
+            measure_pcap(tmp_path / "missing.pcap", 80, backend=backend)
+
+
+def test_series_and_samples_files_agree(suite, tmp_path):
+    for name in ("busy-v4", "busy-pcapng"):
+        out = {}
+        for backend in ("rust", "dpkt"):
+            d = tmp_path / f"{name}-{backend}"
+            out[backend] = measure_pcap(suite[name], 80, backend=backend, samples_dir=d, series_bin_ms=100)
+            assert out[backend].series_path.parent == d and out[backend].rtt_samples_path.exists()
+        # the analyzer writes a bin when it is complete, so connections interleave
+        rows = {b: sorted(read_series(m.series_path), key=lambda r: (r["conn"], r["bin_start_s"]))
+                for b, m in out.items()}
+        assert len(rows["rust"]) == len(rows["dpkt"]) > 4
+        for r, p in zip(rows["rust"], rows["dpkt"]):
+            for k, v in r.items():
+                assert p[k] == pytest.approx(v, rel=1e-9, abs=1e-9), (name, k)
+        # the bins add up to the connection's bytes; in flight ends at zero after the FIN's ACK
+        m = out["rust"]
+        summary = json.loads(subprocess.run([str(rust_binary("traceanalyze")), str(suite[name]), "--server-port", "80"],
+                                            capture_output=True, text=True, check=True).stdout.splitlines()[1])
+        first = [r for r in rows["rust"] if r["conn"] == 0]
+        assert sum(r["server_bytes"] for r in first) == summary["bytes_from_server"]
+        assert first[-1]["in_flight_end_bytes"] == 0
+        assert max(r["in_flight_max_bytes"] for r in first) > 0
+        assert m.rtt_samples_path.read_text().splitlines()[0] == "conn,ack_ts_ns,rtt_ns"
+
+
+def test_port_aggregate_over_a_window(suite, tmp_path):
+    # the end of the first transfer (its resend at 0.25 s), the fast/spurious one, the idle one
+    window = (1_700_000_000.19, 1_700_000_000.35)
+    rust, ref = _both(suite["busy-v6"], tmp_path, window_s=window)
+    assert_same_measurement(rust, ref)
+    assert rust.port.connections == 3 and abs(rust.port.interval_s - 0.16) <= TIME_S
+    assert rust.port.retransmissions == 3
+
+
+def test_analyze_run_rows_are_unchanged(suite, tmp_path):
+    """analyze_run through measure_pcap gives the rows the dpkt path gave (request rows from
+    measure_connection, the port row from analysis/port.py)."""
+    run = tmp_path / "run"
+    rep_dir = run / "points" / "p1" / "r1"
+    (rep_dir / "pcap").mkdir(parents=True)
+    pcap = shutil.copy(suite["busy-v4"], rep_dir / "pcap" / "lean.pcap")
+    (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
+    reqs = [{"server": "lean", "client": "c1", "family": "v4", "file_kib": 14, "ok": True, "client_port": port,
+             "start_ts": start, "end_ts": start + 0.3, "time_total_s": 0.25}
+            for port, start in [(40000, 1_700_000_000.0), (40010, 1_700_000_000.2), (40000, 1_700_000_000.5),
+                                (40020, 1_700_000_000.3)]]
+    reqs.append({**reqs[0], "ok": False, "error": "timeout"})
+    (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
+    manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
+                "spec": {"servers": [{"name": "lean", "port": 80}]}}
+    result = analyze_run(run, manifest)
+    assert result.summary["analysis_s"] >= 0
+    assert result.summary["pcap_read"]["p1/r1/lean"]["frames"] == 90
+    assert result.summary["problems"] == ["p1 #1 lean v4: connection v4 port 40020: no request from the client",
+                                          "p1 #1 lean v4: request failed: timeout"]
+    conns = group_connections(read_segments(pcap), server_port=80)
+    measured = [row for row in result.rows["request"] if row.get("delay_ms") is not None]
+    assert [r["client_port"] for r in measured] == [40000, 40010, 40000]
+    for row, req in zip(measured, reqs):
+        conn = next(c for c in conns if c.key == ("v4", req["client_port"])
+                    and req["start_ts"] - 1 <= c.segments[0].ts <= req["end_ts"])
+        want = run_metrics(measure_connection(conn))
+        for key, value in want.items():
+            if isinstance(value, float):
+                assert abs(row[key] - value) <= 0.0011, key  # both rounded to 3 decimals
+            else:
+                assert row[key] == value, key
+    (port_row,) = result.rows["port"]
+    want = port_aggregate(conns)
+    assert (port_row["connections"], port_row["retransmissions"]) == (want["connections"], want["retransmissions"])
+    assert abs(port_row["interval_s"] - want["interval_s"]) <= TIME_S
+    for key in ("captured_throughput_mbps", "nrt_throughput_mbps"):
+        _same_rate(key, port_row[key], want[key], want["interval_s"])
+
+
+def test_rtt_samples_continue_past_4_gib():
+    """ACKs are unwrapped like the data: a connection carrying more than 4 GiB keeps its RTT
+    samples (the ACK offset used to be taken modulo 2^32)."""
+    gib = 1 << 30
+    c_addr, s_addr = "10.0.0.10", "10.0.4.10"
+
+    def seg(ts, from_client, seq, ack, flags, payload):
+        src, dst, sp, dp = (c_addr, s_addr, 40000, 80) if from_client else (s_addr, c_addr, 80, 40000)
+        return Segment(ts, "v4", src, dst, sp, dp, seq % (1 << 32), ack % (1 << 32), flags, payload, 66 + payload)
+
+    segs = [seg(0.0, True, 0, 0, SYN, 0), seg(0.001, False, 500, 1, SYN | ACK, 0), seg(0.002, True, 1, 501, ACK, 0),
+            seg(0.003, True, 1, 501, ACK, 100)]
+    for i in range(6):
+        segs.append(seg(0.01 * (i + 1), False, 501 + i * gib, 101, ACK, gib))
+        segs.append(seg(0.01 * (i + 1) + 0.002, True, 101, 501 + (i + 1) * gib, ACK, 0))
+    segs.append(seg(0.2, True, 101, 501 + 6 * gib, FIN | ACK, 0))
+    conn = Connection("v4", c_addr, 40000, s_addr, 80, segs)
+    m = measure_connection(conn)
+    assert len(m.rtt_samples_ms) == 6 and all(abs(r - 2.0) < 1e-6 for r in m.rtt_samples_ms)
+    assert m.retransmissions == 0 and m.payload_bytes == 6 * gib
