@@ -25,15 +25,17 @@ class RunBuilder:
         self.rows: dict[str, list[dict]] = {}
         self.fidelity = {"checks": [], "warnings": []}
 
-    def point_id(self, axes: dict) -> str:
-        return self.experiment + "." + ".".join(f"{k}-{axes[k]}" for k in self.axes)
+    def point_id(self, axes: dict, experiment: str | None = None) -> str:
+        return (experiment or self.experiment) + "." + ".".join(f"{k}-{axes[k]}" for k in self.axes)
 
-    def add(self, kind: str, axes: dict, repetition: int, **record) -> None:
-        pid = self.point_id(axes)
-        point = self.points.setdefault(pid, {"id": pid, "experiment": self.experiment,
+    def add(self, kind: str, axes: dict, repetition: int, experiment: str | None = None, **record) -> None:
+        """One record of point `axes` (in `experiment`, default the builder's) and repetition."""
+        experiment = experiment or self.experiment
+        pid = self.point_id(axes, experiment)
+        point = self.points.setdefault(pid, {"id": pid, "experiment": experiment,
                                              "axes": {k: str(axes[k]) for k in self.axes}, "repetitions": 0})
         point["repetitions"] = max(point["repetitions"], repetition)
-        row = {"point_id": pid, "experiment": self.experiment, "repetition": repetition}
+        row = {"point_id": pid, "experiment": experiment, "repetition": repetition}
         row.update({k: axes[k] for k in self.axes})
         row.update(record)
         self.rows.setdefault(kind, []).append(row)
@@ -106,30 +108,34 @@ def realistic_ipv6(repetitions: int = 10, seed: int = 7) -> RunBuilder:
 
 
 def tcplab_run(repetitions: int = 1, seed: int = 3) -> RunBuilder:
-    """A tcp-lab run shaped like the quick sweeps (tcplab/sweeps.py QUICK_POINTS) with numbers
-    like docs/notes/issue-6.md's quick run, plus more loss/delay points so shapes can be fitted."""
+    """A tcp-lab run shaped like the preset (spec/presets/tcp-lab.toml: one experiment per figure,
+    axis x) at its quick points, with numbers like docs/notes/issue-6.md's quick run, plus more
+    loss/delay points so that shapes can be fitted."""
     from congestlab.report.declarations import load_declaration
 
     decl = load_declaration("tcp-lab")
     rng = random.Random(seed)
-    b = RunBuilder("tcp-lab", ["task", "x"], decl["report"], decl["published"], title="TCP throughput lab (seed 003)")
+    b = RunBuilder("tcp-lab", ["x"], decl["report"], decl["published"], title="TCP throughput lab (seed 003)")
 
     def one(task, x, mbps_sessions, udp=0):
         for rep in range(1, repetitions + 1):
             for i, m in enumerate(mbps_sessions):
-                b.add("iperf", {"task": task, "x": x}, rep, workload="iperf", protocol="tcp", session=i,
+                b.add("iperf", {"x": x}, rep, experiment=task, workload="iperf", protocol="tcp", session=i,
                       throughput_mbps=round(max(0.01, m * rng.uniform(0.97, 1.03)), 3))
             for j in range(udp):
-                b.add("iperf", {"task": task, "x": x}, rep, workload="iperf", protocol="udp", session=100 + j,
+                b.add("iperf", {"x": x}, rep, experiment=task, workload="iperf", protocol="udp", session=100 + j,
                       throughput_mbps=round(0.963 * rng.uniform(0.995, 1.005), 4))
 
+    # the line's fill check runs an iperf workload of its own, outside every figure
+    b.add("iperf", {"x": ""}, 1, experiment="check_fill", workload="fill", protocol="tcp", session=0,
+          throughput_mbps=93.1)
     for task in ("window_receiver", "window_sender"):
         for x, m in ((2000, 85.7), (10000, 95.1), (50000, 95.5)):
             one(task, x, [m])
     for task in ("length_receiver", "length_sender"):
         for x in (64, 4096, 65536):
             one(task, x, [95.4])
-    for x, m in ((10000, 9.58), (50000, 47.6), (150000, 95.7)):
+    for x, m in ((10_000_000, 9.58), (50_000_000, 47.6), (150_000_000, 95.7)):
         one("rate", x, [m])
     for x in (0, 10, 20, 40, 80):
         one("delay", x, [95.6 * 40 / (40 + x)])  # window-limited: ~1/RTT, not a straight line

@@ -179,3 +179,14 @@ def test_seed_numbers_that_contradict_the_claim_are_flagged(tmp_path):
                  {"server": "apache", "level": "C3B", "family": "v6", "throughput_mbps": 26.8}]
     result = _verdict(tmp_path, values, _v4_beats_v6(), published)
     assert result.checks[0].seed == "v4 26.44, v6 26.8 (the seed's own numbers go the other way)"
+
+
+def test_compare_for_each_keeps_only_the_values_its_sides_have(tmp_path):
+    runs = {("loss_30s", x): [[90 - 500 * x]] for x in (0.0, 0.01)}
+    runs.update({("loss_60s", x): [[91 - 500 * x]] for x in (0.0, 0.01)})
+    runs.update({("window", x): [[50.0]] for x in (1000, 2000)})  # another figure's x values
+    claim = {"id": "e", "title": "30 s = 60 s", "seed": "s", "rule": "compare", "metric": "total_mbps",
+             "relation": "~", "a": {"task": "loss_30s"}, "b": {"task": "loss_60s"}, "for_each": ["x"]}
+    result = evaluate_claims(_iperf_run(tmp_path, runs, [claim]))[0]
+    assert [c.label for c in result.checks] == ["0", "0.01"]
+    assert result.verdict == HOLDS

@@ -63,3 +63,17 @@ def test_report_of_a_real_anma_run(tmp_path):
     assert all(v != NOT_MEASURED for v in verdicts.values())
     md = report.markdown_path.read_text()
     assert "| B | 800 ± 0 | 8001 |" in md  # ours (1,000 requests) beside the slides' (10,000)
+
+
+def test_report_of_a_real_tcplab_run(tmp_path):
+    """data/tcplab-quick-run: the tcp-lab preset with its declaration, --quick (2 s per point)."""
+    report = build_report(_copy(tmp_path, source=DATA / "tcplab-quick-run", preset="tcp-lab"))
+    found = {f.claim.id: f for f in report.findings}
+    assert found["19b"].verdict == "holds"  # window and rate sweeps rise
+    assert found["19c"].verdict == found["19d"].verdict == "inconclusive"  # 3 quick points: no fit
+    assert [c.label for c in found["19e"].checks] == ["0", "0.01", "0.05"]  # the loss figures' x only
+    assert found["19f"].claim.property and found["19f"].verdict == "holds"
+    assert found["19g"].verdict == "holds"  # iperf 2 counts UDP payload: ~0.96 of 1 Mbit/s
+    md = report.markdown_path.read_text()
+    assert "| 150000000 | 94.77 | 94 |" in md  # Fig. 6 at 150 Mbit/s beside the seed's plateau
+    assert len([p for p in report.plots if p.suffix == ".png"]) == 10

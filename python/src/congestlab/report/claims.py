@@ -125,8 +125,12 @@ def _combinations(data: RunData, metric: MetricSpec, check: CheckSpec) -> list[d
         lists.append(values)
     combos = [dict(zip(check.for_each, vals)) for vals in itertools.product(*lists)]
     # keep combinations the run has any record of (a Cartesian product of two dimensions
-    # may name cells that no point has); if none, keep all so they show as not measured
-    present = [c for c in combos if any(matches(r, {**where, **c}) for r in data.rows(metric.kind))]
+    # may name cells that no point has; a compare's cells are its a and b selections); if
+    # none, keep all so that they show as not measured
+    sides = [check.a, check.b] if check.rule == "compare" else [{}]
+    rows = data.rows(metric.kind)
+    present = [c for c in combos
+               if any(matches(r, {**where, **c, **side}) for side in sides for r in rows)]
     return present or combos
 
 

@@ -125,6 +125,15 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     return Figure(plot.id, plot.title, plot.note, png, svg)
 
 
+def _tick(x: float) -> str:
+    """10000 -> 10k, 150000000 -> 150M: sweep values stay readable under the axis."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(x) >= scale:
+            divisor = 1e3 if suffix == "k" else scale
+            return f"{x / divisor:.4g}{suffix}"
+    return f"{x:g}"
+
+
 def _style(source: int, metric: int, series: int, n_series: int) -> dict:
     colour_index = metric * n_series + series
     return {"color": PALETTE[colour_index % len(PALETTE)], "marker": MARKERS[(metric + series) % len(MARKERS)],
@@ -169,7 +178,7 @@ def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
         # ticks at the swept values themselves (a sweep has few points; log minor labels overlap)
         from matplotlib.ticker import NullFormatter
 
-        ax.set_xticks(numbers, [f"{x:g}" for x in numbers], rotation=45 if len(numbers) > 6 else 0)
+        ax.set_xticks(numbers, [_tick(x) for x in numbers], rotation=45 if len(numbers) > 6 else 0)
         ax.xaxis.set_minor_formatter(NullFormatter())
     if plot.log_y:
         ax.set_yscale("log")
