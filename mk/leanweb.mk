@@ -10,7 +10,7 @@ LEANWEB_FUZZ_DIR := crates/leanweb/fuzz
 APT_PACKAGES += wrk
 TEST_TARGETS += test-leanweb-fuzz
 
-.PHONY: test-leanweb-fuzz bench-leanweb
+.PHONY: test-leanweb-fuzz bench-leanweb bench-lean-loss
 test-leanweb-fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -23,3 +23,8 @@ test-leanweb-fuzz:
 # unshaped namespace path, and the 320 KiB delay through a 100 Mbit/s bottleneck, leanweb vs Apache.
 bench-leanweb: install
 	$(PY) python/benchmarks/bench_leanweb.py
+
+# Not part of `make test` (root, ~3-5 min): 320 KiB with 5 % random loss toward the client,
+# leanweb --profile modern vs nginx (kernel TCP, CUBIC) vs --profile bare; medians and ratios.
+bench-lean-loss: install
+	$(PY) python/benchmarks/bench_lean_loss.py

@@ -1,19 +1,41 @@
-//! One TCP connection as a sans-IO state machine (RFC 9293), with the studies' bare
-//! behaviour by default: no congestion control, no SACK, no fast retransmit, go-back-N
-//! after a timeout, immediate ACKs, out-of-order segments dropped.
+//! One TCP connection as a sans-IO state machine (RFC 9293).
+//!
+//! The `bare` profile ([`TcpConfig::bare`], the default) is the studies' stack: no
+//! congestion control, no SACK, no fast retransmit, go-back-N after a timeout, immediate
+//! ACKs, out-of-order segments dropped. The `modern` profile ([`TcpConfig::modern`]) adds
+//! what the seeds' server lacked, each part switchable on its own:
+//!
+//! - congestion control (`crate::cc`, built once the handshake fixed the MSS): Reno (RFC 5681);
+//! - loss recovery (`crate::recovery`): NewReno (RFC 6582) with limited transmit (RFC 3042),
+//!   or SACK-based recovery (RFC 6675) over a sender scoreboard;
+//! - SACK (RFC 2018): an out-of-order reassembly queue and SACK blocks on our ACKs;
+//! - RACK-TLP (RFC 8985): time-based loss detection and tail loss probes;
+//! - timestamps (RFC 7323): RTT samples also for ACKs of retransmitted data.
+//!
+//! Timers live in one table ([`crate::timer::TimerTable`]).
+//! Reading list: RFC 9293, RFC 6298, RFC 5681, RFC 6582, RFC 3042, RFC 2018, RFC 6675,
+//! RFC 8985, RFC 7323, RFC 6928, RFC 5961, RFC 1122 §4.2.2.17.
 use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use crate::cc::{CcKind, CongestionControl};
-use crate::recovery::{LossRecovery, RecoveryAction, RecoveryKind};
+use crate::cc::{Acked, CcKind, CongestionControl, RttStats};
+use crate::recovery::go_back_n::GoBackN;
+use crate::recovery::rack::Rack;
+use crate::recovery::{AckInfo, Delivered, LossRecovery, RecoveryKind, RtoAction, Scoreboard};
 use crate::rto::{RtoConfig, RtoEstimator, RttSampler};
-use crate::segment::Segment;
+use crate::segment::{Segment, Timestamp, MAX_SACK_BLOCKS};
 use crate::seq::Seq;
 use crate::time::Instant;
+use crate::timer::{Timer, TimerTable};
 
 /// Events queued for the owner (the JSON log of leanweb is built from these).
 const MAX_QUEUED_EVENTS: usize = 4096;
+/// Out-of-order blocks kept at most (each holds its bytes; a peer sending many tiny
+/// disjoint segments cannot make us keep more than this many allocations).
+const MAX_OUT_OF_ORDER_BLOCKS: usize = 64;
+/// Bytes the timestamps option takes on every segment once negotiated (10, padded to 12).
+const TIMESTAMP_OPTION_BYTES: usize = 12;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -46,6 +68,38 @@ impl State {
     }
 }
 
+/// Named sets of defaults: `bare` (the studies' server) and `modern`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    #[default]
+    Bare,
+    Modern,
+}
+
+impl Profile {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "bare" => Some(Profile::Bare),
+            "modern" => Some(Profile::Modern),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Bare => "bare",
+            Profile::Modern => "modern",
+        }
+    }
+
+    pub fn config(self) -> TcpConfig {
+        match self {
+            Profile::Bare => TcpConfig::bare(),
+            Profile::Modern => TcpConfig::modern(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TcpConfig {
     /// Link MTU; the MSS we advertise is MTU minus IP and TCP headers.
@@ -57,6 +111,17 @@ pub struct TcpConfig {
     pub rto: RtoConfig,
     pub cc: CcKind,
     pub recovery: RecoveryKind,
+    /// RFC 2018: offer/accept SACK; keep out-of-order data and report it in SACK blocks;
+    /// read the peer's blocks into the scoreboard.
+    pub sack: bool,
+    /// RFC 7323 timestamps.
+    pub timestamps: bool,
+    /// RFC 8985 RACK-TLP (needs a scoreboard policy: `newreno` or `sack`).
+    pub rack_tlp: bool,
+    /// RFC 3042 limited transmit (NewReno; SACK's pipe allows the same by itself).
+    pub limited_transmit: bool,
+    /// Initial congestion window in segments (RFC 6928), for controllers that have one.
+    pub initial_window_segments: usize,
     pub time_wait: Duration,
     /// Consecutive retransmission timeouts after which the connection is aborted.
     pub max_timeouts: u32,
@@ -64,6 +129,13 @@ pub struct TcpConfig {
 
 impl Default for TcpConfig {
     fn default() -> Self {
+        TcpConfig::bare()
+    }
+}
+
+impl TcpConfig {
+    /// The studies' bare server: no cc, go-back-N, 1 s minimum RTO, nothing optional.
+    pub fn bare() -> Self {
         TcpConfig {
             mtu: 1500,
             send_buffer_bytes: 256 * 1024,
@@ -72,8 +144,73 @@ impl Default for TcpConfig {
             rto: RtoConfig::default(),
             cc: CcKind::None,
             recovery: RecoveryKind::GoBackN,
+            sack: false,
+            timestamps: false,
+            rack_tlp: false,
+            limited_transmit: false,
+            initial_window_segments: 10,
             time_wait: Duration::from_secs(60),
             max_timeouts: 12,
+        }
+    }
+
+    /// SACK recovery + RACK-TLP + timestamps + Reno window reduction, minimum RTO 200 ms
+    /// (Linux's `TCP_RTO_MIN`).
+    pub fn modern() -> Self {
+        let bare = TcpConfig::bare();
+        TcpConfig {
+            rto: RtoConfig { min: Duration::from_millis(200), ..bare.rto },
+            cc: CcKind::Reno,
+            recovery: RecoveryKind::Sack,
+            sack: true,
+            timestamps: true,
+            rack_tlp: true,
+            limited_transmit: true,
+            ..bare
+        }
+    }
+
+    /// Combinations that cannot work, named.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.recovery == RecoveryKind::Sack && !self.sack {
+            return Err("recovery `sack` needs SACK on".into());
+        }
+        if self.rack_tlp && self.recovery == RecoveryKind::GoBackN {
+            return Err("RACK-TLP needs recovery `newreno` or `sack` (go-back-n keeps no scoreboard)".into());
+        }
+        if self.initial_window_segments == 0 {
+            return Err("initial window must be at least 1 segment".into());
+        }
+        self.rto.validate()
+    }
+}
+
+/// Why a segment was sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetransmitKind {
+    /// The bare stack's rewind after a timeout.
+    GoBackN,
+    /// SYN or SYN-ACK sent again.
+    Handshake,
+    /// Marked lost by the retransmission timeout (scoreboard policies).
+    Timeout,
+    /// Marked lost by fast retransmit, a partial ACK, SACK or RACK.
+    Recovery,
+    /// RFC 8985 tail loss probe.
+    TailLossProbe,
+    /// Zero-window probe byte.
+    WindowProbe,
+}
+
+impl RetransmitKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RetransmitKind::GoBackN => "go-back-n",
+            RetransmitKind::Handshake => "handshake",
+            RetransmitKind::Timeout => "timeout",
+            RetransmitKind::Recovery => "recovery",
+            RetransmitKind::TailLossProbe => "tail-loss-probe",
+            RetransmitKind::WindowProbe => "window-probe",
         }
     }
 }
@@ -83,7 +220,10 @@ pub enum Event {
     StateChanged { from: State, to: State },
     RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
     Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
-    Retransmit { seq: u32, len: usize, go_back_n: bool },
+    Retransmit { seq: u32, len: usize, kind: RetransmitKind },
+    /// Loss recovery began (`entered`) or ended; the window after the change.
+    Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
+    TailLossProbe { seq: u32, retransmission: bool },
     ZeroWindowProbe { seq: u32 },
     ResetReceived,
     Aborted { reason: &'static str },
@@ -100,7 +240,13 @@ pub struct ConnectionStats {
     pub bytes_received: u64,
     pub timeouts: u64,
     pub rtt_samples: u64,
+    /// RTT samples taken from timestamp echoes (RFC 7323) where Karn's rule gave none.
+    pub timestamp_rtt_samples: u64,
     pub duplicate_acks: u64,
+    pub recoveries: u64,
+    pub tail_loss_probes: u64,
+    pub rack_marked_lost: u64,
+    pub out_of_order_segments: u64,
     pub events_dropped: u64,
 }
 
@@ -130,16 +276,36 @@ pub struct Connection {
     recv_buf: VecDeque<u8>,
     fin_received: bool,
     last_advertised_window: usize,
-    // Timers and loss recovery.
+    /// Out-of-order data (start, bytes), sorted, disjoint and not adjacent (RFC 2018 receiver).
+    out_of_order: Vec<(Seq, Vec<u8>)>,
+    /// Starts of the out-of-order blocks most recently changed, newest first (RFC 2018 §4).
+    sack_recent: Vec<Seq>,
+    /// Sequence number of a FIN that arrived beyond a hole.
+    out_of_order_fin: Option<Seq>,
+    // Options agreed in the handshake.
+    sack_ok: bool,
+    ts_ok: bool,
+    ts_recent: u32,
+    last_ack_sent: Seq,
+    // Timers, RTT, congestion control and loss recovery.
+    timers: TimerTable,
     rto: RtoEstimator,
     sampler: RttSampler,
-    cc: Box<dyn CongestionControl>,
+    rtt_latest: Option<Duration>,
+    rtt_min: Option<Duration>,
+    /// Built when the handshake fixes the MSS.
+    cc: Option<Box<dyn CongestionControl>>,
     recovery: Box<dyn LossRecovery>,
-    retx_deadline: Option<Instant>,
-    time_wait_deadline: Option<Instant>,
+    scoreboard: Scoreboard,
+    rack: Option<Rack>,
+    delivered: Vec<Delivered>,
+    /// End of the highest retransmitted range (whether an ACK covers retransmitted data).
+    retransmitted_below: Seq,
+    /// Send the next lost segment even if the window is full (the fast retransmit itself).
+    force_retransmit: bool,
+    tlp_pending: bool,
     persist_shift: u32,
     probe_pending: bool,
-    resend_first_pending: bool,
     consecutive_timeouts: u32,
     duplicate_acks_in_row: u32,
     ack_pending: bool,
@@ -183,6 +349,9 @@ pub fn reset_for(seg: &Segment) -> Option<Segment> {
         window: 0,
         mss: None,
         window_scale: None,
+        sack_permitted: false,
+        sack_blocks: Vec::new(),
+        timestamp: None,
         payload: Vec::new(),
     })
 }
@@ -213,15 +382,28 @@ impl Connection {
             recv_buf: VecDeque::new(),
             fin_received: false,
             last_advertised_window: 0,
+            out_of_order: Vec::new(),
+            sack_recent: Vec::new(),
+            out_of_order_fin: None,
+            sack_ok: false,
+            ts_ok: false,
+            ts_recent: 0,
+            last_ack_sent: Seq(0),
+            timers: TimerTable::default(),
             rto: RtoEstimator::new(config.rto),
             sampler: RttSampler::new(config.rto.sampling),
-            cc: config.cc.build(config.mtu.saturating_sub(header_bytes)),
-            recovery: config.recovery.build(),
-            retx_deadline: None,
-            time_wait_deadline: None,
+            rtt_latest: None,
+            rtt_min: None,
+            cc: None,
+            recovery: Box::new(GoBackN),
+            scoreboard: Scoreboard::default(),
+            rack: None,
+            delivered: Vec::new(),
+            retransmitted_below: iss,
+            force_retransmit: false,
+            tlp_pending: false,
             persist_shift: 0,
             probe_pending: false,
-            resend_first_pending: false,
             consecutive_timeouts: 0,
             duplicate_acks_in_row: 0,
             ack_pending: false,
@@ -253,6 +435,7 @@ impl Connection {
         Some(conn)
     }
 
+    /// The peer's SYN fixes the MSS and the options: build the controller and the policy.
     fn apply_syn_options(&mut self, syn: &Segment) {
         if let Some(mss) = syn.mss {
             let header_bytes = if self.local.is_ipv4() { 40 } else { 60 };
@@ -268,6 +451,15 @@ impl Connection {
                 self.rcv_wscale = 0;
             }
         }
+        self.sack_ok = self.config.sack && syn.sack_permitted;
+        self.ts_ok = self.config.timestamps && syn.timestamp.is_some();
+        if let (true, Some(ts)) = (self.ts_ok, syn.timestamp) {
+            self.ts_recent = ts.tsval;
+        }
+        let mss = self.data_mss();
+        self.cc = Some(self.config.cc.build(mss, self.config.initial_window_segments));
+        self.recovery = self.config.recovery.build(mss, self.sack_ok, self.config.limited_transmit, self.config.rack_tlp);
+        self.rack = (self.config.rack_tlp && self.recovery.uses_scoreboard()).then(Rack::default);
     }
 
     pub fn local(&self) -> SocketAddr {
@@ -285,8 +477,16 @@ impl Connection {
     pub fn rto(&self) -> &RtoEstimator {
         &self.rto
     }
+    pub fn timers(&self) -> &TimerTable {
+        &self.timers
+    }
+    /// The peer's MSS (clamped to ours): payload of a full segment without options.
     pub fn send_mss(&self) -> usize {
         self.send_mss
+    }
+    /// Payload of a full data segment: the MSS less the options every segment carries.
+    pub fn data_mss(&self) -> usize {
+        self.send_mss.saturating_sub(if self.ts_ok { TIMESTAMP_OPTION_BYTES } else { 0 }).max(1)
     }
     /// The peer's window in bytes (scaled).
     pub fn peer_window(&self) -> usize {
@@ -305,6 +505,36 @@ impl Connection {
     /// Bytes queued but not yet acknowledged.
     pub fn send_queue_len(&self) -> usize {
         self.send_buf.len()
+    }
+    /// Congestion window in bytes (`usize::MAX` without congestion control or before the handshake).
+    pub fn cwnd(&self) -> usize {
+        self.cc.as_ref().map_or(usize::MAX, |cc| cc.window())
+    }
+    pub fn ssthresh(&self) -> usize {
+        self.cc.as_ref().map_or(usize::MAX, |cc| cc.ssthresh())
+    }
+    pub fn in_recovery(&self) -> bool {
+        self.recovery.in_recovery()
+    }
+    pub fn recovery_name(&self) -> &'static str {
+        self.recovery.name()
+    }
+    pub fn sack_in_use(&self) -> bool {
+        self.sack_ok
+    }
+    pub fn timestamps_in_use(&self) -> bool {
+        self.ts_ok
+    }
+    /// The sender's scoreboard (empty for go-back-N).
+    pub fn scoreboard(&self) -> &Scoreboard {
+        &self.scoreboard
+    }
+    /// Out-of-order blocks held by the receiver, as (start, end).
+    pub fn out_of_order_blocks(&self) -> Vec<(Seq, Seq)> {
+        self.out_of_order.iter().map(|(s, d)| (*s, s.add(d.len()))).collect()
+    }
+    pub fn rtt_stats(&self) -> RttStats {
+        RttStats { latest: self.rtt_latest, min: self.rtt_min, srtt: self.rto.srtt(), rttvar: self.rto.rttvar() }
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -327,16 +557,19 @@ impl Connection {
         self.state = to;
         match to {
             State::TimeWait => {
-                self.retx_deadline = None;
-                self.time_wait_deadline = Some(now + self.config.time_wait);
+                self.stop_loss_timers();
+                self.timers.set(Timer::TimeWait, now + self.config.time_wait);
             }
-            State::Closed => {
-                self.retx_deadline = None;
-                self.time_wait_deadline = None;
-            }
+            State::Closed => self.timers.stop_all(),
             _ => {}
         }
         self.event(Event::StateChanged { from, to });
+    }
+
+    fn stop_loss_timers(&mut self) {
+        for timer in [Timer::Retransmission, Timer::Persist, Timer::RackReorder, Timer::TailLossProbe] {
+            self.timers.stop(timer);
+        }
     }
 
     fn can_send_data(&self) -> bool {
@@ -408,6 +641,34 @@ impl Connection {
         self.fin_queued && self.snd_una == self.fin_seq().add(1)
     }
 
+    /// RFC 7323 §5.4: a 1 ms timestamp clock, offset per connection (§7.1).
+    fn ts_clock(&self, now: Instant) -> u32 {
+        ((now.as_micros() / 1000) as u32).wrapping_add(self.iss.0.rotate_left(16))
+    }
+
+    /// RFC 2018 §4: the block holding the most recently received segment first, then the
+    /// other most recently changed ones; at most as many as fit beside `payload_len`.
+    fn sack_blocks(&self, payload_len: usize) -> Vec<(Seq, Seq)> {
+        if !self.sack_ok || self.out_of_order.is_empty() {
+            return Vec::new();
+        }
+        let ts = if self.ts_ok { 10 } else { 0 };
+        // Options plus payload stay within the MSS the peer announced (RFC 6691).
+        let room = self.send_mss.saturating_sub(payload_len);
+        let max_blocks = (0..=MAX_SACK_BLOCKS).rev().find(|n| (ts + 2 + 8 * n).div_ceil(4) * 4 <= room || *n == 0).unwrap_or(0);
+        let mut blocks: Vec<(Seq, Seq)> = Vec::new();
+        let recent = self.sack_recent.iter().filter_map(|start| self.out_of_order.iter().find(|(s, d)| *s <= *start && *start < s.add(d.len())));
+        for (s, d) in recent.chain(self.out_of_order.iter()) {
+            // A FIN held beyond the hole takes sequence space: the block covers it (as Linux's does).
+            let end = s.add(d.len());
+            let block = (*s, if self.out_of_order_fin == Some(end) { end.add(1) } else { end });
+            if blocks.len() < max_blocks && !blocks.contains(&block) {
+                blocks.push(block);
+            }
+        }
+        blocks
+    }
+
     fn make_segment(&self, seq: Seq, syn: bool, fin: bool, rst: bool, payload: Vec<u8>) -> Segment {
         let ack = if self.state == State::SynSent && !rst { None } else { Some(self.rcv_nxt) };
         let window = if syn {
@@ -417,6 +678,10 @@ impl Connection {
         };
         let header_bytes = if self.local.is_ipv4() { 40 } else { 60 };
         let offer_scale = syn && (self.state == State::SynSent || self.rcv_wscale > 0 || self.snd_wscale > 0);
+        let offering = syn && self.state == State::SynSent;
+        // TSval is set in `stamp` at send time.
+        let tsecr = if self.ts_ok { self.ts_recent } else { 0 };
+        let timestamp = (!rst && (self.ts_ok || (offering && self.config.timestamps))).then_some(Timestamp { tsval: 0, tsecr });
         Segment {
             src: self.local,
             dst: self.remote,
@@ -429,13 +694,23 @@ impl Connection {
             window: window as u16,
             mss: syn.then(|| self.config.mtu.saturating_sub(header_bytes).min(65535) as u16),
             window_scale: if offer_scale { Some(self.rcv_wscale) } else { None },
+            sack_permitted: syn && (self.sack_ok || (offering && self.config.sack)),
+            sack_blocks: if syn || rst { Vec::new() } else { self.sack_blocks(payload.len()) },
+            timestamp,
             payload,
         }
     }
 
+    fn stamp(&self, seg: &mut Segment, now: Instant) {
+        if let Some(ts) = seg.timestamp.as_mut() {
+            ts.tsval = self.ts_clock(now);
+        }
+    }
+
+    /// The retransmission timer, unless it (or the persist timer standing in for it) runs.
     fn arm_retx_timer(&mut self, now: Instant) {
-        if self.retx_deadline.is_none() {
-            self.retx_deadline = Some(now + self.rto.rto());
+        if !self.timers.is_armed(Timer::Retransmission) && !self.timers.is_armed(Timer::Persist) {
+            self.timers.set(Timer::Retransmission, now + self.rto.rto());
         }
     }
 
@@ -448,7 +723,8 @@ impl Connection {
         self.send_buf.len().saturating_sub(self.snd_nxt.since(self.buf_seq))
     }
 
-    fn record_sent(&mut self, seg: &Segment, now: Instant, go_back_n: bool) {
+    fn record_sent(&mut self, seg: &mut Segment, now: Instant, kind: RetransmitKind) {
+        self.stamp(seg, now);
         let start = seg.seq;
         let end = seg.seq.add(seg.seq_len());
         let retransmission = start < self.snd_max;
@@ -459,12 +735,28 @@ impl Connection {
             if retransmission {
                 self.stats.retransmissions += 1;
                 self.stats.bytes_retransmitted += seg.payload.len() as u64;
-                self.event(Event::Retransmit { seq: start.0, len: seg.seq_len(), go_back_n });
+                self.event(Event::Retransmit { seq: start.0, len: seg.seq_len(), kind });
+                if end > self.retransmitted_below {
+                    self.retransmitted_below = end;
+                }
             }
             if end > self.snd_max {
                 self.snd_max = end;
             }
+            if self.recovery.uses_scoreboard() && !seg.syn {
+                self.scoreboard.on_sent(start, end, now);
+            }
+            let in_flight = self.bytes_in_flight();
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_sent(now, seg.seq_len(), in_flight);
+            }
             self.arm_retx_timer(now);
+            if !retransmission {
+                self.arm_tail_loss_probe(now);
+            }
+        }
+        if seg.ack.is_some() {
+            self.last_ack_sent = self.rcv_nxt;
         }
         self.last_advertised_window = self.receive_window();
         self.ack_pending = false;
@@ -488,40 +780,102 @@ impl Connection {
             State::Closed => return None,
             // The SYN (or SYN-ACK) is unsent or was rewound; also after close() in SYN-RECEIVED.
             State::SynSent | State::SynReceived | State::FinWait1 if self.snd_nxt == self.iss => {
-                let seg = self.make_segment(self.iss, true, false, false, Vec::new());
+                let mut seg = self.make_segment(self.iss, true, false, false, Vec::new());
                 self.snd_nxt = self.iss.add(1);
-                self.record_sent(&seg, now, false); // a resent SYN is a retransmission, not go-back-N
+                self.record_sent(&mut seg, now, RetransmitKind::Handshake);
                 return Some(seg);
             }
             _ => {}
         }
         if self.can_send_data() {
-            if self.probe_pending || self.resend_first_pending {
-                let max_len = if self.probe_pending { 1 } else { self.send_mss };
-                self.probe_pending = false;
-                self.resend_first_pending = false;
-                if let Some(seg) = self.segment_at(self.snd_una, max_len, usize::MAX, false, now) {
-                    return Some(seg);
-                }
-            }
-            let in_flight = self.bytes_in_flight();
-            let window = self.snd_wnd.min(self.cc.window());
-            let usable = window.saturating_sub(in_flight);
-            let rewound = self.snd_nxt < self.snd_max;
-            if let Some(seg) = self.segment_at(self.snd_nxt, self.send_mss, usable, rewound, now) {
+            if let Some(seg) = self.next_data_segment(now) {
                 return Some(seg);
             }
         }
         if self.ack_pending && self.state != State::SynSent {
-            let seg = self.make_segment(self.snd_nxt, false, false, false, Vec::new());
-            self.record_sent(&seg, now, false);
+            let mut seg = self.make_segment(self.snd_nxt, false, false, false, Vec::new());
+            self.record_sent(&mut seg, now, RetransmitKind::Recovery);
             return Some(seg);
         }
         None
     }
 
+    fn next_data_segment(&mut self, now: Instant) -> Option<Segment> {
+        if self.probe_pending {
+            self.probe_pending = false;
+            if let Some(seg) = self.segment_at(self.snd_una, 1, usize::MAX, RetransmitKind::WindowProbe, now) {
+                return Some(seg);
+            }
+        }
+        if self.tlp_pending {
+            self.tlp_pending = false;
+            if let Some(seg) = self.tail_loss_probe(now) {
+                return Some(seg);
+            }
+        }
+        let in_flight = self.bytes_in_flight();
+        let cwnd = self.cwnd();
+        let uses_scoreboard = self.recovery.uses_scoreboard();
+        if uses_scoreboard {
+            if let Some((start, end)) = self.scoreboard.next_lost() {
+                let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
+                let room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
+                if self.force_retransmit || end.since(start) <= room {
+                    self.force_retransmit = false;
+                    let kind = if self.consecutive_timeouts > 0 { RetransmitKind::Timeout } else { RetransmitKind::Recovery };
+                    return self.retransmit(start, end, kind, now);
+                }
+                return None; // lost segments go first (RFC 6675 NextSeg rule 1)
+            }
+            self.force_retransmit = false;
+        }
+        let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
+        let cwnd_room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
+        let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room);
+        if uses_scoreboard && cwnd_room < self.data_mss().min(self.unsent_bytes()) {
+            return None; // no runt segments because of the congestion window
+        }
+        let kind = if self.snd_nxt < self.snd_max { RetransmitKind::GoBackN } else { RetransmitKind::Recovery };
+        self.segment_at(self.snd_nxt, self.data_mss(), usable, kind, now)
+    }
+
+    /// Sends recorded segment `start..end` again (its FIN too, if it carried one).
+    fn retransmit(&mut self, start: Seq, end: Seq, kind: RetransmitKind, now: Instant) -> Option<Segment> {
+        let fin_seq = self.fin_seq();
+        let data_end = if self.fin_queued && end > fin_seq { fin_seq } else { end };
+        let len = data_end.since(start).min(self.data_mss());
+        self.segment_at(start, len, usize::MAX, kind, now)
+    }
+
+    /// RFC 8985 §7.3: one new segment if the peer's window allows, else the last one again.
+    fn tail_loss_probe(&mut self, now: Instant) -> Option<Segment> {
+        let in_flight = self.bytes_in_flight();
+        let rwnd_room = self.snd_wnd.saturating_sub(in_flight);
+        let (seg, retransmission) = if self.unsent_bytes() > 0 && rwnd_room > 0 {
+            (self.segment_at(self.snd_nxt, self.data_mss(), rwnd_room, RetransmitKind::TailLossProbe, now), false)
+        } else {
+            let last = self.scoreboard.last().filter(|s| !s.sacked).map(|s| (s.start, s.end));
+            let (start, end) = last?;
+            (self.retransmit(start, end, RetransmitKind::TailLossProbe, now), true)
+        };
+        let seg = seg?;
+        self.stats.tail_loss_probes += 1;
+        self.event(Event::TailLossProbe { seq: seg.seq.0, retransmission });
+        let snd_max = self.snd_max;
+        if let Some(rack) = self.rack.as_mut() {
+            rack.tlp_end = Some(snd_max);
+            rack.tlp_is_retrans = retransmission;
+        }
+        // One probe at a time (§7.3): sending new data above re-armed the probe timer.
+        self.timers.stop(Timer::TailLossProbe);
+        // §7.3: the RTO is restarted after the probe.
+        self.timers.stop(Timer::Retransmission);
+        self.arm_retx_timer(now);
+        Some(seg)
+    }
+
     /// Builds a data (and/or FIN) segment starting at `seq`; advances SND.NXT past it.
-    fn segment_at(&mut self, seq: Seq, max_len: usize, usable: usize, go_back_n: bool, now: Instant) -> Option<Segment> {
+    fn segment_at(&mut self, seq: Seq, max_len: usize, usable: usize, kind: RetransmitKind, now: Instant) -> Option<Segment> {
         let offset = seq.since(self.buf_seq);
         if seq < self.buf_seq || offset > self.send_buf.len() {
             return None; // only the FIN is left and it was sent already
@@ -534,56 +888,96 @@ impl Connection {
             return None;
         }
         let payload = copy_range(&self.send_buf, offset, len);
-        let seg = self.make_segment(seq, false, fin, false, payload);
+        let mut seg = self.make_segment(seq, false, fin, false, payload);
         let end = seq.add(seg.seq_len());
         if end > self.snd_nxt {
             self.snd_nxt = end;
         }
-        self.record_sent(&seg, now, go_back_n);
+        self.record_sent(&mut seg, now, kind);
         Some(seg)
     }
 
     fn arm_persist_timer(&mut self, now: Instant) {
         let persisting = self.can_send_data()
-            && self.retx_deadline.is_none()
+            && !self.timers.is_armed(Timer::Retransmission)
+            && !self.timers.is_armed(Timer::Persist)
             && self.snd_wnd == 0
             && self.unsent_bytes() > 0
             && self.snd_una == self.snd_max;
         if persisting {
-            self.retx_deadline = Some(now + self.persist_interval());
+            self.timers.set(Timer::Persist, now + self.persist_interval());
+        }
+    }
+
+    /// RFC 8985 §7.2: (re)start the probe timer while data is outstanding, no recovery is
+    /// in progress and nothing is SACKed or marked lost; stop it otherwise.
+    fn arm_tail_loss_probe(&mut self, now: Instant) {
+        let Some(rack) = self.rack.as_ref() else { return };
+        let outstanding = self.snd_max.since(self.snd_una);
+        let eligible = self.can_send_data()
+            && outstanding > 0
+            && rack.tlp_end.is_none()
+            && !self.recovery.in_recovery()
+            && self.consecutive_timeouts == 0
+            && self.scoreboard.sacked_segments() == 0
+            && !self.scoreboard.has_lost();
+        let rto_at = self.timers.get(Timer::Retransmission);
+        match (eligible, rto_at) {
+            (true, Some(rto_at)) => {
+                // Capped by the RTO: a probe due with the timeout is sent instead of it (§7.2).
+                let pto = Rack::pto(&self.rtt_stats(), outstanding <= self.data_mss(), rto_at.saturating_since(now));
+                self.timers.set(Timer::TailLossProbe, now + pto);
+            }
+            _ => self.timers.stop(Timer::TailLossProbe),
         }
     }
 
     /// When the owner must call [`Connection::handle_timeout`] next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.retx_deadline, self.time_wait_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.timers.next_timeout()
     }
 
     /// True when `poll_transmit` has something to send right now.
     pub fn wants_transmit(&self) -> bool {
-        self.ack_pending || self.rst_out.is_some() || self.probe_pending || self.resend_first_pending
+        self.ack_pending || self.rst_out.is_some() || self.probe_pending || self.tlp_pending || self.force_retransmit
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        if matches!(self.time_wait_deadline, Some(t) if t <= now) {
+        if self.timers.is_expired(Timer::TimeWait, now) {
             self.set_state(State::Closed, now);
             return;
         }
-        let Some(deadline) = self.retx_deadline else { return };
-        if deadline > now {
+        if self.timers.is_expired(Timer::TailLossProbe, now) {
+            self.timers.stop(Timer::TailLossProbe);
+            let probe_out = self.rack.as_ref().is_some_and(|r| r.tlp_end.is_some());
+            if self.can_send_data() && self.snd_max > self.snd_una && !probe_out {
+                self.tlp_pending = true;
+                if self.timers.is_expired(Timer::Retransmission, now) {
+                    // The probe goes out instead of the timeout; the RTO restarts after it.
+                    self.timers.set(Timer::Retransmission, now + self.rto.rto());
+                }
+            }
+        }
+        if self.timers.is_expired(Timer::Retransmission, now) || self.timers.is_expired(Timer::Persist, now) {
+            self.timers.stop(Timer::Retransmission);
+            self.timers.stop(Timer::Persist);
+            self.on_retransmission_timeout(now);
             return;
         }
-        self.retx_deadline = None;
+        if self.timers.is_expired(Timer::RackReorder, now) {
+            self.timers.stop(Timer::RackReorder);
+            self.rack_detect_loss(now);
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, now: Instant) {
         let outstanding = self.snd_max.since(self.snd_una);
         if self.can_send_data() && self.snd_wnd == 0 && outstanding <= 1 && self.unsent_bytes() + outstanding > 0 {
             // Zero-window probe (RFC 9293 §3.8.6.1): one byte, backed off, never a timeout.
             self.persist_shift = (self.persist_shift + 1).min(16);
             self.probe_pending = true;
             self.event(Event::ZeroWindowProbe { seq: self.snd_una.0 });
-            self.retx_deadline = Some(now + self.persist_interval());
+            self.timers.set(Timer::Persist, now + self.persist_interval());
             return;
         }
         if outstanding == 0 {
@@ -597,26 +991,61 @@ impl Connection {
             return;
         }
         self.rto.on_timeout();
-        self.cc.on_timeout(now);
+        let first = self.consecutive_timeouts == 1;
+        if let Some(cc) = self.cc.as_mut() {
+            cc.on_rto_expired(now, outstanding, first);
+        }
         self.event(Event::Timeout {
             rto_us: self.rto.rto().as_micros() as u64,
             backoff_shift: self.rto.backoff_shift(),
             outstanding_bytes: outstanding,
         });
-        let action = self.recovery.on_timeout();
-        self.apply_recovery(action, now);
-    }
-
-    fn apply_recovery(&mut self, action: RecoveryAction, now: Instant) {
-        match action {
-            RecoveryAction::None => {}
-            RecoveryAction::GoBackN => {
-                self.snd_nxt = self.snd_una;
-                self.sampler.on_retransmit_all();
-            }
-            RecoveryAction::RetransmitFirst => self.resend_first_pending = true,
+        // Before the handshake completes only the SYN is outstanding: send it again.
+        let action = if self.snd_una == self.iss { RtoAction::GoBackN } else { self.recovery.on_rto(&mut self.scoreboard, self.snd_max) };
+        if let Some(rack) = self.rack.as_mut() {
+            rack.on_rto();
+        }
+        self.timers.stop(Timer::TailLossProbe);
+        self.timers.stop(Timer::RackReorder);
+        self.force_retransmit = false;
+        if action == RtoAction::GoBackN {
+            self.snd_nxt = self.snd_una;
+            self.sampler.on_retransmit_all();
         }
         self.arm_retx_timer(now);
+    }
+
+    /// A congestion event: the controller reduces its window once; the first lost segment
+    /// goes out at once even if the reduced window is full.
+    fn congestion_event(&mut self, now: Instant) {
+        let in_flight = self.snd_max.since(self.snd_una);
+        let rtt = self.rtt_stats();
+        if let Some(cc) = self.cc.as_mut() {
+            cc.on_congestion_event(now, in_flight, &rtt);
+        }
+        self.stats.recoveries += 1;
+        self.force_retransmit = self.scoreboard.has_lost();
+        self.timers.stop(Timer::TailLossProbe);
+        let (cwnd_bytes, ssthresh_bytes) = (self.cwnd(), self.ssthresh());
+        self.event(Event::Recovery { entered: true, cwnd_bytes, ssthresh_bytes });
+    }
+
+    /// RFC 8985 §6.2 step 5 (also on the reordering timer).
+    fn rack_detect_loss(&mut self, now: Instant) {
+        let Some(rack) = self.rack.as_ref() else { return };
+        let rtt = self.rtt_stats();
+        let reo_wnd = rack.reo_wnd(self.recovery.in_recovery(), self.scoreboard.sacked_segments(), &rtt);
+        let (marked, timer) = rack.detect_loss(&mut self.scoreboard, now, reo_wnd);
+        match timer {
+            Some(at) => self.timers.set(Timer::RackReorder, at),
+            None => self.timers.stop(Timer::RackReorder),
+        }
+        if marked > 0 {
+            self.stats.rack_marked_lost += marked as u64;
+            if self.recovery.on_loss_detected(self.snd_una, self.snd_max) {
+                self.congestion_event(now);
+            }
+        }
     }
 
     /// Feeds one received segment addressed to this connection.
@@ -635,7 +1064,7 @@ impl Connection {
             if !seg.rst {
                 self.ack_pending = true;
                 if self.state == State::TimeWait && seg.fin {
-                    self.time_wait_deadline = Some(now + self.config.time_wait);
+                    self.timers.set(Timer::TimeWait, now + self.config.time_wait);
                 }
             }
             return;
@@ -666,9 +1095,12 @@ impl Connection {
             self.ack_pending = true;
             return;
         }
+        self.update_ts_recent(seg);
         let window_before = self.snd_wnd;
+        let acked_bytes = ack.since(self.snd_una);
+        self.delivered.clear();
         if ack > self.snd_una {
-            self.on_new_ack(ack, now);
+            self.on_new_ack(ack, seg.timestamp, now);
         }
         if self.snd_wl1 < seg.seq || (self.snd_wl1 == seg.seq && self.snd_wl2 <= ack) {
             self.snd_wnd = (seg.window as usize) << self.snd_wscale;
@@ -677,7 +1109,9 @@ impl Connection {
             if self.snd_wnd > 0 {
                 self.persist_shift = 0;
                 if self.snd_una == self.snd_max {
-                    self.retx_deadline = None; // a persist timer, not a retransmission timer
+                    // a persist timer, not a retransmission timer
+                    self.timers.stop(Timer::Retransmission);
+                    self.timers.stop(Timer::Persist);
                 }
             }
         }
@@ -686,12 +1120,8 @@ impl Connection {
         if is_duplicate {
             self.stats.duplicate_acks += 1;
             self.duplicate_acks_in_row += 1;
-            self.cc.on_duplicate_ack(now, self.bytes_in_flight());
-            let action = self.recovery.on_duplicate_ack(self.duplicate_acks_in_row);
-            if action != RecoveryAction::None {
-                self.apply_recovery(action, now);
-            }
         }
+        self.after_ack(seg, ack, acked_bytes, is_duplicate, now);
         if self.fin_acked() {
             match self.state {
                 State::FinWait1 => self.set_state(State::FinWait2, now),
@@ -706,6 +1136,87 @@ impl Connection {
         self.on_data_and_fin(seg, now);
     }
 
+    /// RFC 7323 §4.3: remember the peer's TSval of the segment that covers Last.ACK.sent.
+    fn update_ts_recent(&mut self, seg: &Segment) {
+        if let (true, Some(ts)) = (self.ts_ok, seg.timestamp) {
+            if seg.seq <= self.last_ack_sent && ts.tsval.wrapping_sub(self.ts_recent) as i32 >= 0 {
+                self.ts_recent = ts.tsval;
+            }
+        }
+    }
+
+    /// Loss detection and window growth for one ACK (scoreboard policies; go-back-N only
+    /// tells the controller about new data).
+    fn after_ack(&mut self, seg: &Segment, ack: Seq, acked_bytes: usize, duplicate: bool, now: Instant) {
+        let rtt = self.rtt_stats();
+        if !self.recovery.uses_scoreboard() {
+            if acked_bytes > 0 {
+                let acked = Acked { ack, acked_bytes, bytes_in_flight: self.bytes_in_flight(), in_recovery: false };
+                if let Some(cc) = self.cc.as_mut() {
+                    cc.on_ack(now, acked, &rtt);
+                }
+            }
+            return;
+        }
+        let mut newly_sacked_bytes = 0;
+        if self.sack_ok && !seg.sack_blocks.is_empty() {
+            let (una, max) = (self.snd_una, self.snd_max);
+            let blocks: Vec<(Seq, Seq)> = seg.sack_blocks.iter().copied().filter(|&(l, r)| una <= l && l < r && r <= max).collect();
+            newly_sacked_bytes = self.scoreboard.on_sack(&blocks, &mut self.delivered);
+        }
+        if let Some(rack) = self.rack.as_mut() {
+            rack.on_delivered(&self.delivered, now, &rtt);
+        }
+        let info = AckInfo {
+            ack,
+            acked_bytes,
+            duplicate,
+            dup_acks: self.duplicate_acks_in_row,
+            newly_sacked_bytes,
+            snd_max: self.snd_max,
+            mss: self.data_mss(),
+        };
+        let outcome = self.recovery.on_ack(&mut self.scoreboard, &info);
+        if outcome.recovery_ended {
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_recovery_end(now);
+            }
+            let (cwnd_bytes, ssthresh_bytes) = (self.cwnd(), self.ssthresh());
+            self.event(Event::Recovery { entered: false, cwnd_bytes, ssthresh_bytes });
+        }
+        let mut reduced = outcome.congestion_event;
+        if outcome.congestion_event {
+            self.congestion_event(now);
+        }
+        if self.rack.is_some() {
+            let recoveries = self.stats.recoveries;
+            self.rack_detect_loss(now);
+            reduced |= self.stats.recoveries > recoveries;
+            // §7.4: the ACK of a probe that resent data means the probe repaired a loss.
+            let tlp = self.rack.as_ref().and_then(|r| r.tlp_end.map(|end| (end, r.tlp_is_retrans)));
+            if let Some((end, is_retrans)) = tlp {
+                if ack >= end {
+                    if let Some(rack) = self.rack.as_mut() {
+                        rack.tlp_end = None;
+                    }
+                    if is_retrans && !reduced && !self.recovery.in_recovery() {
+                        let in_flight = self.snd_max.since(self.snd_una);
+                        if let Some(cc) = self.cc.as_mut() {
+                            cc.on_congestion_event(now, in_flight, &rtt);
+                        }
+                    }
+                }
+            }
+        }
+        if acked_bytes > 0 {
+            let acked = Acked { ack, acked_bytes, bytes_in_flight: self.bytes_in_flight(), in_recovery: self.recovery.in_recovery() };
+            if let Some(cc) = self.cc.as_mut() {
+                cc.on_ack(now, acked, &rtt);
+            }
+            self.arm_tail_loss_probe(now);
+        }
+    }
+
     fn acceptable(&self, seg: &Segment) -> bool {
         let window = self.receive_window();
         let in_window = |s: Seq| self.rcv_nxt <= s && s.diff(self.rcv_nxt) < window as i64;
@@ -718,7 +1229,8 @@ impl Connection {
         }
     }
 
-    fn on_new_ack(&mut self, ack: Seq, now: Instant) {
+    fn on_new_ack(&mut self, ack: Seq, timestamp: Option<Timestamp>, now: Instant) {
+        let covers_retransmission = self.snd_una < self.retransmitted_below;
         self.snd_una = ack;
         if self.snd_nxt < self.snd_una {
             self.snd_nxt = self.snd_una;
@@ -729,10 +1241,29 @@ impl Connection {
         self.stats.bytes_acked += data_acked as u64;
         self.consecutive_timeouts = 0;
         self.duplicate_acks_in_row = 0;
-        let samples = self.sampler.on_ack(ack, now);
+        if self.recovery.uses_scoreboard() {
+            self.scoreboard.on_cumulative_ack(ack, &mut self.delivered);
+        }
+        let mut samples = self.sampler.on_ack(ack, now);
+        // RFC 7323 §4.1: the echoed timestamp times an ACK of retransmitted data, where
+        // Karn's rule (RFC 6298 §3) leaves the sampler without a sample.
+        let mut from_timestamp = false;
+        if let (true, true, true, Some(ts)) = (self.ts_ok, samples.is_empty(), covers_retransmission, timestamp) {
+            let ticks = self.ts_clock(now).wrapping_sub(ts.tsecr);
+            if ts.tsecr != 0 && (ticks as i32) >= 0 {
+                // Below the clock's resolution counts as one tick (0 would drag SRTT to zero).
+                samples.push(Duration::from_millis(ticks.max(1) as u64));
+                from_timestamp = true;
+            }
+        }
         for rtt in &samples {
             self.rto.on_sample(*rtt);
             self.stats.rtt_samples += 1;
+            self.rtt_latest = Some(*rtt);
+            if !from_timestamp {
+                // Timestamps tick in whole milliseconds: too coarse for the minimum.
+                self.rtt_min = Some(self.rtt_min.map_or(*rtt, |m| m.min(*rtt)));
+            }
             let event = Event::RttSample {
                 rtt_us: rtt.as_micros() as u64,
                 srtt_us: self.rto.srtt().unwrap_or_default().as_micros() as u64,
@@ -741,21 +1272,91 @@ impl Connection {
             };
             self.event(event);
         }
-        let in_flight = self.bytes_in_flight();
-        self.cc.on_ack(now, data_acked, in_flight, samples.last().copied());
-        self.recovery.on_new_ack();
-        self.retx_deadline = None;
+        if from_timestamp {
+            self.stats.timestamp_rtt_samples += 1;
+        }
+        self.timers.stop(Timer::Retransmission);
+        self.timers.stop(Timer::Persist);
         if self.snd_max > self.snd_una {
             self.arm_retx_timer(now);
+        } else {
+            self.timers.stop(Timer::TailLossProbe);
+            self.timers.stop(Timer::RackReorder);
         }
+    }
+
+    /// RFC 2018 receiver: keeps data beyond a hole (inside our window) for reassembly.
+    fn store_out_of_order(&mut self, seq: Seq, data: &[u8]) {
+        let window_end = self.rcv_nxt.add(self.receive_window());
+        let len = data.len().min(window_end.since(seq));
+        if len == 0 {
+            return;
+        }
+        let (start, end) = (seq, seq.add(len));
+        self.stats.out_of_order_segments += 1;
+        // Merge with every block it overlaps or touches.
+        let touching: Vec<usize> = (0..self.out_of_order.len())
+            .filter(|&i| {
+                let (s, d) = &self.out_of_order[i];
+                *s <= end && start <= s.add(d.len())
+            })
+            .collect();
+        if touching.is_empty() && self.out_of_order.len() >= MAX_OUT_OF_ORDER_BLOCKS {
+            return;
+        }
+        let merged_start = touching.iter().map(|&i| self.out_of_order[i].0).fold(start, |a, b| if b < a { b } else { a });
+        let merged_end = touching.iter().map(|&i| self.out_of_order[i].0.add(self.out_of_order[i].1.len())).fold(end, |a, b| if b > a { b } else { a });
+        let mut bytes = vec![0u8; merged_end.since(merged_start)];
+        let at = start.since(merged_start);
+        bytes[at..at + len].copy_from_slice(&data[..len]);
+        for &i in touching.iter().rev() {
+            let (s, d) = self.out_of_order.remove(i);
+            let at = s.since(merged_start);
+            bytes[at..at + d.len()].copy_from_slice(&d);
+        }
+        let index = self.out_of_order.iter().position(|(s, _)| *s > merged_start).unwrap_or(self.out_of_order.len());
+        self.out_of_order.insert(index, (merged_start, bytes));
+        self.sack_recent.retain(|s| !(merged_start <= *s && *s <= merged_end));
+        self.sack_recent.insert(0, merged_start);
+        self.sack_recent.truncate(MAX_SACK_BLOCKS + 1);
+    }
+
+    /// Moves out-of-order data that the in-order stream has reached into the receive buffer.
+    fn drain_out_of_order(&mut self) {
+        while self.out_of_order.first().is_some_and(|(s, _)| *s <= self.rcv_nxt) {
+            let (start, data) = self.out_of_order.remove(0);
+            let skip = self.rcv_nxt.since(start);
+            if skip < data.len() {
+                let take = (data.len() - skip).min(self.receive_window());
+                self.recv_buf.extend(&data[skip..skip + take]);
+                self.rcv_nxt = self.rcv_nxt.add(take);
+                self.stats.bytes_received += take as u64;
+            }
+        }
+        let rcv_nxt = self.rcv_nxt;
+        self.sack_recent.retain(|s| *s > rcv_nxt);
     }
 
     fn on_data_and_fin(&mut self, seg: &Segment, now: Instant) {
         let mut fin_in_order = seg.fin && seg.seq.add(seg.payload.len()) == self.rcv_nxt;
         let accepts_data = matches!(self.state, State::Established | State::FinWait1 | State::FinWait2);
+        let reassembles = self.sack_ok || self.config.sack;
+        if accepts_data && reassembles && seg.fin && seg.payload.is_empty() && seg.seq > self.rcv_nxt {
+            self.out_of_order_fin = Some(seg.seq);
+            self.ack_pending = true;
+            return;
+        }
         if accepts_data && !seg.payload.is_empty() {
             if seg.seq > self.rcv_nxt {
                 // Out of order: the bare stack keeps no reassembly queue; a duplicate ACK asks again.
+                if reassembles {
+                    self.store_out_of_order(seg.seq, &seg.payload);
+                    let fin_at = seg.seq.add(seg.payload.len());
+                    let stored_whole = self.out_of_order.iter().any(|(s, d)| *s <= seg.seq && fin_at <= s.add(d.len()));
+                    if seg.fin && stored_whole {
+                        self.out_of_order_fin = Some(fin_at);
+                    }
+                }
                 self.ack_pending = true;
                 return;
             }
@@ -767,11 +1368,20 @@ impl Connection {
             self.stats.bytes_received += take as u64;
             self.ack_pending = true;
             fin_in_order = seg.fin && take == fresh.len();
+            if !fin_in_order && !self.out_of_order.is_empty() {
+                self.drain_out_of_order();
+            }
+            if !fin_in_order && self.out_of_order_fin == Some(self.rcv_nxt) {
+                fin_in_order = true;
+            }
         }
         if fin_in_order && !self.fin_received {
             self.fin_received = true;
             self.rcv_nxt = self.rcv_nxt.add(1);
             self.ack_pending = true;
+            self.out_of_order.clear();
+            self.sack_recent.clear();
+            self.out_of_order_fin = None;
             match self.state {
                 State::SynReceived | State::Established => self.set_state(State::CloseWait, now),
                 State::FinWait1 if self.fin_acked() => self.set_state(State::TimeWait, now),
@@ -809,7 +1419,8 @@ impl Connection {
         match seg.ack {
             Some(ack) => {
                 self.snd_wl2 = ack;
-                self.on_new_ack(ack, now);
+                self.delivered.clear();
+                self.on_new_ack(ack, seg.timestamp, now);
                 self.set_state(State::Established, now);
                 self.ack_pending = true;
             }

@@ -4,8 +4,10 @@
 //! polled ([`Connection::poll_transmit`], [`Connection::poll_timeout`]). Timers are data.
 //! The same code runs in the deterministic in-memory network ([`sim`]) and in `leanweb`.
 //!
-//! Reading list: RFC 9293 (TCP), RFC 6298 (RTO), RFC 7323 (window scale),
-//! RFC 6691 (MSS), RFC 5961 (challenge ACKs), RFC 1122 §4.2.2.17 (zero-window probes).
+//! Reading list: RFC 9293 (TCP), RFC 6298 (RTO), RFC 7323 (window scale, timestamps),
+//! RFC 6691 (MSS), RFC 5961 (challenge ACKs), RFC 1122 §4.2.2.17 (zero-window probes),
+//! RFC 5681 / RFC 6928 (congestion control, initial window), RFC 6582 (NewReno),
+//! RFC 3042 (limited transmit), RFC 2018 / RFC 6675 (SACK, SACK recovery), RFC 8985 (RACK-TLP).
 #![forbid(unsafe_code)]
 
 pub mod cc;
@@ -16,8 +18,9 @@ pub mod segment;
 pub mod seq;
 pub mod sim;
 pub mod time;
+pub mod timer;
 
-pub use conn::{Connection, ConnectionStats, Event, State, TcpConfig};
+pub use conn::{Connection, ConnectionStats, Event, Profile, RetransmitKind, State, TcpConfig};
 pub use rto::{RtoConfig, RtoEstimator, SamplingStrategy, Weight};
 pub use segment::{Segment, WireError};
 pub use seq::Seq;

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
     IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpControl, TcpPacket,
-    TcpRepr, TcpSeqNumber,
+    TcpRepr, TcpSeqNumber, TcpTimestampRepr,
 };
 
 use crate::seq::Seq;
@@ -24,7 +24,12 @@ pub enum WireError {
     MixedFamilies,
     #[error("empty packet")]
     Empty,
+    #[error("TCP options longer than 40 bytes")]
+    OptionsTooLong,
 }
+
+/// Longest TCP header: the data offset field counts 32-bit words in 4 bits.
+const MAX_TCP_HEADER_BYTES: usize = 60;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -40,8 +45,24 @@ pub struct Segment {
     pub window: u16,
     pub mss: Option<u16>,
     pub window_scale: Option<u8>,
+    /// RFC 2018 SACK-permitted (SYN segments only).
+    pub sack_permitted: bool,
+    /// RFC 2018 SACK blocks (left edge, right edge), at most 3 on the wire.
+    pub sack_blocks: Vec<(Seq, Seq)>,
+    /// RFC 7323 timestamps option.
+    pub timestamp: Option<Timestamp>,
     pub payload: Vec<u8>,
 }
+
+/// RFC 7323 TSval / TSecr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timestamp {
+    pub tsval: u32,
+    pub tsecr: u32,
+}
+
+/// Most SACK blocks one segment carries (RFC 2018 §3: 3 when timestamps are used too).
+pub const MAX_SACK_BLOCKS: usize = 3;
 
 impl Segment {
     /// Length in sequence space (payload plus SYN and FIN).
@@ -92,6 +113,9 @@ impl Segment {
             window: repr.window_len,
             mss: repr.max_seg_size,
             window_scale: repr.window_scale,
+            sack_permitted: repr.sack_permitted,
+            sack_blocks: repr.sack_ranges.iter().flatten().map(|&(l, r)| (Seq(l), Seq(r))).collect(),
+            timestamp: repr.timestamp.map(|t| Timestamp { tsval: t.tsval, tsecr: t.tsecr }),
             payload: repr.payload.to_vec(),
         })
     }
@@ -117,9 +141,9 @@ impl Segment {
             window_len: self.window,
             window_scale: self.window_scale,
             max_seg_size: self.mss,
-            sack_permitted: false,
-            sack_ranges: [None, None, None],
-            timestamp: None,
+            sack_permitted: self.sack_permitted,
+            sack_ranges: core::array::from_fn(|i| self.sack_blocks.get(i).map(|(l, r)| (l.0, r.0))),
+            timestamp: self.timestamp.map(|t| TcpTimestampRepr::new(t.tsval, t.tsecr)),
             payload: &self.payload,
         }
     }
@@ -135,6 +159,9 @@ impl Segment {
     pub fn emit_ip(&self, out: &mut [u8], hop_limit: u8) -> Result<usize, WireError> {
         let caps = ChecksumCapabilities::default();
         let tcp = self.tcp_repr();
+        if tcp.header_len() > MAX_TCP_HEADER_BYTES {
+            return Err(WireError::OptionsTooLong); // smoltcp would write a wrapped data offset
+        }
         let total = self.ip_len();
         if out.len() < total {
             return Err(WireError::Tcp);
@@ -182,6 +209,9 @@ mod tests {
             window: 4096,
             mss: Some(1440),
             window_scale: Some(7),
+            sack_permitted: false,
+            sack_blocks: vec![],
+            timestamp: None,
             payload: vec![],
         }
     }
@@ -200,6 +230,37 @@ mod tests {
             let bytes = seg.to_ip_bytes(64).unwrap();
             assert_eq!(Segment::parse_ip(&bytes).unwrap(), seg);
         }
+    }
+
+    #[test]
+    fn sack_and_timestamp_options_round_trip() {
+        for (src, dst) in [("10.0.0.1:80", "10.0.0.2:5555"), ("[fd00::1]:80", "[fd00::2]:5555")] {
+            let mut syn = sample(src, dst);
+            syn.sack_permitted = true;
+            syn.timestamp = Some(Timestamp { tsval: 7, tsecr: 0 });
+            let bytes = syn.to_ip_bytes(64).unwrap();
+            assert_eq!(Segment::parse_ip(&bytes).unwrap(), syn);
+            let mut ack = sample(src, dst);
+            (ack.syn, ack.mss, ack.window_scale) = (false, None, None);
+            ack.sack_blocks = vec![(Seq(100), Seq(200)), (Seq(0xffff_fff0), Seq(10)), (Seq(300), Seq(400))];
+            ack.timestamp = Some(Timestamp { tsval: u32::MAX, tsecr: 12345 });
+            ack.payload = vec![1; 20];
+            let bytes = ack.to_ip_bytes(64).unwrap();
+            assert_eq!(bytes.len(), ack.ip_len());
+            assert_eq!(Segment::parse_ip(&bytes).unwrap(), ack);
+        }
+    }
+
+    #[test]
+    fn too_many_options_are_an_error_not_a_panic() {
+        let mut seg = sample("10.0.0.1:80", "10.0.0.2:5555");
+        seg.sack_permitted = true;
+        seg.timestamp = Some(Timestamp { tsval: 1, tsecr: 2 });
+        seg.sack_blocks = vec![(Seq(1), Seq(2)); 3];
+        assert_eq!(seg.to_ip_bytes(64), Err(WireError::OptionsTooLong));
+        seg.syn = false;
+        (seg.mss, seg.window_scale, seg.sack_permitted) = (None, None, false);
+        assert!(seg.to_ip_bytes(64).is_ok(), "timestamps + 3 SACK blocks fit (56 bytes)");
     }
 
     #[test]

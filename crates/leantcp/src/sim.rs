@@ -41,11 +41,13 @@ pub struct LinkConfig {
     pub seed: u64,
     /// Indices (0-based, counting every packet offered to the link) to drop deterministically.
     pub drop_indices: Vec<u64>,
+    /// (index, extra delay): these packets arrive late, after ones sent behind them (reordering).
+    pub delay_indices: Vec<(u64, Duration)>,
 }
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig { rate_bps: 100_000_000, delay: Duration::from_millis(5), queue_packets: 100, loss: 0.0, seed: 1, drop_indices: Vec::new() }
+        LinkConfig { rate_bps: 100_000_000, delay: Duration::from_millis(5), queue_packets: 100, loss: 0.0, seed: 1, drop_indices: Vec::new(), delay_indices: Vec::new() }
     }
 }
 
@@ -96,7 +98,11 @@ impl Link {
         let finish = start + serialization;
         self.busy_until = finish;
         self.finish_times.push_back(finish);
-        self.in_flight.push_back((finish + self.config.delay, packet));
+        let extra = self.config.delay_indices.iter().find(|(i, _)| *i == index).map_or(Duration::ZERO, |(_, d)| *d);
+        let arrival = finish + self.config.delay + extra;
+        // Kept in arrival order; equal times keep their sending order.
+        let at = self.in_flight.iter().rposition(|(t, _)| *t <= arrival).map_or(0, |i| i + 1);
+        self.in_flight.insert(at, (arrival, packet));
     }
 
     pub fn next_delivery(&self) -> Option<Instant> {
@@ -127,6 +133,8 @@ pub struct Endpoint {
     pub received: Vec<u8>,
     /// Every segment this endpoint transmitted, for inspection.
     pub sent_log: Vec<Segment>,
+    /// When each segment of `sent_log` was handed to the link.
+    pub sent_times: Vec<Instant>,
     pub resets_sent: u64,
 }
 
@@ -164,6 +172,7 @@ impl Sim {
             while let Some(seg) = conn.poll_transmit(now) {
                 link.send(now, seg.to_ip_bytes(64).expect("own segments serialize"));
                 endpoint.sent_log.push(seg);
+                endpoint.sent_times.push(now);
             }
         }
     }
@@ -246,6 +255,16 @@ mod tests {
         assert!(link.pop_due(Instant::from_millis(11)).is_some());
         assert!(link.pop_due(Instant::from_millis(11)).is_none());
         assert!(link.pop_due(Instant::from_millis(12)).is_some());
+    }
+
+    #[test]
+    fn delayed_packet_arrives_after_later_ones() {
+        let mut link = Link::new(LinkConfig { rate_bps: 0, delay_indices: vec![(0, Duration::from_millis(3))], ..Default::default() });
+        link.send(Instant::ZERO, vec![0]);
+        link.send(Instant::ZERO, vec![1]);
+        link.send(Instant::from_millis(1), vec![2]);
+        let order: Vec<u8> = std::iter::from_fn(|| link.pop_due(Instant::from_millis(100)).map(|p| p[0])).collect();
+        assert_eq!(order, vec![1, 2, 0]);
     }
 
     #[test]

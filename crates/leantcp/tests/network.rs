@@ -3,7 +3,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Event, SamplingStrategy, Seq, State, TcpConfig};
+use leantcp::{Connection, Event, RetransmitKind, SamplingStrategy, Seq, State, TcpConfig};
 
 fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
     if v6 {
@@ -90,7 +90,7 @@ fn lost_segment_times_out_and_goes_back_n() {
     let timeouts: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Timeout { .. })).collect();
     assert_eq!(timeouts.len(), 1, "{timeouts:?}");
     assert_eq!(stats.timeouts, 1);
-    let gbn: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Retransmit { go_back_n: true, .. })).collect();
+    let gbn: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Retransmit { kind: RetransmitKind::GoBackN, .. })).collect();
     // No congestion control: the whole window was in flight, so go-back-N resends many segments.
     assert!(gbn.len() > 5, "go-back-N resent only {} segments", gbn.len());
     assert_eq!(stats.retransmissions as usize, gbn.len());

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use leantcp::cc::CcKind;
-use leantcp::{RtoConfig, SamplingStrategy, TcpConfig, Weight};
+use leantcp::recovery::RecoveryKind;
+use leantcp::{Profile, RtoConfig, SamplingStrategy, TcpConfig, Weight};
 use serde::Deserialize;
 use smoltcp::wire::EthernetAddress;
 
@@ -34,7 +35,9 @@ pub struct Args {
     pub root: Option<PathBuf>,
     #[arg(long)]
     pub port: Option<u16>,
-    /// Server profile; only `bare` exists (no congestion control, go-back-N on timeout).
+    /// Server profile: `bare` (the studies' server: no congestion control, go-back-N after
+    /// a 1 s minimum RTO) or `modern` (SACK recovery, RACK-TLP, timestamps, Reno, 200 ms
+    /// minimum RTO). The flags below override single parts of it.
     #[arg(long)]
     pub profile: Option<String>,
     /// Our MAC address on the TAP link (default: random, locally administered).
@@ -63,9 +66,27 @@ pub struct Args {
     /// Weight preset W1..W9 of Table 5 (sets alpha and beta; conflicts with --rto-alpha/--rto-beta).
     #[arg(long)]
     pub weight: Option<String>,
-    /// Congestion control: none.
+    /// Congestion control: none | reno.
     #[arg(long)]
     pub cc: Option<String>,
+    /// Loss recovery: go-back-n | newreno (RFC 6582) | sack (RFC 6675).
+    #[arg(long)]
+    pub recovery: Option<String>,
+    /// RFC 2018 SACK (negotiation, out-of-order queue, SACK blocks): on | off.
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub sack: Option<bool>,
+    /// RFC 7323 timestamps: on | off.
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub timestamps: Option<bool>,
+    /// RFC 8985 RACK-TLP: on | off (needs recovery newreno or sack).
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub rack_tlp: Option<bool>,
+    /// RFC 3042 limited transmit: on | off.
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub limited_transmit: Option<bool>,
+    /// Initial congestion window in segments (RFC 6928; reno only).
+    #[arg(long)]
+    pub initial_window_segments: Option<usize>,
     #[arg(long)]
     pub send_buffer_bytes: Option<usize>,
     #[arg(long)]
@@ -114,13 +135,22 @@ impl Args {
         let mut base: Args = toml::from_str(&text).map_err(|e| bad(format!("config {}: {}", path.display(), e.message())))?;
         let top = self;
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
-            rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, send_buffer_bytes, recv_buffer_bytes,
+            rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
+            limited_transmit, initial_window_segments, send_buffer_bytes, recv_buffer_bytes,
             window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, log, config);
         Ok(base)
     }
 
+    pub fn profile(&self) -> Result<Profile, ConfigError> {
+        match &self.profile {
+            Some(name) => Profile::parse(name).ok_or_else(|| bad(format!("--profile {name:?}: expected bare or modern"))),
+            None => Ok(Profile::Bare),
+        }
+    }
+
+    /// The RTO knobs on top of the profile's (`modern` lowers the minimum to 200 ms).
     pub fn rto_config(&self) -> Result<RtoConfig, ConfigError> {
-        let mut rto = RtoConfig::default();
+        let mut rto = self.profile()?.config().rto;
         if let Some(weight) = &self.weight {
             if self.rto_alpha.is_some() || self.rto_beta.is_some() {
                 return Err(bad("--weight conflicts with --rto-alpha/--rto-beta: give one or the other"));
@@ -161,14 +191,14 @@ impl Args {
         let (addr6, prefix6) = parse_cidr::<Ipv6Addr>(self.addr6.as_deref(), "--addr6", 128)?;
         let root = self.root.as_deref().ok_or_else(|| bad("--root DIR is required"))?;
         let root = canonical_dir(root)?;
-        if let Some(profile) = &self.profile {
-            if profile != "bare" {
-                return Err(bad(format!("--profile {profile:?}: only `bare` exists")));
-            }
-        }
+        let base = self.profile()?.config();
         let cc = match &self.cc {
-            Some(name) => CcKind::parse(name).ok_or_else(|| bad(format!("--cc {name:?}: only `none` exists yet")))?,
-            None => CcKind::None,
+            Some(name) => CcKind::parse(name).ok_or_else(|| bad(format!("--cc {name:?}: expected none or reno")))?,
+            None => base.cc,
+        };
+        let recovery = match &self.recovery {
+            Some(name) => RecoveryKind::parse(name).ok_or_else(|| bad(format!("--recovery {name:?}: expected go-back-n, newreno or sack")))?,
+            None => base.recovery,
         };
         let mac = match &self.mac {
             Some(text) => parse_mac(text)?,
@@ -181,18 +211,23 @@ impl Args {
         if !(1280..=9000).contains(&mtu) {
             return Err(bad(format!("--mtu {mtu}: expected 1280..9000")));
         }
-        let defaults = TcpConfig::default();
         let tcp = TcpConfig {
             mtu,
-            send_buffer_bytes: self.send_buffer_bytes.unwrap_or(defaults.send_buffer_bytes).max(1),
-            recv_buffer_bytes: self.recv_buffer_bytes.unwrap_or(defaults.recv_buffer_bytes).clamp(1, 1 << 30),
-            window_scale: self.window_scale.unwrap_or(defaults.window_scale).min(14),
+            send_buffer_bytes: self.send_buffer_bytes.unwrap_or(base.send_buffer_bytes).max(1),
+            recv_buffer_bytes: self.recv_buffer_bytes.unwrap_or(base.recv_buffer_bytes).clamp(1, 1 << 30),
+            window_scale: self.window_scale.unwrap_or(base.window_scale).min(14),
             rto: self.rto_config()?,
             cc,
-            recovery: defaults.recovery,
+            recovery,
+            sack: self.sack.unwrap_or(base.sack),
+            timestamps: self.timestamps.unwrap_or(base.timestamps),
+            rack_tlp: self.rack_tlp.unwrap_or(base.rack_tlp),
+            limited_transmit: self.limited_transmit.unwrap_or(base.limited_transmit),
+            initial_window_segments: self.initial_window_segments.unwrap_or(base.initial_window_segments),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
-            max_timeouts: defaults.max_timeouts,
+            max_timeouts: base.max_timeouts,
         };
+        tcp.validate().map_err(|e| bad(format!("tcp options: {e}")))?;
         Ok(StackConfig {
             mac,
             addr4,
@@ -277,9 +312,30 @@ mod tests {
     }
 
     #[test]
+    fn profiles_set_defaults_and_flags_override_single_parts() {
+        let bare = args(&[]).stack_config(1).unwrap().tcp;
+        assert_eq!(bare, TcpConfig { time_wait: Duration::from_millis(1000), ..TcpConfig::bare() });
+        let modern = args(&["--profile", "modern"]).stack_config(1).unwrap().tcp;
+        assert_eq!((modern.cc, modern.recovery), (CcKind::Reno, RecoveryKind::Sack));
+        assert!(modern.sack && modern.timestamps && modern.rack_tlp && modern.limited_transmit);
+        assert_eq!(modern.rto.min, Duration::from_millis(200));
+        let mixed = args(&["--profile", "modern", "--timestamps", "off", "--rack-tlp", "false", "--rto-min-ms", "300"]).stack_config(1).unwrap().tcp;
+        assert!(!mixed.timestamps && !mixed.rack_tlp && mixed.sack);
+        assert_eq!(mixed.rto.min, Duration::from_millis(300));
+        let newreno = args(&["--cc", "reno", "--recovery", "newreno", "--limited-transmit", "on"]).stack_config(1).unwrap().tcp;
+        assert_eq!((newreno.recovery, newreno.limited_transmit, newreno.sack), (RecoveryKind::NewReno, true, false));
+        let err = args(&["--recovery", "sack"]).stack_config(1).unwrap_err();
+        assert!(err.0.contains("SACK"), "{err}");
+        let err = args(&["--rack-tlp", "on"]).stack_config(1).unwrap_err();
+        assert!(err.0.contains("RACK"), "{err}");
+        assert!(args(&["--profile", "fast"]).stack_config(1).unwrap_err().0.contains("--profile"));
+        assert!(args(&["--recovery", "tahoe"]).stack_config(1).unwrap_err().0.contains("--recovery"));
+    }
+
+    #[test]
     fn toml_file_fills_unset_flags_and_flags_win() {
         let path = std::env::temp_dir().join(format!("leanweb-cfg-{}.toml", std::process::id()));
-        std::fs::write(&path, "port = 8080\nweight = \"W9\"\nsampling = \"some\"\nrto-min-ms = 500\n").unwrap();
+        std::fs::write(&path, "port = 8080\nweight = \"W9\"\nsampling = \"some\"\nrto-min-ms = 500\nprofile = \"modern\"\nrack-tlp = false\n").unwrap();
         let mut a = args(&["--sampling", "all"]);
         a.config = Some(path.clone());
         let a = a.with_config_file().unwrap();
@@ -288,6 +344,7 @@ mod tests {
         assert_eq!(cfg.tcp.rto.sampling, SamplingStrategy::All);
         assert_eq!(cfg.tcp.rto.min, Duration::from_millis(500));
         assert_eq!((cfg.tcp.rto.alpha, cfg.tcp.rto.beta), (1.0 / 16.0, 1.0 / 8.0));
+        assert!(cfg.tcp.sack && !cfg.tcp.rack_tlp, "profile and a bool from the file");
         std::fs::write(&path, "prot = 1\n").unwrap();
         let mut a = args(&[]);
         a.config = Some(path.clone());

@@ -50,7 +50,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let rto = config.tcp.rto;
     log.write(0, "start", json!({
         "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4), "addr6": format!("{}/{}", config.addr6, config.prefix6),
-        "port": config.port, "mac": config.mac.to_string(), "profile": "bare", "cc": "none", "recovery": "go-back-n",
+        "port": config.port, "mac": config.mac.to_string(), "profile": args.profile()?.name(), "cc": config.tcp.cc.name(),
+        "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
+        "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
+        "initial_window_segments": config.tcp.initial_window_segments,
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
@@ -78,11 +81,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut send_failures = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let t = now();
-        let wait_ms = match stack.poll_timeout() {
-            Some(deadline) => deadline.saturating_since(t).as_micros().div_ceil(1000).min(MAX_WAIT_MS as u128) as i32,
-            None => MAX_WAIT_MS as i32,
-        };
-        if tap.wait_readable(wait_ms).context("waiting on the TAP device")? {
+        let max_wait = Duration::from_millis(MAX_WAIT_MS);
+        let wait = stack.poll_timeout().map_or(max_wait, |deadline| deadline.saturating_since(t).min(max_wait));
+        if tap.wait_readable(wait).context("waiting on the TAP device")? {
             for _ in 0..MAX_FRAMES_PER_TURN {
                 match tap.recv(&mut buf).context("reading the TAP device")? {
                     Some(n) => stack.handle_frame(&buf[..n], now()),

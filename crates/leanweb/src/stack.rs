@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::conn::reset_for;
-use leantcp::{Connection, Event, Instant, Segment, Seq, State, TcpConfig};
+use leantcp::{Connection, Event, Instant, RetransmitKind, Segment, Seq, State, TcpConfig};
 use serde_json::json;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
@@ -495,7 +495,11 @@ impl Stack {
                    "bytes_sent": s.bytes_sent, "bytes_acked": s.bytes_acked, "bytes_retransmitted": s.bytes_retransmitted,
                    "bytes_received": s.bytes_received, "segments_sent": s.segments_sent, "segments_received": s.segments_received,
                    "retransmissions": s.retransmissions, "timeouts": s.timeouts, "rtt_samples": s.rtt_samples,
-                   "duplicate_acks": s.duplicate_acks, "events_dropped": s.events_dropped}),
+                   "duplicate_acks": s.duplicate_acks, "events_dropped": s.events_dropped,
+                   "timestamp_rtt_samples": s.timestamp_rtt_samples, "recoveries": s.recoveries,
+                   "tail_loss_probes": s.tail_loss_probes, "rack_marked_lost": s.rack_marked_lost,
+                   "out_of_order_segments": s.out_of_order_segments, "sack": session.conn.sack_in_use(),
+                   "timestamps": session.conn.timestamps_in_use(), "recovery": session.conn.recovery_name()}),
         );
     }
 
@@ -528,7 +532,9 @@ impl Stack {
             match event {
                 Event::RttSample { rtt_us, srtt_us, rttvar_us, rto_us } => self.log.write(t, "rtt_sample", json!({"conn": id, "rtt_us": rtt_us, "srtt_us": srtt_us, "rttvar_us": rttvar_us, "rto_us": rto_us})),
                 Event::Timeout { rto_us, backoff_shift, outstanding_bytes } => self.log.write(t, "timeout", json!({"conn": id, "rto_us": rto_us, "backoff_shift": backoff_shift, "outstanding_bytes": outstanding_bytes})),
-                Event::Retransmit { seq, len, go_back_n } => self.log.write(t, "retransmit", json!({"conn": id, "seq": seq, "len": len, "go_back_n": go_back_n})),
+                Event::Retransmit { seq, len, kind } => self.log.write(t, "retransmit", json!({"conn": id, "seq": seq, "len": len, "kind": kind.name(), "go_back_n": kind == RetransmitKind::GoBackN})),
+                Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
+                Event::TailLossProbe { seq, retransmission } => self.log.write(t, "tail_loss_probe", json!({"conn": id, "seq": seq, "retransmission": retransmission})),
                 Event::ZeroWindowProbe { seq } => self.log.write(t, "zero_window_probe", json!({"conn": id, "seq": seq})),
                 Event::StateChanged { from, to } => self.log.write(t, "state", json!({"conn": id, "from": from.name(), "to": to.name()})),
                 Event::ResetReceived => self.log.write(t, "reset_received", json!({"conn": id})),

@@ -1,5 +1,5 @@
 //! Opening an existing TAP device by name (TUNSETIFF on /dev/net/tun) and waiting on it.
-//! The only module of leanweb with `unsafe`: if_nametoindex, ioctl and poll through libc.
+//! The only module of leanweb with `unsafe`: if_nametoindex, ioctl and ppoll through libc.
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -54,11 +54,14 @@ impl Tap {
         &self.name
     }
 
-    /// Waits until a frame can be read or `timeout_ms` passes; EINTR counts as a timeout.
-    pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
+    /// Waits until a frame can be read or `timeout` passes (microsecond resolution, so
+    /// sub-millisecond protocol timers — RACK's reordering window, the tail loss probe —
+    /// fire on time); EINTR counts as a timeout.
+    pub fn wait_readable(&self, timeout: std::time::Duration) -> io::Result<bool> {
         let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, count 1.
-        let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        // SAFETY: one valid pollfd, count 1; a valid timespec; no signal mask change (null).
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
         if rc < 0 {
             let err = io::Error::last_os_error();
             return if err.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };

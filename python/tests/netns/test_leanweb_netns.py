@@ -220,6 +220,39 @@ def test_leanweb_random_loss_completes_with_timeouts_and_go_back_n(tmp_path, doc
     assert first_timeout["rto_us"] >= 400_000, "RTO doubled from the 200 ms floor"
 
 
+def test_leanweb_modern_profile_recovers_loss_with_sack_and_no_go_back_n(tmp_path, docroot):
+    """The modern profile against Linux's curl: SACK and timestamps are negotiated, 5 % loss
+    is repaired by SACK/RACK recovery (kind "recovery"/"tail-loss-probe"), never by go-back-N."""
+    log = tmp_path / "lean.jsonl"
+    with LanPair() as lan, lean_server(lan, docroot, log, profile="modern") as server:
+        settings = server.effective_settings()
+        assert (settings["profile"], settings["cc"], settings["recovery"]) == ("modern", "reno", "sack")
+        assert settings["sack"] and settings["timestamps"] and settings["rack_tlp"] and settings["rto_min_ms"] == 200
+        lan.exec_c("ping", "-c", "1", "-W", "2", SERVER4)
+        lan.exec_c("ping", "-6", "-c", "1", "-W", "2", SERVER6)
+        for tool in ("iptables", "ip6tables"):
+            lan.exec_c(tool, "-A", "INPUT", "-p", "tcp", "--sport", "80", "-m", "statistic", "--mode", "random",
+                       "--probability", "0.05", "-j", "DROP")
+        for family in (4, 6):
+            for attempt in range(3):
+                out = tmp_path / f"modern{family}-{attempt}"
+                started = time.monotonic()
+                lan.exec_c("curl", "-sS", "--max-time", "60", "-o", str(out), url(family, "/" + file_name(504)),
+                           timeout_s=90)
+                print(f"\nleanweb modern 504 KiB over IPv{family} with 5 % loss: {time.monotonic() - started:.3f} s")
+                assert sha(out) == sha(docroot / file_name(504))
+        assert server.pids
+    events = read_log(log)
+    closes = [e for e in events if e["event"] == "close"]
+    retransmits = [e for e in events if e["event"] == "retransmit"]
+    assert len(closes) == 6 and all(c["sack"] and c["timestamps"] and c["recovery"] == "sack" for c in closes)
+    assert retransmits, "5 % loss over 6 x 504 KiB must cause retransmissions"
+    assert not [e for e in retransmits if e["go_back_n"]]
+    assert {e["kind"] for e in retransmits} <= {"recovery", "tail-loss-probe", "timeout", "handshake"}
+    assert [e for e in events if e["event"] == "recovery" and e["entered"]], "SACK/RACK recovery episodes"
+    assert sum(c["retransmissions"] for c in closes) == len(retransmits)
+
+
 def test_leanweb_mistakes_are_one_line_with_distinct_exit_codes(tmp_path):
     binary = require_leanweb()
     ns = f"t{uuid.uuid4().hex[:4]}-lwx"
@@ -231,6 +264,8 @@ def test_leanweb_mistakes_are_one_line_with_distinct_exit_codes(tmp_path):
         cases = [(root + ["--sampling", "most"], 2, "--sampling"),
                  (root + ["--weight", "W10"], 2, "--weight"),
                  (root + ["--rto-beta", "1.5"], 2, "beta"),
+                 (root + ["--profile", "fast"], 2, "--profile"),
+                 (root + ["--recovery", "sack"], 2, "SACK"),
                  (["--root", str(tmp_path / "missing")], 2, "--root"),
                  (root, 3, "no device")]  # never creates the TAP device itself
         for extra, rc, needle in cases:

@@ -3,7 +3,6 @@ can end (done, Ctrl-C, SIGTERM, failure) leaves nothing behind."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 
 import pytest
 from spine_helpers import mini_spec_text, namespaces_with

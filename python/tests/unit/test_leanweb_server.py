@@ -38,6 +38,14 @@ def test_argv_carries_addresses_root_log_and_every_knob():
     assert argv[argv.index("--rto-min-ms") + 1] == "250"
 
 
+def test_modern_profile_and_boolean_switches_reach_the_command_line():
+    argv = make(knobs={"profile": "modern", "rack_tlp": False, "sack": True, "recovery": "sack"}).argv
+    assert argv[argv.index("--profile") + 1] == "modern"
+    assert argv[argv.index("--rack-tlp") + 1] == "off"
+    assert argv[argv.index("--sack") + 1] == "on"
+    assert argv[argv.index("--recovery") + 1] == "sack"
+
+
 def test_unknown_knob_and_long_tap_name_are_spec_errors():
     with pytest.raises(SpecError, match="rto_minimum"):
         make(knobs={"rto_minimum": 1})

@@ -1,24 +1,58 @@
-//! Congestion control: a trait and a factory, one module per algorithm.
+//! Congestion control: a trait and a factory ([`CcKind`]), one module per algorithm.
 //!
-//! This issue needs only [`none`] (the studies' bare stack: send up to the peer's window).
-//! Reno/NewReno, CUBIC and Compound plug in here as further modules and `CcKind` variants.
+//! Kept apart from loss recovery (`crate::recovery`) in the manner of gVisor's netstack
+//! (`congestionControl` vs `lossRecovery`): recovery decides *what* is lost and what to
+//! resend; the controller only sizes the window. The connection builds the controller once
+//! the handshake has fixed the MSS.
 use core::time::Duration;
 
+use crate::seq::Seq;
 use crate::time::Instant;
 
 pub mod none;
+pub mod reno;
+
+/// Read access to the connection's RTT estimates (RFC 6298 SRTT plus the latest and the
+/// minimum sample), for controllers that need delay (CUBIC, Compound, RACK's min RTT).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RttStats {
+    pub latest: Option<Duration>,
+    pub min: Option<Duration>,
+    pub srtt: Option<Duration>,
+    pub rttvar: Duration,
+}
+
+/// One ACK that advanced SND.UNA, as the controller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acked {
+    pub ack: Seq,
+    pub acked_bytes: usize,
+    /// Bytes still outstanding after this ACK.
+    pub bytes_in_flight: usize,
+    /// Loss recovery is in progress (the window is not grown during recovery).
+    pub in_recovery: bool,
+}
 
 /// What a congestion controller sees and decides: the congestion window in bytes.
 pub trait CongestionControl: core::fmt::Debug + Send {
     fn name(&self) -> &'static str;
     /// Bytes the sender may have in flight (the stack also respects the peer's window).
     fn window(&self) -> usize;
-    /// `acked_bytes` of new data were acknowledged; `rtt` is a sample if this ACK gave one.
-    fn on_ack(&mut self, now: Instant, acked_bytes: usize, bytes_in_flight: usize, rtt: Option<Duration>);
-    /// A duplicate ACK arrived (used by fast-retransmit algorithms later).
-    fn on_duplicate_ack(&mut self, now: Instant, bytes_in_flight: usize);
-    /// The retransmission timer expired.
-    fn on_timeout(&mut self, now: Instant);
+    /// Slow-start threshold in bytes (`usize::MAX` when the algorithm has none).
+    fn ssthresh(&self) -> usize {
+        usize::MAX
+    }
+    /// `bytes` of sequence space left (new data or a retransmission).
+    fn on_sent(&mut self, now: Instant, bytes: usize, bytes_in_flight: usize);
+    /// New data was acknowledged.
+    fn on_ack(&mut self, now: Instant, acked: Acked, rtt: &RttStats);
+    /// Loss recovery detected a loss (fast retransmit, SACK, RACK, TLP): reduce once per event.
+    fn on_congestion_event(&mut self, now: Instant, bytes_in_flight: usize, rtt: &RttStats);
+    /// Loss recovery ended (the recovery point was acknowledged).
+    fn on_recovery_end(&mut self, now: Instant);
+    /// The retransmission timer expired; `first` is false for a repeated timeout of the
+    /// same data (RFC 5681 §3.1: ssthresh is then left alone).
+    fn on_rto_expired(&mut self, now: Instant, bytes_in_flight: usize, first: bool);
 }
 
 /// The algorithm to build; the factory of [`CongestionControl`] objects.
@@ -27,19 +61,33 @@ pub enum CcKind {
     /// No congestion control (the bare PC server of the studies).
     #[default]
     None,
+    /// RFC 5681 slow start and congestion avoidance, with the Reno window reduction
+    /// (halve on a congestion event, one segment after a timeout).
+    Reno,
 }
 
 impl CcKind {
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "none" => Some(CcKind::None),
+            "reno" | "newreno" => Some(CcKind::Reno),
             _ => None,
         }
     }
 
-    pub fn build(self, mss: usize) -> Box<dyn CongestionControl> {
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::None => "none",
+            CcKind::Reno => "reno",
+        }
+    }
+
+    /// Builds the controller for a connection whose sender MSS is `mss` bytes, starting
+    /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs).
+    pub fn build(self, mss: usize, initial_window_segments: usize) -> Box<dyn CongestionControl> {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
+            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments)),
         }
     }
 }

@@ -1,8 +1,6 @@
 //! No congestion control: the window is unlimited, so the sender is bounded only by the
 //! peer's advertised receive window — what the studies' bare PC stack did.
-use core::time::Duration;
-
-use super::CongestionControl;
+use super::{Acked, CongestionControl, RttStats};
 use crate::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -25,11 +23,15 @@ impl CongestionControl for NoCongestionControl {
         usize::MAX
     }
 
-    fn on_ack(&mut self, _now: Instant, _acked: usize, _in_flight: usize, _rtt: Option<Duration>) {}
+    fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
 
-    fn on_duplicate_ack(&mut self, _now: Instant, _in_flight: usize) {}
+    fn on_ack(&mut self, _now: Instant, _acked: Acked, _rtt: &RttStats) {}
 
-    fn on_timeout(&mut self, _now: Instant) {}
+    fn on_congestion_event(&mut self, _now: Instant, _in_flight: usize, _rtt: &RttStats) {}
+
+    fn on_recovery_end(&mut self, _now: Instant) {}
+
+    fn on_rto_expired(&mut self, _now: Instant, _in_flight: usize, _first: bool) {}
 }
 
 #[cfg(test)]
@@ -39,12 +41,12 @@ mod tests {
 
     #[test]
     fn none_never_limits() {
-        let mut cc = CcKind::None.build(1460);
-        cc.on_timeout(Instant::ZERO);
-        cc.on_duplicate_ack(Instant::ZERO, 10_000);
+        let mut cc = CcKind::None.build(1460, 10);
+        cc.on_rto_expired(Instant::ZERO, 10_000, true);
+        cc.on_congestion_event(Instant::ZERO, 10_000, &RttStats::default());
         assert_eq!(cc.window(), usize::MAX);
         assert_eq!(cc.name(), "none");
         assert_eq!(CcKind::parse("none"), Some(CcKind::None));
-        assert_eq!(CcKind::parse("cubic"), None, "later issue");
+        assert_eq!(CcKind::parse("cubic"), None, "part 2 of issue 12");
     }
 }

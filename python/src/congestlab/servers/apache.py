@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
+from congestlab.servers.process import ForegroundServer
 
 MODULES_DIR = Path("/usr/lib/apache2/modules")
 BINARY = "apache2"
@@ -62,61 +62,21 @@ def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tupl
     return "\n".join(lines) + "\n"
 
 
-class ApacheServer:
+class ApacheServer(ForegroundServer):
     """Apache in a network namespace (or the current one when `netns` is None)."""
 
     kind = "apache"
+    binary = BINARY
+    fallback_path = "/usr/sbin/apache2"
+    config_name = "httpd.conf"
+    pid_name = "httpd.pid"
 
-    def __init__(self, netns: str | None, workdir: Path, docroot: Path, log_dir: Path,
-                 listen: list[tuple[str, int]]):
-        self.netns = netns
-        self.workdir = Path(workdir)
-        self.docroot = Path(docroot)
-        self.log_dir = Path(log_dir)
-        self.listen = listen
-        self.proc: subprocess.Popen | None = None
-        self.argv: list[str] = []
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "httpd.conf"
-
-    def start(self) -> subprocess.Popen:
-        exe = shutil.which(BINARY) or "/usr/sbin/apache2"
-        if not Path(exe).exists():
-            raise ToolError([BINARY], None)
+    def render(self) -> str:
         (self.workdir / "run").mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(render_config(self.workdir, self.docroot, self.log_dir, self.listen))
-        self.argv = [exe, "-f", str(self.config_path), "-DFOREGROUND"]
-        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
-        self.stderr_path = self.log_dir / "apache-stderr.log"
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(prefix + self.argv, stdout=err, stderr=err, start_new_session=True)
-        return self.proc
+        return render_config(self.workdir, self.docroot, self.log_dir, self.listen)
 
-    def wait_started(self, timeout_s: float = 10.0) -> None:
-        """Apache writes its PidFile once it listens; fail fast if it exits instead."""
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout_s
-        pid_file = self.workdir / "httpd.pid"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ToolError(self.argv, self.proc.returncode, self.stderr_path.read_text(errors="replace"))
-            if pid_file.exists():
-                return
-            time.sleep(0.05)
-        raise ToolError(self.argv, -1, f"no PidFile after {timeout_s:g} s")
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()  # graceful stop of the parent ends its children too
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=grace_s)
+    def command(self, exe: str) -> list[str]:
+        return [exe, "-f", str(self.config_path), "-DFOREGROUND"]
 
     def version(self) -> str:
         return "Apache/" + apache_version()

@@ -34,8 +34,14 @@ KNOB_FLAGS = {
     "sampling": "--sampling",
     "weight": "--weight",
     "port": "--port",
-    "profile": "--profile",
-    "cc": "--cc",
+    "profile": "--profile",  # bare | modern (docs/leanweb.md)
+    "cc": "--cc",  # none | reno
+    "recovery": "--recovery",  # go-back-n | newreno (RFC 6582) | sack (RFC 6675)
+    "sack": "--sack",  # RFC 2018, bool
+    "timestamps": "--timestamps",  # RFC 7323, bool
+    "rack_tlp": "--rack-tlp",  # RFC 8985, bool
+    "limited_transmit": "--limited-transmit",  # RFC 3042, bool
+    "initial_window_segments": "--initial-window-segments",  # RFC 6928
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
@@ -70,7 +76,7 @@ class LeanServer:
         gateway6: str | None,
         root_dir: Path,
         log_path: Path,
-        knobs: dict[str, str | float | int] | None = None,
+        knobs: dict[str, str | float | int | bool] | None = None,
     ):
         if not 0 < len(tap) <= 15:
             raise SpecError("lean.tap", f"interface name {tap!r} must be 1..15 characters")
@@ -108,7 +114,8 @@ class LeanServer:
         if self.gateway6:
             argv += ["--gateway6", self.gateway6]
         for name, value in self.knobs.items():
-            argv += [KNOB_FLAGS[name], str(value)]
+            # TOML booleans become on/off (leanweb's switches take on|off|true|false)
+            argv += [KNOB_FLAGS[name], ("on" if value else "off") if isinstance(value, bool) else str(value)]
         return argv
 
     @property

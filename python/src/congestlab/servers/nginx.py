@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
+from congestlab.servers.process import ForegroundServer
 
 BINARY = "nginx"
 
@@ -57,61 +57,21 @@ http {{
 """
 
 
-class NginxServer:
+class NginxServer(ForegroundServer):
     """nginx in a network namespace (or the current one when `netns` is None)."""
 
     kind = "nginx"
+    binary = BINARY
+    fallback_path = "/usr/sbin/nginx"
+    config_name = "nginx.conf"
+    pid_name = "nginx.pid"
 
-    def __init__(self, netns: str | None, workdir: Path, docroot: Path, log_dir: Path,
-                 listen: list[tuple[str, int]]):
-        self.netns = netns
-        self.workdir = Path(workdir)
-        self.docroot = Path(docroot)
-        self.log_dir = Path(log_dir)
-        self.listen = listen
-        self.proc: subprocess.Popen | None = None
-        self.argv: list[str] = []
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "nginx.conf"
-
-    def start(self) -> subprocess.Popen:
-        exe = shutil.which(BINARY) or "/usr/sbin/nginx"
-        if not Path(exe).exists():
-            raise ToolError([BINARY], None)
+    def render(self) -> str:
         (self.workdir / "temp").mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(render_config(self.workdir, self.docroot, self.log_dir, self.listen))
-        self.argv = [exe, "-p", str(self.workdir), "-c", str(self.config_path)]
-        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
-        self.stderr_path = self.log_dir / "nginx-stderr.log"
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(prefix + self.argv, stdout=err, stderr=err, start_new_session=True)
-        return self.proc
+        return render_config(self.workdir, self.docroot, self.log_dir, self.listen)
 
-    def wait_started(self, timeout_s: float = 10.0) -> None:
-        """nginx writes its pid file once it listens; fail fast if it exits instead."""
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout_s
-        pid_file = self.workdir / "nginx.pid"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ToolError(self.argv, self.proc.returncode, self.stderr_path.read_text(errors="replace"))
-            if pid_file.exists():
-                return
-            time.sleep(0.05)
-        raise ToolError(self.argv, -1, f"no pid file after {timeout_s:g} s")
-
-    def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()  # the master stops its worker
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=grace_s)
+    def command(self, exe: str) -> list[str]:
+        return [exe, "-p", str(self.workdir), "-c", str(self.config_path)]
 
     def version(self) -> str:
         return "nginx/" + nginx_version()

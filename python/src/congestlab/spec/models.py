@@ -12,18 +12,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from congestlab.servers.lean import KNOB_FLAGS
 from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
 Family = Literal["v4", "v6"]
 # Debian's httpd and nginx run on kernel TCP; "lean" is the user-space leanweb server.
 ServerKind = Literal["apache", "nginx", "lean"]
-# knob name (spec / TOML) -> leanweb flag; servers/lean.py passes them on
-LEAN_KNOBS = (
-    "rto_alpha", "rto_beta", "rto_k", "rto_g_us", "rto_min_ms", "rto_max_ms", "rto_initial_ms", "sampling",
-    "weight", "profile", "cc", "mtu", "mac", "send_buffer_bytes", "recv_buffer_bytes", "window_scale",
-    "time_wait_ms", "max_connections", "max_half_open", "header_timeout_ms", "idle_timeout_ms",
-)
+# the lean server's knobs are leanweb's flags (servers/lean.py); its port is ServerSpec.port
+LEAN_KNOBS = tuple(k for k in KNOB_FLAGS if k != "port")
 Scalar = str | int | float | bool
 
 

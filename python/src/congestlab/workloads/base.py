@@ -42,13 +42,15 @@ class Context:
         return self.tb.address(self.servers[server].spec.node, family)
 
 
-class Background(ABC):
+class _WorkloadRunner(ABC):
     def __init__(self, spec, ctx: Context, log_dir: Path):
         self.spec = spec
         self.ctx = ctx
         self.log_dir = log_dir
         self.argvs: list[list[str]] = []
 
+
+class Background(_WorkloadRunner):
     @abstractmethod
     def start(self) -> None: ...
 
@@ -72,13 +74,7 @@ class Background(ABC):
         return {"kind": self.spec.kind, "argv": self.argvs}
 
 
-class Measuring(ABC):
-    def __init__(self, spec, ctx: Context, log_dir: Path):
-        self.spec = spec
-        self.ctx = ctx
-        self.log_dir = log_dir
-        self.argvs: list[list[str]] = []
-
+class Measuring(_WorkloadRunner):
     @abstractmethod
     def run(self, repetition: int) -> tuple[list[Record], list[Check]]:
         """Run to completion (bounded in time) and return the records."""
