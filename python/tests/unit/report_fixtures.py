@@ -109,7 +109,7 @@ def realistic_ipv6(repetitions: int = 10, seed: int = 7) -> RunBuilder:
 
 def tcplab_run(repetitions: int = 1, seed: int = 3) -> RunBuilder:
     """A tcp-lab run shaped like the preset (spec/presets/tcp-lab.toml: one experiment per figure,
-    axis x) at its quick points, with numbers like docs/notes/issue-6.md's quick run, plus more
+    axis x) at its quick points, with numbers like docs/notes/linkem.md's quick run, plus more
     loss/delay points so that shapes can be fitted."""
     from congestlab.report.declarations import load_declaration
 
