@@ -82,8 +82,15 @@ class RunData:
         # (docs/data-format.md: `congestlab report` refuses a run that did not finish)
         self.manifest = read_manifest(self.run_dir)
         self.spec: dict = self.manifest.get("spec") or {}
-        self.report = report if report is not None else load_report_spec(self.spec)
         self.axes: list[str] = list(self.manifest.get("axes") or [])
+        if report is None:
+            if self.spec.get("report"):
+                report = load_report_spec(self.spec)
+            else:
+                from congestlab.report.defaults import default_report
+
+                report = default_report(self.run_dir, self.axes)
+        self.report = report
         self.points: list[dict] = list(self.manifest.get("points") or [])
         self.published: list[dict] = list(self.spec.get("published") or [])
         self._rows: dict[str, list[dict]] = {}
