@@ -73,6 +73,8 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     facets = _values(sources, plot.facets, plot.facet_values, kinds, where)
     series_values = _values(sources, plot.series, plot.series_values, kinds, where)
     x_values = _values(sources, plot.x, plot.x_values, kinds, where) if plot.type in ("bar", "line") else [None]
+    if not facets or not series_values or not x_values:
+        return None  # the run has no value of a facet, series or x dimension (e.g. a subset of the points)
     ncols = min(len(facets), 3)
     nrows = math.ceil(len(facets) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 3.9 * nrows), squeeze=False)
