@@ -249,8 +249,13 @@ def clean(
     from congestlab.testbed.namespaces import clean_leftovers
 
     require_root()
+    from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
+
     removed = clean_leftovers(include_running=all_runs)
     print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
+    works = clean_work_dirs()
+    if works:
+        print(f"removed {len(works)} cluster work directories of dead tasks under {work_parent()}")
 
 
 @app.command()
