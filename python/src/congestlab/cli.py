@@ -107,6 +107,8 @@ def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool
             raise RunDirError("--resume continues its own directory; drop --out")
         run_dir = resume.absolute()
         stored = _resume_manifest(spec, quick, run_dir, cluster)
+        for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
+            partial.unlink()
         runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset,
                         resume=stored)
         console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "

@@ -54,6 +54,24 @@ def _our_testbeds(base: Path) -> list[str]:
     return left + [f"owner record {p}" for p in sorted(ours)]
 
 
+def _unit_dirs(base: Path) -> list[Path]:
+    return [p for i in (0, 1) for p in (base / f"node{i}" / "work").glob("congestlab-unit-*")]
+
+
+def _wait_worker(base: Path, driver, timeout_s: float = 90) -> int:
+    """PID of a Ray worker running a unit: the owner of a node's work directory (cluster/node.py)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert driver.poll() is None
+        for work in _unit_dirs(base):
+            try:
+                return int((work / ".owner").read_text())
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    raise TimeoutError("no worker ran a unit")
+
+
 def _check_gathered(run_dir: Path, n_points: int) -> dict:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
@@ -98,6 +116,37 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         for node in manifest["cluster"]["nodes"].values():  # node-local work directories are gone
             assert Path(node["work_dir"]).is_relative_to(base) and not Path(node["work_dir"]).exists()
 
+        # a worker killed mid-unit: its unit is submitted again, once, and that is recorded
+        run3 = tmp_path / "run3"
+        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run3), "--cluster", cluster.address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        victim = _wait_worker(base, driver)
+        os.kill(victim, signal.SIGKILL)
+        assert driver.wait(timeout=240) == 0
+        manifest = _check_gathered(run3, 4)
+        tasks = manifest["cluster"]["tasks"]
+        crashed = [t for t in tasks if t["error"] and t["error"].startswith("WorkerCrashedError")]
+        assert len(crashed) == 1 and crashed[0]["attempt"] == 1, tasks
+        for unit in range(4):  # each unit once more at most (any failure, e.g. a real one under load)
+            attempts = [t for t in tasks if t["unit"] == unit]
+            assert [t["attempt"] for t in attempts] in ([1], [1, 2]) and attempts[-1]["error"] is None, tasks
+        assert len([t for t in tasks if t["unit"] == crashed[0]["unit"]]) == 2
+
+        # Ctrl-C on the driver: tasks cancelled, every node tears its testbed down by itself
+        run4 = tmp_path / "run4"
+        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run4), "--cluster", cluster.address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _wait_worker(base, driver)
+        time.sleep(1.0)  # the unit's testbed is being built or used
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=90) == 130, driver.stderr.read()[-2000:]
+        interrupted = json.loads((run4 / "manifest.json").read_text())
+        assert interrupted["status"] == "interrupted", interrupted.get("error")
+        deadline = time.monotonic() + 30
+        while (_our_testbeds(base) or _unit_dirs(base)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _our_testbeds(base) == [] and _unit_dirs(base) == []  # without `congestlab clean`
+
         # the driver SIGKILLed once the first unit has been gathered; the cluster lives on
         run2 = tmp_path / "run2"
         log = open(tmp_path / "driver.log", "w")
@@ -139,13 +188,14 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         env = os.environ | {"CONGESTLAB_WORKDIR": str(base / f"node{i}" / "work")}
         subprocess.run([CONGESTLAB, "clean"], env=env, check=True, capture_output=True)
     assert cluster.group_pids() == []
+    assert processes_mentioning(str(cluster.ray_tmp)) == []
     for _ in range(50):
         if not _our_testbeds(base):
             break
         time.sleep(0.2)
     assert _our_testbeds(base) == []
     assert processes_mentioning(str(tmp_path)) == []
-    assert [p for i in (0, 1) for p in (base / f"node{i}" / "work").glob("congestlab-unit-*")] == []
+    assert _unit_dirs(base) == []
     print(f"cleaned by nodes before new work: {cleaned_by_nodes}")
     print(f"cluster up {t_up - t_start:.1f} s; 4 points on 2 nodes {t_run1 - t_up:.1f} s; "
           f"resume of {4 - len(kept)} points {t_resume - t_kill:.1f} s; total {time.monotonic() - t_start:.1f} s")
