@@ -259,9 +259,9 @@ class Runner:
         return self.run_dir
 
     def _run_testbed(self) -> None:
-        """One testbed for self.runs, built for the first of them; torn down always."""
+        """One testbed for self.runs (built for the first point, reconfigured per run); torn down always."""
         self.manifest["tools"] = self._tool_versions()
-        first = self.runs[0][0]
+        first = self.points[0]  # as before; each run reconfigures the testbed to its point
         kernel_cc = self._kernel_cc(first.study)
         with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
                      run_dir=str(self.run_dir)) as tb:

@@ -36,7 +36,7 @@ class ClusterRun:
         self.address = address
         self.calibrate = calibrate
         self.console = console
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # also guards the manifest's task records while it is written
         self.active: dict[int, object] = {}
         self.stopping = threading.Event()
         self.errors: list[str] = []
@@ -56,8 +56,11 @@ class ClusterRun:
         units: dict[int, list[tuple[str, int]]] = {}
         for point, rep in head.runs:
             units.setdefault(point.unit, []).append((point.id, rep))
-        ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
-                 runtime_env={"env_vars": {}})
+        try:
+            ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
+        except Exception as err:  # noqa: BLE001 - Ray's own connection errors, in one line
+            self._finish("failed", f"cannot join the Ray cluster at {self.address}: {_one_line(err)}")
+            raise ClusterError(f"cannot join the Ray cluster at {self.address}: {_one_line(err)}") from None
         try:
             slots = ray.cluster_resources().get(RESOURCE, 0)
             if units and slots < 1:
@@ -96,10 +99,10 @@ class ClusterRun:
             self._finish("failed", message)
             raise ClusterError(message)
         head._analyze()
+        self._flag_mixed_nodes()
         manifest["timing"] = {"wall_s": round(time.monotonic() - start, 2)}
         manifest["fidelity"] = {"checks": fidelity.checks_to_json(head.checks),
                                 "warnings": [c.message for c in head.checks if not c.ok]}
-        self._flag_mixed_nodes()
         self._finish("complete", None)
         return head.run_dir
 
@@ -138,7 +141,7 @@ class ClusterRun:
                 return
             tag = f"-s{self.session}u{unit}a{attempt}"
             task = {"unit": unit, "attempt": attempt, "runs": [f"{p}#{r}" for p, r in todo],
-                    "submitted_utc": _utc_now()}
+                    "submitted_utc": _utc_now(), "submitted_epoch_s": round(time.time(), 3)}
             with self.lock:
                 self.record["tasks"].append(task)
             gen = self.task.remote(head.study, head.quick, todo, tag, self.calibrate)
@@ -151,9 +154,10 @@ class ClusterRun:
             finally:
                 with self.lock:
                     self.active.pop(unit, None)
-            task["finished_utc"] = _utc_now()
-            task["error"] = error
             with self.lock:
+                task["finished_utc"] = _utc_now()
+                task["finished_epoch_s"] = round(time.time(), 3)
+                task["error"] = error
                 if error:
                     self.errors.append(f"unit {unit} attempt {attempt}: {error}")
                 write_manifest(head.run_dir, head.manifest)
@@ -164,8 +168,9 @@ class ClusterRun:
         head = self.head
         first = ray.get(next(gen))
         node = first["node"]
-        task["node"] = node_key(node)
-        task["cleaned"] = node.get("cleaned_namespaces", [])  # a dead task's leftovers, removed first
+        with self.lock:
+            task["node"] = node_key(node)
+            task["cleaned"] = node.get("cleaned_namespaces", [])  # a dead task's leftovers, removed first
         incoming = head.run_dir / f".incoming-u{unit}a{attempt}.tar"
         size = chunks = 0
         try:
@@ -175,8 +180,9 @@ class ClusterRun:
                     fh.write(chunk)
                     size += len(chunk)
                     chunks += 1
-            task |= {"bytes": size, "chunks": chunks, "chunk_bytes": CHUNK_BYTES}
             with self.lock:
+                task |= {"bytes": size, "chunks": chunks, "chunk_bytes": CHUNK_BYTES,
+                         "node_wall_s": first["manifest"].get("timing", {}).get("wall_s")}
                 self._gather(incoming, first, node, task)
         finally:
             incoming.unlink(missing_ok=True)
