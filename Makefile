@@ -36,7 +36,7 @@ venv: $(STAMPS)/venv
 $(STAMPS)/venv: pyproject.toml
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,cluster]'
 	@mkdir -p $(STAMPS) && touch $@
 
 build: $(BUILD_TARGETS)

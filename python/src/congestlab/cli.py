@@ -55,7 +55,33 @@ def _dry_run(spec, quick: bool) -> None:
     print("# run order: " + " ".join(f"{p.id}#{rep}" for p, rep in runs))
 
 
-def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool, preset: str | None = None) -> None:
+def _resume_manifest(spec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
+    """The stored manifest of a run directory to continue with this very spec; refuses
+    (RunDirError, exit 7) another spec, another --quick, or a run whose process still lives."""
+    import json
+
+    from congestlab.errors import RunDirError
+    from congestlab.rundir import read_manifest
+    from congestlab.testbed.namespaces import list_namespaces, owner_alive
+
+    stored = read_manifest(resume, require_complete=False)
+    if stored.get("spec") != json.loads(json.dumps(spec.model_dump(mode="json"))):
+        raise RunDirError(f"{resume}: its manifest holds another spec than the one given; resume it with the "
+                          f"spec it ran ({stored.get('preset') or stored.get('study')!r})")
+    if bool(stored.get("quick")) != quick:
+        raise RunDirError(f"{resume}: it ran {'with' if stored.get('quick') else 'without'} --quick; "
+                          "resume it the same way")
+    prefix = stored.get("testbed", {}).get("prefix", "")
+    if prefix and stored.get("status") == "running" and owner_alive(prefix):
+        raise RunDirError(f"{resume}: its run is still in progress (testbed {prefix})")
+    if not cluster and prefix and any(ns.startswith(prefix + "-") for ns in list_namespaces()):
+        # (on a cluster every node removes its own stale testbeds before it takes work: cluster/node.py)
+        raise RunDirError(f"{resume}: namespaces of its crashed testbed {prefix} remain; run `congestlab clean` first")
+    return stored
+
+
+def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool, preset: str | None = None,
+             resume: Path | None = None, cluster: str | None = None) -> None:
     from rich.console import Console
 
     from congestlab.report import build_report
@@ -66,17 +92,49 @@ def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool
     if dry_run:
         _dry_run(spec, quick)
         return
-    require_root()
+    if cluster is None:
+        require_root()  # on a cluster, the nodes build the testbeds; the head only gathers
     if calibrate and spec.calibrate is None:
         from congestlab.errors import SpecError
 
         raise SpecError("calibrate", f"study {spec.name!r} names no (sender, receiver) pair; --calibrate has "
                         "nothing to measure")
     console = Console()
-    run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
-    console.print(f"run directory: {run_dir}")
-    Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset).run()
+    if resume is not None:
+        from congestlab.errors import RunDirError
+
+        if out is not None:
+            raise RunDirError("--resume continues its own directory; drop --out")
+        run_dir = resume.absolute()
+        stored = _resume_manifest(spec, quick, run_dir, cluster)
+        for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
+            partial.unlink()
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset,
+                        resume=stored)
+        console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "
+                      f"{len(runner.runs)} to run")
+    else:
+        run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
+        console.print(f"run directory: {run_dir}")
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset)
+    if cluster is None:
+        runner.run()
+    else:
+        _run_on_cluster(runner, cluster, calibrate, console)
     _print_report(build_report(run_dir), console)
+
+
+def _run_on_cluster(runner, address: str, calibrate: bool, console) -> None:
+    """--cluster: the only place Ray is imported (an optional extra: .[cluster])."""
+    from congestlab.errors import ClusterError
+
+    try:
+        from congestlab.cluster.driver import run_on_cluster
+    except ImportError as err:
+        raise ClusterError(f"--cluster needs Ray: pip install -e '.[cluster]' ({err})") from None
+    console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
+                  f"{len({p.unit for p, _ in runner.runs})} units")
+    run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
 
 
 def _print_report(report, console) -> None:
@@ -104,9 +162,13 @@ def run(
     out: Path = typer.Option(None, "--out", help="run directory (new or empty); default runs/NAME-TIME-ID"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print every testbed command and exit"),
     calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
+    resume: Path = typer.Option(None, "--resume", help="continue this run directory: run only the repetitions "
+                                "without results, keep the rest"),
+    cluster: str = typer.Option(None, "--cluster", help="run the units of points on a Ray cluster (ADDRESS or "
+                                "auto; docs/cluster.md)"),
 ) -> None:
     """Run a study spec on a fresh testbed, then analyze and report it."""
-    _execute(_spec_for(spec_path, None), quick, out, dry_run, calibrate)
+    _execute(_spec_for(spec_path, None), quick, out, dry_run, calibrate, resume=resume, cluster=cluster)
 
 
 @app.command()
@@ -116,9 +178,13 @@ def reproduce(
     out: Path = typer.Option(None, "--out", help="run directory (new or empty); default runs/NAME-TIME-ID"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print every testbed command and exit"),
     calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first"),
+    resume: Path = typer.Option(None, "--resume", help="continue this run directory: run only the repetitions "
+                                "without results, keep the rest"),
+    cluster: str = typer.Option(None, "--cluster", help="run the units of points on a Ray cluster (ADDRESS or "
+                                "auto; docs/cluster.md)"),
 ) -> None:
     """Reproduce a study from its preset (see `congestlab presets`)."""
-    _execute(_spec_for(None, name), quick, out, dry_run, calibrate, preset=name)
+    _execute(_spec_for(None, name), quick, out, dry_run, calibrate, preset=name, resume=resume, cluster=cluster)
 
 
 @app.command()
@@ -167,13 +233,35 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="a complete run directory")) -> None:
+def report(
+    run_dir: Path = typer.Argument(..., help="a complete run directory"),
+    check: bool = typer.Option(False, "--check", help="exit 1 when a claim marked as a property of the tool fails"),
+) -> None:
     """Write report.md, report.html and plots/ from a run directory (no root needed)."""
     from rich.console import Console
 
     from congestlab.report import build_report
 
-    _print_report(build_report(run_dir), Console())
+    built = build_report(run_dir)
+    _print_report(built, Console())
+    failed = getattr(built, "failed_properties", [])
+    for finding in failed:
+        print(f"congestlab: property {finding.claim.id} does not hold: {finding.claim.title}", file=sys.stderr)
+    if check and failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def compare(
+    run_dirs: list[Path] = typer.Argument(..., help="two or more run directories; the first is the baseline"),
+    out: Path = typer.Option(None, "--out", help="directory for compare.md/.html and plots; default compare-TIME"),
+) -> None:
+    """The same cells of several runs side by side, with differences and overlaid plots."""
+    from rich.console import Console
+
+    from congestlab.report.compare import compare_runs
+
+    _print_report(compare_runs(run_dirs, out), Console())
 
 
 @app.command()
@@ -185,8 +273,13 @@ def clean(
     from congestlab.testbed.namespaces import clean_leftovers
 
     require_root()
+    from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
+
     removed = clean_leftovers(include_running=all_runs)
     print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
+    works = clean_work_dirs()
+    if works:
+        print(f"removed {len(works)} cluster work directories of dead tasks under {work_parent()}")
 
 
 @app.command()

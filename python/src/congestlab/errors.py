@@ -66,3 +66,9 @@ class Interrupted(CongestlabError):
     """Ctrl-C or SIGTERM during a run; everything was torn down."""
 
     exit_code = 130
+
+
+class ClusterError(CongestlabError):
+    """The Ray cluster could not be reached, lacks testbed nodes, or left points unfinished."""
+
+    exit_code = 8

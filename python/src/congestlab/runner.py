@@ -7,6 +7,10 @@ Ctrl-C, SIGTERM), and the manifest says how the run ended.
 Run directory: docs/data-format.md. Each repetition of a point writes its own directory
 points/<point id>/r<repetition>/ (pcap/, logs/, records.jsonl, rep.json); rep.json is
 written last, so a repetition without it did not complete.
+
+A Runner can also execute a subset of the runs (`runs=`: a cluster node's unit) and
+continue a run directory (`resume=`: only the repetitions without rep.json run; the
+manifest records each resume).
 """
 
 from __future__ import annotations
@@ -72,7 +76,12 @@ def kernel_cc_name(cc: str) -> str:
 
 @contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM unwinds like Ctrl-C, so every `finally` (teardown) runs."""
+    """SIGTERM unwinds like Ctrl-C, so every `finally` (teardown) runs. Only the main
+    thread can set a handler: elsewhere (e.g. a cluster task's thread) the host's own applies."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
     def handler(signum, frame):
         raise Interrupted("terminated by SIGTERM; testbed torn down")
 
@@ -109,7 +118,14 @@ class _Server:
 
 class Runner:
     def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
-                 console: Console | None = None, argv: list[str] | None = None, preset: str | None = None):
+                 console: Console | None = None, argv: list[str] | None = None, preset: str | None = None,
+                 runs: list[tuple[str, int]] | None = None, resume: dict | None = None, analyze: bool = True,
+                 tag: str = ""):
+        """`runs`: only these (point id, repetition) pairs, in the study's order (default all).
+        `resume`: the stored manifest of `run_dir`; the repetitions without rep.json run, the
+        finished ones are kept. `analyze`: False leaves analysis to the caller (cluster nodes).
+        `tag`: appended to server instance names and background log directories, so those of
+        several executions gathered into one run directory never collide (cluster/)."""
         self.study = study
         self.run_dir = Path(run_dir)
         self.quick = quick
@@ -117,7 +133,16 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.prefix = new_prefix()
         self.points: list[Point] = expand(study, quick)
-        self.runs = run_order(self.points, study.order, study.seed)
+        self.all_runs = run_order(self.points, study.order, study.seed)
+        self.runs = self.all_runs
+        if runs is not None:
+            wanted = {(str(pid), int(rep)) for pid, rep in runs}
+            unknown = wanted - {(p.id, r) for p, r in self.all_runs}
+            if unknown:
+                raise SpecError("runs", f"not runs of this study: {sorted(unknown)}")
+            self.runs = [(p, r) for p, r in self.all_runs if (p.id, r) in wanted]
+        self.do_analyze = analyze
+        self.tag = tag
         self.axes = list(dict.fromkeys(a for p in self.points for a in p.labels))
         self.checks: list[fidelity.Check] = []
         self.manifest: dict = {
@@ -147,6 +172,45 @@ class Runner:
         self._instances = 0
         self._last_point = ""
         self._servers_started: set[str] = set()  # by the latest _reconcile_servers
+        self._resume_entry: dict | None = None
+        if resume is not None:
+            self._continue(resume, argv)
+
+    def _continue(self, stored: dict, argv: list[str] | None) -> None:
+        """Carry a stored manifest on: keep what the finished repetitions recorded (their
+        server instances, background instances, fidelity checks), run only the rest."""
+        done = [(p, r) for p, r in self.runs if self.rep_complete(p.id, r)]
+        self.runs = [(p, r) for p, r in self.runs if not self.rep_complete(p.id, r)]
+        fresh = self.manifest
+        self.manifest = dict(stored)
+        for key in ("error", "finished_utc", "timing"):
+            self.manifest.pop(key, None)
+        self.manifest["status"] = "running"
+        self.manifest["runs_done"] = len(done)
+        self.manifest["environment"] = fresh["environment"]
+        self.manifest.setdefault("servers", {})
+        self.manifest.setdefault("workloads", {})
+        self.manifest.setdefault("reconfigurations", [])
+        self.manifest["testbed"] = {"prefix": self.prefix}
+        self._instances = sum(len(v) for v in self.manifest["servers"].values())
+        self._resume_entry = {"started_utc": _utc_now(), "command": argv or sys.argv,
+                              "previous_status": stored.get("status"), "previous_error": stored.get("error"),
+                              "previous_prefix": stored.get("testbed", {}).get("prefix"), "prefix": self.prefix,
+                              "kept": len(done), "ran": [f"{p.id}#{r}" for p, r in self.runs]}
+        self.manifest.setdefault("resumes", []).append(self._resume_entry)
+        for point, rep in done:  # their checks stand as recorded (rep.json, background instances)
+            info = json.loads((self.run_dir / "points" / point.id / f"r{rep}" / "rep.json").read_text())
+            self.checks += [fidelity.Check(f"{c['name']}@{point.id}#{rep}", c["ok"], c["value"], c["expected"],
+                                           c.get("message", "")) for c in info.get("checks", [])]
+        for workload in self.manifest["workloads"].values():
+            for instance in workload.get("instances", []):
+                self.checks += [fidelity.Check(f"{c['name']}@{instance['first_point']}", c["ok"], c["value"],
+                                               c["expected"], c.get("message", ""))
+                                for c in instance.get("checks", [])]
+
+    def rep_complete(self, point_id: str, rep: int) -> bool:
+        """rep.json is written last: a repetition with it completed."""
+        return (self.run_dir / "points" / point_id / f"r{rep}" / "rep.json").is_file()
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -155,30 +219,15 @@ class Runner:
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         cpu0 = fidelity.read_cpu_jiffies()
         (self.run_dir / "points").mkdir(parents=True, exist_ok=True)
+        for point, rep in self.runs:  # a repetition without rep.json did not complete: discarded
+            shutil.rmtree(self.run_dir / "points" / point.id / f"r{rep}", ignore_errors=True)
         write_manifest(self.run_dir, self.manifest)
         try:
             with sigterm_as_interrupt():
-                self.manifest["tools"] = self._tool_versions()
-                first = self.points[0]
-                kernel_cc = self._kernel_cc(first.study)
-                with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
-                             run_dir=str(self.run_dir)) as tb:
-                    try:
-                        self.manifest["testbed"] = tb.describe() | {
-                            "setup_s": round(tb.setup_s, 3), "setup_commands": tb.executor.commands_run}
-                        self._check_reachability(tb, first)
-                        self.manifest["qdiscs"] = self._qdisc_config(tb)
-                        if self.calibrate:
-                            self.manifest["calibration"] = self._calibrate(tb)
-                        self._run_all(tb)
-                    finally:
-                        self._stop_backgrounds()
-                        self._stop_servers()
-                self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
-                self.manifest["testbed"]["link_emulation"] = tb.emulation  # with linkem's final counters
-                self._remove_installed_cc()
-                self._remove_temp_dirs()
-            self._analyze()
+                if self.runs:
+                    self._run_testbed()
+            if self.do_analyze:
+                self._analyze()
         except KeyboardInterrupt:
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
             raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
@@ -204,8 +253,34 @@ class Runner:
                                      "warnings": [c.message for c in self.checks if not c.ok]}
         self.manifest["status"] = "complete"
         self.manifest["finished_utc"] = _utc_now()
+        if self._resume_entry is not None:
+            self._resume_entry |= {"finished_utc": self.manifest["finished_utc"], "status": "complete",
+                                   "wall_s": self.manifest["timing"]["wall_s"]}
         write_manifest(self.run_dir, self.manifest)
         return self.run_dir
+
+    def _run_testbed(self) -> None:
+        """One testbed for self.runs (built for the first point, reconfigured per run); torn down always."""
+        self.manifest["tools"] = self._tool_versions()
+        first = self.points[0]  # as before; each run reconfigures the testbed to its point
+        kernel_cc = self._kernel_cc(first.study)
+        with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
+                     run_dir=str(self.run_dir)) as tb:
+            try:
+                self.manifest["testbed"] = tb.describe() | {
+                    "setup_s": round(tb.setup_s, 3), "setup_commands": tb.executor.commands_run}
+                self._check_reachability(tb, first)
+                self.manifest["qdiscs"] = self._qdisc_config(tb)
+                if self.calibrate:
+                    self.manifest["calibration"] = self._calibrate(tb)
+                self._run_all(tb)
+            finally:
+                self._stop_backgrounds()
+                self._stop_servers()
+        self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
+        self.manifest["testbed"]["link_emulation"] = tb.emulation  # with linkem's final counters
+        self._remove_installed_cc()
+        self._remove_temp_dirs()
 
     def _fail(self, status: str, message: str) -> None:
         self._remove_temp_dirs()
@@ -215,6 +290,8 @@ class Runner:
             message += f"; and removing the congestion controls it installed failed: {err}"
         self.manifest["status"] = status
         self.manifest["error"] = message
+        if self._resume_entry is not None:
+            self._resume_entry |= {"finished_utc": _utc_now(), "status": status}
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
         write_manifest(self.run_dir, self.manifest)
 
@@ -311,7 +388,7 @@ class Runner:
     def _bound_s(self, point: Point) -> float:
         """How long a long-lived background may run: this point's unit, all of it, at most."""
         study = point.study
-        unit_runs = [(p, r) for p, r in self.runs if p.unit == point.unit]
+        unit_runs = [(p, r) for p, r in self.runs if p.unit == point.unit]  # this execution's
         per_run = study.warmup_s + study.gap_s + 10
         for name in point.workloads:
             spec = study.workload(name)
@@ -376,7 +453,7 @@ class Runner:
         self._temp_dirs.append(docroot)
         digests = write_files(docroot, sorted(set(spec.files_kib) | {PROBE_FILE_KIB}))
         self._instances += 1
-        instance = f"i{self._instances}"
+        instance = f"i{self._instances}{self.tag}"
         handle = make_server(spec, tb, self.run_dir, docroot, instance)
         user_stack = spec.kind == "lean"
         record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
@@ -484,7 +561,9 @@ class Runner:
         for name, spec in want.items():
             if name in self.backgrounds:
                 continue
-            log_dir = self.run_dir / "logs" / "background" / f"{name}-u{point.unit}"
+            # a resume starts the unit's background again: its own log directory
+            resumed = f"-resume{len(self.manifest['resumes'])}" if self._resume_entry is not None else ""
+            log_dir = self.run_dir / "logs" / "background" / f"{name}-u{point.unit}{self.tag}{resumed}"
             runner = runner_for(spec)(spec, ctx, log_dir)
             self.backgrounds[name] = (spec, runner)
             runner.start()

@@ -54,4 +54,5 @@ def test_cc_share_two_second_flows(tmp_path, unique_compound):
     assert checks["share_flow2_cc"].ok and checks["share_flow1_cc"].ok
     from congestlab.report import build_report
 
-    assert "cubic vs compound" in build_report(tmp_path / "run").markdown_path.read_text()
+    text = build_report(tmp_path / "run").markdown_path.read_text()  # the preset's declared report
+    assert "| cubic-compound |" in text and "Share of a fair half of the link" in text

@@ -86,12 +86,16 @@ def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
 
 
 def _validate_report(study: StudySpec, origin: str) -> None:
-    """The report package owns the `[report]` table's schema (when it declares one)."""
-    try:
-        from congestlab.report.declaration import validate_declaration
-    except ImportError:
+    """The report package owns the `[report]` table's schema (report/declaration.py)."""
+    if not study.report:
         return
-    validate_declaration(study, origin)
+    from congestlab.report.declaration import validate_report
+
+    axes = list(dict.fromkeys(a.name for e in study.experiments for a in e.axes))
+    try:
+        validate_report(study.report, axes, study.published)
+    except SpecError as err:
+        raise SpecError(f"{origin}: {err.where}", err.problem) from None
 
 
 def _field_path(loc: tuple, data: Any) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -111,4 +113,7 @@ def clean_leftovers(include_running: bool = False) -> list[str]:
         prefixes.add(prefix)
     for prefix in prefixes:
         forget_owner(prefix)
+        # the web servers' temporary docroots of that run (runner.py _start_server)
+        for docroot in Path(tempfile.gettempdir()).glob(f"congestlab-{prefix}-docroot-*"):
+            shutil.rmtree(docroot, ignore_errors=True)
     return removed

@@ -1,0 +1,217 @@
+"""A stored run directory (format_version 2) as the report engine sees it: the manifest, the
+results in long form (congestlab/results.py), and samples of declared metrics.
+
+A sample is one point x repetition: the metric's records in that point and repetition that
+match a selection, reduced to one number (declaration.MetricSpec.per_repetition).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.results import KIND_COLUMNS, read_results
+from congestlab.rundir import read_manifest
+
+
+def norm(value) -> str:
+    """One spelling per value, so TOML 10000, CSV "10000.0" and "1e4" select the same rows."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, (int, float)):
+        return f"{float(value):.12g}"
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if math.isfinite(number) and text.lower() not in ("nan", "inf", "-inf", "infinity"):
+        return f"{number:.12g}"
+    return text
+
+
+def _number(text) -> float | None:
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        if text in ("True", "False"):
+            return 1.0 if text == "True" else 0.0
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass
+class Stats:
+    """Mean, sample standard deviation and count of a cell's samples."""
+
+    values: list[float]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def sd(self) -> float | None:
+        return statistics.stdev(self.values) if len(self.values) >= 2 else None
+
+
+@dataclass
+class Sample:
+    point_id: str
+    repetition: str
+    value: float
+    coords: dict[str, str] = field(default_factory=dict)
+    time: float | None = None
+
+
+class RunData:
+    """One run directory, read once; rows are kept as strings (as the CSV has them)."""
+
+    def __init__(self, run_dir: Path, report: ReportSpec | None = None):
+        self.run_dir = Path(run_dir)
+        # the run's format_version must be this congestlab's, and its status complete
+        # (docs/data-format.md: `congestlab report` refuses a run that did not finish)
+        self.manifest = read_manifest(self.run_dir)
+        self.spec: dict = self.manifest.get("spec") or {}
+        self.axes: list[str] = list(self.manifest.get("axes") or [])
+        if report is None:
+            if self.spec.get("report"):
+                report = load_report_spec(self.spec)
+            else:
+                from congestlab.report.defaults import default_report
+
+                report = default_report(self.run_dir, self.axes)
+        self.report = report
+        self.points: list[dict] = list(self.manifest.get("points") or [])
+        self.published: list[dict] = list(self.spec.get("published") or [])
+        self._rows: dict[str, list[dict]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+    def rows(self, kind: str) -> list[dict]:
+        if kind not in self._rows:
+            self._rows[kind] = [{k: norm(v) if v is not None else "" for k, v in row.items()}
+                                for row in read_results(self.run_dir, kind)]
+        return self._rows[kind]
+
+    def kinds_present(self) -> list[str]:
+        return [k for k in KIND_COLUMNS if (self.run_dir / "results" / f"{k}.csv").exists()]
+
+    # --- dimensions --------------------------------------------------------------------
+    def values(self, dim: str, kinds: list[str], where: Selector | None = None) -> list[str]:
+        """The values a dimension takes (in the rows matching `where`), ordered: numbers
+        numerically, other axis labels as the manifest lists the points, the rest as first seen."""
+        seen: dict[str, None] = {}
+        for kind in kinds:
+            for row in self.rows(kind):
+                if dim in row and row[dim] != "" and matches(row, where or {}):
+                    seen.setdefault(row[dim], None)
+        found = list(seen)
+        if found and all(_number(v) is not None for v in found):
+            return sorted(found, key=lambda v: float(v))
+        if dim in self.axes:
+            order = {}
+            for p in self.points:
+                label = (p.get("axes") or {}).get(dim)
+                if label is not None:
+                    order.setdefault(norm(label), len(order))
+            if all(v in order for v in found):
+                return sorted(found, key=order.__getitem__)
+        return found
+
+    # --- samples -----------------------------------------------------------------------
+    def samples(self, metric: MetricSpec, selection: Selector, time_column: str | None = None) -> list[Sample]:
+        """One sample per point x repetition among the records matching the metric's and the
+        selection's keys (the selection wins where both name a key)."""
+        where = {**metric.where, **selection}
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for row in self.rows(metric.kind):
+            if matches(row, where):
+                groups.setdefault((row.get("point_id", ""), row.get("repetition", "")), []).append(row)
+        denominators: dict[tuple[str, str], list[dict]] = {}
+        if metric.divide_by:
+            den_where = {**where, **metric.divide_where}
+            for row in self.rows(metric.kind):
+                if matches(row, den_where):
+                    denominators.setdefault((row.get("point_id", ""), row.get("repetition", "")), []).append(row)
+        out = []
+        for key, rows in groups.items():
+            value = reduce_rows(rows, metric.column, metric.per_repetition)
+            if value is None:
+                continue
+            if metric.divide_by:
+                den = reduce_rows(denominators.get(key, []), metric.divide_by, metric.per_repetition)
+                if not den:
+                    continue
+                value = value / den
+            coords = {k: rows[0].get(k, "") for k in [*self.axes, *where]}
+            t = None
+            if time_column:
+                times = [x for x in (_number(r.get(time_column)) for r in rows) if x is not None]
+                t = min(times) if times else None
+            out.append(Sample(key[0], key[1], value * metric.scale, coords, t))
+        return out
+
+    def stats(self, metric: MetricSpec, selection: Selector) -> Stats:
+        return Stats([s.value for s in self.samples(metric, selection)])
+
+    def published_value(self, metric_name: str, coords: dict) -> float | None:
+        """The seed's value for a cell: the most specific published entry whose keys (other
+        than metric names) all match the cell's coordinates."""
+        best, best_keys = None, -1
+        ncoords = {k: norm(v) for k, v in coords.items() if not isinstance(v, list)}
+        for entry in self.published:
+            if metric_name not in entry or entry[metric_name] is None:
+                continue
+            keys = {k: v for k, v in entry.items() if k not in self.report.metrics}
+            if all(k in ncoords and ncoords[k] == norm(v) for k, v in keys.items()) and len(keys) > best_keys:
+                best, best_keys = float(entry[metric_name]), len(keys)
+        return best
+
+
+TRUE, FALSE = {"True", "true", "1"}, {"False", "false", "0", ""}
+
+
+def matches(row: dict, where: Selector) -> bool:
+    for key, want in where.items():
+        if key not in row:
+            return False
+        if isinstance(want, bool):
+            if row[key] not in (TRUE if want else FALSE):
+                return False
+        elif isinstance(want, list):
+            if row[key] not in {norm(w) for w in want}:
+                return False
+        elif row[key] != norm(want):
+            return False
+    return True
+
+
+def reduce_rows(rows: list[dict], column: str, how: str) -> float | None:
+    if how == "count":
+        return float(len(rows))
+    values = [x for x in (_number(r.get(column)) for r in rows) if x is not None]
+    if not values:
+        return None
+    if how == "mean":
+        return statistics.fmean(values)
+    if how == "sum":
+        return math.fsum(values)
+    if how == "min":
+        return min(values)
+    if how == "max":
+        return max(values)
+    if how == "median":
+        return statistics.median(values)
+    return values[0]

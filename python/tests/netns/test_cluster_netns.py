@@ -1,0 +1,201 @@
+"""A study on a local two-node Ray cluster (separate `ray start` processes on loopback
+addresses, each with `congestlab_testbed: 1`, its own temp and work directory): both nodes
+used, every repetition reaches the head's run directory through Ray in chunks, and
+`--resume` after SIGKILLing the driver half way runs only the missing points.
+
+Both nodes share this machine's kernel: the spec's points install nothing machine-wide
+(cubic and the lean server's own stack; no Compound TCP, whose BPF registration is global).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from ray_helpers import LocalCluster
+from spine_helpers import processes_mentioning, write_mini_spec
+
+from congestlab.testbed.layout import NAMESPACE_RE
+from congestlab.testbed.namespaces import OWNERS_DIR, list_namespaces
+
+pytestmark = [pytest.mark.netns, pytest.mark.cluster]
+
+CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
+
+
+def _complete(run_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in (run_dir / "points").glob("*/r*/rep.json"))
+
+
+def _snapshot(rep_dir: Path) -> dict[str, tuple[int, str]]:
+    return {str(f.relative_to(rep_dir)): (f.stat().st_mtime_ns, hashlib.sha256(f.read_bytes()).hexdigest())
+            for f in sorted(rep_dir.rglob("*")) if f.is_file()}
+
+
+def _our_testbeds(base: Path) -> list[str]:
+    """Namespaces (and owner records) of testbeds whose run directory lies under `base`."""
+    ours = set()
+    for record in OWNERS_DIR.glob("*") if OWNERS_DIR.exists() else []:
+        try:
+            if str(base) in record.read_text():
+                ours.add(record.name)
+        except OSError:
+            pass
+    left = [ns for ns in list_namespaces() if (m := NAMESPACE_RE.match(ns)) and m.group(1) in ours]
+    return left + [f"owner record {p}" for p in sorted(ours)]
+
+
+def _unit_dirs(base: Path) -> list[Path]:
+    return [p for i in (0, 1) for p in (base / f"node{i}" / "work").glob("congestlab-unit-*")]
+
+
+def _wait_worker(base: Path, driver, timeout_s: float = 90) -> int:
+    """PID of a Ray worker running a unit: the owner of a node's work directory (cluster/node.py)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert driver.poll() is None
+        for work in _unit_dirs(base):
+            try:
+                return int((work / ".owner").read_text())
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.05)
+    raise TimeoutError("no worker ran a unit")
+
+
+def _check_gathered(run_dir: Path, n_points: int) -> dict:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert manifest["runs_done"] == manifest["runs_total"] == n_points
+    reps = _complete(run_dir)
+    assert {(d.parent.name, d.name) for d in reps} == {(p["id"], "r1") for p in manifest["points"]}
+    for rep_dir in reps:
+        server = rep_dir.parent.name.split("server-")[1].split(".")[0]
+        assert (rep_dir / "pcap" / f"{server}.pcap").stat().st_size > 1000
+    with open(run_dir / "results" / "request.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    counts = Counter((r["point_id"], r["family"]) for r in rows)
+    assert len(counts) == n_points * 2 and set(counts.values()) == {1}, counts
+    assert all(r["ok"] == "True" for r in rows), rows
+    assert (run_dir / "report.md").exists()
+    cluster = manifest["cluster"]
+    for key, node in cluster["nodes"].items():
+        assert node["hostname"] and node["kernel"] and node["tools"]["tcpdump"], node
+    for run in cluster["runs"].values():
+        assert run in cluster["nodes"]
+    assert not list(run_dir.glob(".incoming-*"))
+    return manifest
+
+
+def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
+    t_start = time.monotonic()
+    spec = write_mini_spec(tmp_path, repetitions=1)  # 4 points (apache|lean x C0|L20), 1 repetition each
+    base = tmp_path / "ray"
+    with LocalCluster(base, nodes=2) as cluster:
+        t_up = time.monotonic()
+        run1 = tmp_path / "run1"
+        done = subprocess.run([CONGESTLAB, "run", str(spec), "--out", str(run1), "--cluster", cluster.address],
+                              capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        t_run1 = time.monotonic()
+        manifest = _check_gathered(run1, 4)
+        tasks = manifest["cluster"]["tasks"]
+        assert len(tasks) == 4 and all(t["attempt"] == 1 and t["error"] is None for t in tasks), tasks
+        assert len(set(manifest["cluster"]["runs"].values())) == 2, "both nodes ran points"
+        # through Ray, in chunks: every unit's bytes came as a stream of objects
+        assert all(t["bytes"] > 0 and t["chunks"] >= 1 for t in tasks)
+        for node in manifest["cluster"]["nodes"].values():  # node-local work directories are gone
+            assert Path(node["work_dir"]).is_relative_to(base) and not Path(node["work_dir"]).exists()
+
+        # a worker killed mid-unit: its unit is submitted again, once, and that is recorded
+        run3 = tmp_path / "run3"
+        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run3), "--cluster", cluster.address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        victim = _wait_worker(base, driver)
+        os.kill(victim, signal.SIGKILL)
+        assert driver.wait(timeout=240) == 0
+        manifest = _check_gathered(run3, 4)
+        tasks = manifest["cluster"]["tasks"]
+        crashed = [t for t in tasks if t["error"] and t["error"].startswith("WorkerCrashedError")]
+        assert len(crashed) == 1 and crashed[0]["attempt"] == 1, tasks
+        for unit in range(4):  # each unit once more at most (any failure, e.g. a real one under load)
+            attempts = [t for t in tasks if t["unit"] == unit]
+            assert [t["attempt"] for t in attempts] in ([1], [1, 2]) and attempts[-1]["error"] is None, tasks
+        assert len([t for t in tasks if t["unit"] == crashed[0]["unit"]]) == 2
+
+        # Ctrl-C on the driver: tasks cancelled, every node tears its testbed down by itself
+        run4 = tmp_path / "run4"
+        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run4), "--cluster", cluster.address],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _wait_worker(base, driver)
+        time.sleep(1.0)  # the unit's testbed is being built or used
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=90) == 130, driver.stderr.read()[-2000:]
+        interrupted = json.loads((run4 / "manifest.json").read_text())
+        assert interrupted["status"] == "interrupted", interrupted.get("error")
+        deadline = time.monotonic() + 30
+        while (_our_testbeds(base) or _unit_dirs(base)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _our_testbeds(base) == [] and _unit_dirs(base) == []  # without `congestlab clean`
+
+        # the driver SIGKILLed once the first unit has been gathered; the cluster lives on
+        run2 = tmp_path / "run2"
+        log = open(tmp_path / "driver.log", "w")
+        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run2), "--cluster", cluster.address],
+                                  stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 120
+            while not (run2.exists() and _complete(run2)):
+                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-2000:]
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            os.kill(driver.pid, signal.SIGKILL)
+            driver.wait()
+        kept = {d: _snapshot(d) for d in _complete(run2)}
+        stored = json.loads((run2 / "manifest.json").read_text())
+        assert stored["status"] == "running"
+        if len(kept) == 4:
+            pytest.skip("all four points arrived before the driver was killed; nothing to resume")
+        t_kill = time.monotonic()
+        resumed = subprocess.run([CONGESTLAB, "run", str(spec), "--resume", str(run2), "--cluster", cluster.address],
+                                 capture_output=True, text=True, timeout=240)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        t_resume = time.monotonic()
+        manifest = _check_gathered(run2, 4)
+        (entry,) = manifest["resumes"]
+        assert entry["kept"] == len(kept) and len(entry["ran"]) == 4 - len(kept)
+        kept_runs = {f"{d.parent.name}#1" for d in kept}
+        assert not kept_runs & set(entry["ran"])
+        ran_after = [t for t in manifest["cluster"]["tasks"] if t["submitted_utc"] >= entry["started_utc"]]
+        assert sorted(r for t in ran_after for r in t["runs"]) == sorted(entry["ran"])
+        for rep_dir, snapshot in kept.items():
+            assert _snapshot(rep_dir) == snapshot, rep_dir
+    # the cluster is stopped. The task killed with the driver left its testbed and work
+    # directory; a node removes such leftovers before its next task (recorded), and
+    # `congestlab clean` on a node that got no more work does (docs/cluster.md)
+    cleaned_by_nodes = [c for t in manifest["cluster"]["tasks"] for c in t.get("cleaned", [])]
+    for i in (0, 1):
+        env = os.environ | {"CONGESTLAB_WORKDIR": str(base / f"node{i}" / "work")}
+        subprocess.run([CONGESTLAB, "clean"], env=env, check=True, capture_output=True)
+    assert cluster.group_pids() == []
+    assert processes_mentioning(str(cluster.ray_tmp)) == []
+    for _ in range(50):
+        if not _our_testbeds(base):
+            break
+        time.sleep(0.2)
+    assert _our_testbeds(base) == []
+    assert processes_mentioning(str(tmp_path)) == []
+    assert _unit_dirs(base) == []
+    print(f"cleaned by nodes before new work: {cleaned_by_nodes}")
+    print(f"cluster up {t_up - t_start:.1f} s; 4 points on 2 nodes {t_run1 - t_up:.1f} s; "
+          f"resume of {4 - len(kept)} points {t_resume - t_kill:.1f} s; total {time.monotonic() - t_start:.1f} s")

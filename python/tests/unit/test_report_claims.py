@@ -1,0 +1,192 @@
+"""Verdicts on hand-made results: holds, does not hold, inconclusive with one repetition, not
+measured; each rule of congestlab/report/claims.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from congestlab.report.claims import (FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, decide_compare, evaluate_claims,
+                                      fit_shapes)
+from congestlab.report.data import RunData, Stats
+from report_fixtures import RunBuilder, request_run
+
+METRICS = {
+    "throughput_mbps": {"kind": "request", "column": "nrt_throughput_mbps", "unit": "Mbit/s"},
+    "delay_ms": {"kind": "request", "column": "delay_ms", "unit": "ms", "digits": 1},
+}
+
+
+def _v4_beats_v6(**extra) -> dict:
+    claim = {"id": "14", "title": "v4 throughput > v6", "seed": "IPv4 throughput is higher", "rule": "compare",
+             "metric": "throughput_mbps", "a": {"family": "v4"}, "b": {"family": "v6"}, "relation": ">",
+             "for_each": ["level"], "where": {"server": "apache"}}
+    claim.update(extra)
+    return {"metrics": METRICS, "claims": [claim]}
+
+
+def _verdict(tmp_path, values, report, published=None):
+    run = request_run(values, report=report, published=published).write(tmp_path / "run")
+    return evaluate_claims(RunData(run))[0]
+
+
+def test_compare_holds_with_three_repetitions(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.1, 29.5, 30.8], ("apache", "C1B", "v6"): [24.0, 24.9, 23.7],
+              ("apache", "C2B", "v4"): [31.0, 30.2, 30.9], ("apache", "C2B", "v6"): [25.1, 24.4, 25.5]}
+    result = _verdict(tmp_path, values, _v4_beats_v6())
+    assert result.verdict == HOLDS
+    assert [c.verdict for c in result.checks] == [HOLDS, HOLDS]
+    assert "Welch" in result.checks[0].detail
+
+
+def test_compare_fails_when_significantly_the_other_way(tmp_path):
+    values = {("apache", "C1B", "v4"): [24.0, 24.9, 23.7], ("apache", "C1B", "v6"): [30.1, 29.5, 30.8],
+              ("apache", "C2B", "v4"): [31.0, 30.2, 30.9], ("apache", "C2B", "v6"): [25.1, 24.4, 25.5]}
+    result = _verdict(tmp_path, values, _v4_beats_v6())
+    assert result.verdict == FAILS
+    assert [c.verdict for c in result.checks] == [FAILS, HOLDS]
+
+
+def test_compare_not_significant_is_inconclusive(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0, 26.0, 34.0], ("apache", "C1B", "v6"): [29.0, 33.0, 25.5]}
+    assert _verdict(tmp_path, values, _v4_beats_v6()).verdict == INCONCLUSIVE
+
+
+def test_one_repetition_inside_the_margin_is_inconclusive(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [24.0]}  # ratio 1.25 < 1.5
+    result = _verdict(tmp_path, values, _v4_beats_v6())
+    assert result.verdict == INCONCLUSIVE
+    assert "margin" in result.checks[0].detail
+
+
+def test_one_repetition_beyond_the_margin_decides(tmp_path):
+    holds = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [15.0]}
+    fails = {("apache", "C1B", "v4"): [15.0], ("apache", "C1B", "v6"): [30.0]}
+    assert _verdict(tmp_path / "h", holds, _v4_beats_v6()).verdict == HOLDS
+    assert _verdict(tmp_path / "f", fails, _v4_beats_v6()).verdict == FAILS
+
+
+def test_claim_on_an_unmeasured_server_is_not_measured(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [15.0]}
+    result = _verdict(tmp_path, values, _v4_beats_v6(where={"server": "lean"}))
+    assert result.verdict == NOT_MEASURED
+
+
+def test_partly_measured_claim_says_its_coverage(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [15.0], ("apache", "C2B", "v4"): [30.0]}
+    result = _verdict(tmp_path, values, _v4_beats_v6())
+    assert [c.verdict for c in result.checks] == [HOLDS, NOT_MEASURED]
+    assert result.verdict == HOLDS and result.coverage == "1/2"
+
+
+def test_weak_relation_holds_without_a_difference():
+    a, b = Stats([30.0, 30.5, 29.5]), Stats([30.2, 29.8, 30.1])
+    assert decide_compare(a, b, ">=", 1.5, 0.05, 10)[0] == HOLDS
+    assert decide_compare(a, b, ">", 1.5, 0.05, 10)[0] == INCONCLUSIVE
+    assert decide_compare(a, b, "~", 1.5, 0.05, 10)[0] == HOLDS
+    assert decide_compare(Stats([30.0]), Stats([10.0]), "~", 1.5, 0.05, 10)[0] == FAILS
+    assert decide_compare(Stats([30.0]), Stats([25.0]), "~", 1.5, 0.05, 10)[0] == INCONCLUSIVE
+
+
+def test_seed_numbers_come_from_published_values(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [15.0]}
+    published = [{"server": "apache", "level": "C1B", "family": "v4", "throughput_mbps": 28.6},
+                 {"server": "apache", "level": "C1B", "family": "v6", "throughput_mbps": 23.5}]
+    result = _verdict(tmp_path, values, _v4_beats_v6(), published)
+    assert result.checks[0].seed == "v4 28.6, v6 23.5"
+
+
+# --- the lab report's rules, on an iperf-shaped run ---------------------------------------
+
+def _iperf_run(tmp_path, sessions: dict[tuple[str, float], list[list[float]]], claims: list[dict]) -> RunData:
+    metrics = {
+        "total_mbps": {"kind": "iperf", "column": "throughput_mbps", "per_repetition": "sum",
+                       "where": {"protocol": "tcp"}},
+        "session_mbps": {"kind": "iperf", "column": "throughput_mbps", "where": {"protocol": "tcp"}},
+    }
+    b = RunBuilder("tcp-lab", ["task", "x"], {"metrics": metrics, "claims": claims})
+    for (task, x), reps in sessions.items():
+        for rep, per_session in enumerate(reps, start=1):
+            for i, mbps in enumerate(per_session):
+                b.add("iperf", {"task": task, "x": x}, rep, workload="iperf", protocol="tcp", session=i,
+                      throughput_mbps=mbps)
+    return RunData(b.write(tmp_path / "run"))
+
+
+def test_share_rule_is_a_property(tmp_path):
+    claim = {"id": "19e", "title": "r/n", "seed": "each session achieves around r/n", "property": True,
+             "rule": "share", "metric": "session_mbps", "where": {"task": "parallel"}, "for_each": ["x"],
+             "tolerance_pct": 20}
+    fair = _iperf_run(tmp_path / "a", {("parallel", 2): [[47.0, 47.1]], ("parallel", 4): [[23.0, 24.0, 23.5, 23.6]]},
+                      [claim])
+    result = evaluate_claims(fair)[0]
+    assert result.verdict == HOLDS and not result.property_failed
+    unfair = _iperf_run(tmp_path / "b", {("parallel", 2): [[80.0, 14.0]]}, [claim])
+    result = evaluate_claims(unfair)[0]
+    assert result.verdict == FAILS and result.property_failed
+
+
+def test_shape_exponential_vs_linear(tmp_path):
+    loss = {("loss", x): [[94 * 2.718 ** (-60 * x)]] for x in (0.0, 0.01, 0.02, 0.05, 0.1)}
+    delay = {("delay", x): [[94 - 0.8 * x]] for x in (0, 10, 20, 40, 80)}
+    claims = [
+        {"id": "exp", "title": "loss: exponential", "seed": "exponentially decreased", "rule": "shape",
+         "metric": "total_mbps", "where": {"task": "loss"}, "along": "x", "shape": "exponential"},
+        {"id": "lin", "title": "delay: linear", "seed": "linearly decreased", "rule": "shape",
+         "metric": "total_mbps", "where": {"task": "delay"}, "along": "x", "shape": "linear"},
+        {"id": "wrong", "title": "loss: linear", "seed": "-", "rule": "shape",
+         "metric": "total_mbps", "where": {"task": "loss"}, "along": "x", "shape": "linear"},
+    ]
+    results = {r.claim.id: r for r in evaluate_claims(_iperf_run(tmp_path, {**loss, **delay}, claims))}
+    assert results["exp"].verdict == HOLDS
+    assert results["lin"].verdict == HOLDS
+    assert results["wrong"].verdict == FAILS
+
+
+def test_shape_with_three_points_is_inconclusive(tmp_path):
+    loss = {("loss", x): [[94 * 2.718 ** (-60 * x)]] for x in (0.0, 0.01, 0.05)}
+    claims = [{"id": "exp", "title": "t", "seed": "s", "rule": "shape", "metric": "total_mbps",
+               "where": {"task": "loss"}, "along": "x", "shape": "exponential"}]
+    assert evaluate_claims(_iperf_run(tmp_path, loss, claims))[0].verdict == INCONCLUSIVE
+
+
+def test_monotone_and_matches(tmp_path):
+    rising = {("window", x): [[y]] for x, y in ((1000, 10.0), (4000, 40.0), (10000, 93.0), (50000, 94.0))}
+    claims = [
+        {"id": "m", "title": "rises", "seed": "s", "rule": "monotone", "metric": "total_mbps",
+         "where": {"task": "window"}, "along": "x", "direction": "increasing", "tolerance_pct": 5},
+        {"id": "p", "title": "plateau", "seed": "s", "rule": "matches", "metric": "total_mbps",
+         "where": {"task": "window", "x": [10000, 50000]}, "for_each": ["x"], "expected": 94, "tolerance_pct": 5},
+        {"id": "d", "title": "falls", "seed": "s", "rule": "monotone", "metric": "total_mbps",
+         "where": {"task": "window"}, "along": "x", "direction": "decreasing"},
+    ]
+    results = {r.claim.id: r for r in evaluate_claims(_iperf_run(tmp_path, rising, claims))}
+    assert results["m"].verdict == HOLDS
+    assert results["p"].verdict == HOLDS and len(results["p"].checks) == 2
+    assert results["d"].verdict == FAILS
+
+
+def test_fit_shapes_recovers_parameters():
+    xs = [0, 1, 2, 3, 4]
+    fits = fit_shapes(xs, [5 + 2 * x for x in xs])
+    assert fits["linear"][:2] == pytest.approx((5, 2))
+    assert fits["linear"][2] == pytest.approx(0, abs=1e-9)
+
+
+def test_seed_numbers_that_contradict_the_claim_are_flagged(tmp_path):
+    # seed 000 Table 41 at C3B: v4 26.44 < v6 26.8 although the words say v4 >= v6
+    values = {("apache", "C3B", "v4"): [30.0], ("apache", "C3B", "v6"): [15.0]}
+    published = [{"server": "apache", "level": "C3B", "family": "v4", "throughput_mbps": 26.44},
+                 {"server": "apache", "level": "C3B", "family": "v6", "throughput_mbps": 26.8}]
+    result = _verdict(tmp_path, values, _v4_beats_v6(), published)
+    assert result.checks[0].seed == "v4 26.44, v6 26.8 (the seed's own numbers go the other way)"
+
+
+def test_compare_for_each_keeps_only_the_values_its_sides_have(tmp_path):
+    runs = {("loss_30s", x): [[90 - 500 * x]] for x in (0.0, 0.01)}
+    runs.update({("loss_60s", x): [[91 - 500 * x]] for x in (0.0, 0.01)})
+    runs.update({("window", x): [[50.0]] for x in (1000, 2000)})  # another figure's x values
+    claim = {"id": "e", "title": "30 s = 60 s", "seed": "s", "rule": "compare", "metric": "total_mbps",
+             "relation": "~", "a": {"task": "loss_30s"}, "b": {"task": "loss_60s"}, "for_each": ["x"]}
+    result = evaluate_claims(_iperf_run(tmp_path, runs, [claim]))[0]
+    assert [c.label for c in result.checks] == ["0", "0.01"]
+    assert result.verdict == HOLDS

@@ -1,0 +1,129 @@
+"""The one report engine on hand-made run directories of every preset's shape: files made,
+tables and findings present, the seed's values beside ours, errors named."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from congestlab.errors import RunDirError, SpecError
+from congestlab.report import build_report
+from congestlab.report.claims import NOT_MEASURED
+from report_fixtures import RunBuilder, anma_run, realistic_ipv6, request_run, tcplab_run
+
+
+class Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def count(self, tag: str, **attrs) -> int:
+        return sum(t == tag and all(a.get(k, "").startswith(v) for k, v in attrs.items()) for t, a in self.tags)
+
+
+def _tags(path) -> Tags:
+    parser = Tags()
+    parser.feed(path.read_text())
+    return parser
+
+
+def test_ipv6_report_has_findings_tables_and_figures(tmp_path):
+    run = realistic_ipv6(repetitions=3).write(tmp_path / "run")
+    report = build_report(run)
+    assert {f.claim.id for f in report.findings} == {"14", "15", "16", "17", "18"}
+    assert all(f.verdict != NOT_MEASURED for f in report.findings)
+    # the fixture's lean server beats Apache at 75 Mbit/s (README): claim 16 must not hold
+    assert next(f for f in report.findings if f.claim.id == "16").verdict == "does not hold"
+    md = report.markdown_path.read_text()
+    assert md.index("## Findings") < md.index("## Apache")
+    assert "| C1B | " in md and "| 28.6 |" in md  # Table 41's seed value beside ours
+    html = _tags(report.html_path)
+    assert html.count("table", **{"class": "data"}) == 5
+    assert html.count("table", **{"class": "findings"}) == 1
+    assert html.count("img", src="data:image/svg+xml;base64,") == 4
+    assert sorted(p.name for p in report.plots) == sorted(
+        f"{n}.{ext}" for n in ("throughput", "delay", "delay-cdf", "delay-time") for ext in ("png", "svg"))
+    assert all(p.stat().st_size > 1000 for p in report.plots)
+    assert html.count("a", href="points/main.server-apache.level-C1B/r1/") == 2  # pcap and log links
+    assert report.warnings and report.warnings[0].startswith("C4B")
+    (header, rows), = report.console.values()
+    assert header[0] == "claim" and rows[0][0] == "14"
+
+
+def test_quick_run_with_one_server_marks_the_rest_not_measured(tmp_path):
+    from report_fixtures import IPV6_LEVELS
+
+    from congestlab.report.declarations import load_declaration
+
+    decl = load_declaration("ipv6")
+    values = {("apache", lv, fam): [30.0 if fam == "v4" else 25.0] for lv in IPV6_LEVELS[:2] for fam in ("v4", "v6")}
+    run = request_run(values, report=decl["report"], published=decl["published"]).write(tmp_path / "run")
+    report = build_report(run)
+    verdicts = {f.claim.id: f.verdict for f in report.findings}
+    assert verdicts["16"] == NOT_MEASURED  # no lean server in this run
+    assert verdicts["14"] == "inconclusive"  # one repetition, ratio 1.2 inside the 1.5 margin
+    md = report.markdown_path.read_text()
+    assert "one repetition (no sd)" in md
+
+
+def test_tcplab_report(tmp_path):
+    report = build_report(tcplab_run().write(tmp_path / "run"))
+    verdicts = {f.claim.id: f.verdict for f in report.findings}
+    assert set(verdicts) == {"19a", "19b", "19c", "19d", "19e", "19f", "19g"}
+    assert verdicts["19a"] == "holds"  # 95.x within 5 % of 94
+    assert verdicts["19c"] == "does not hold"  # the fixture's delay curve is 1/RTT, not linear
+    assert verdicts["19d"] == "holds"
+    assert verdicts["19f"] == "does not hold"  # 1.6 r/n in the fixture's 4-session point
+    assert report.failed_properties and report.failed_properties[0].claim.id == "19f"
+    assert verdicts["19g"] == "holds"  # 0.963 Mbit/s within 5 % of 1
+    assert len([p for p in report.plots if p.suffix == ".png"]) == 10
+
+
+def test_anma_report(tmp_path):
+    report = build_report(anma_run().write(tmp_path / "run"))
+    verdicts = {f.claim.id: f.verdict for f in report.findings}
+    assert verdicts["20a"] == "holds"  # exact ratios
+    assert verdicts["20b"] == "does not hold"  # no RESETs at all, the seed saw ~10 %
+    assert set(verdicts) == {"20a", "20b", "20c", "20d", "20e"}
+    md = report.markdown_path.read_text()
+    assert "| A | 1000 | 5000 | 1000 | 4536 | 0 | 464 | 0 |" in md  # ours beside the slides (v6: sent, NORMAL, RESET, TIMEOUT)
+
+
+def test_unknown_dimension_in_a_declaration_is_a_spec_error(tmp_path):
+    report = {"metrics": {"t": {"kind": "request", "column": "delay_ms"}},
+              "tables": [{"id": "x", "title": "x", "metrics": ["t"], "rows": "levle"}]}
+    run = RunBuilder("s", ["level"], report).write(tmp_path / "run")
+    with pytest.raises(SpecError, match="'levle' is neither an axis"):
+        build_report(run)
+
+
+def test_wrong_format_version_is_named(tmp_path):
+    run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["format_version"] = 3
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match="format_version 3"):
+        build_report(run)
+
+
+def test_report_without_declarations_still_renders(tmp_path):
+    from congestlab.report.engine import build_report as engine
+
+    run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
+    report = engine(run)
+    assert "No claims are declared" in report.markdown_path.read_text()
+    assert report.findings == [] and report.plots == []
+
+
+def test_a_run_that_did_not_finish_is_refused(tmp_path):
+    run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(status="interrupted", error="SIGINT")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunDirError, match="not complete"):
+        build_report(run)

@@ -1,0 +1,79 @@
+"""The engine on real run directories written by the spine v2 runner (manifest and results as
+written; captures and logs left out):
+- data/ipv6-quick-run: `congestlab run` of the ipv6 preset with its [report] declaration, quick
+  subset C0 + C1B, one repetition, both servers;
+- data/anma-quick-run: the anma preset with its declaration, --quick (1,000 requests, 100
+  concurrent, two repetitions), both servers.
+The current declaration replaces the one stored in the manifest, so the tests follow it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from congestlab.report import build_report
+from congestlab.report.claims import NOT_MEASURED
+from congestlab.report.compare import compare_runs
+from congestlab.report.declarations import load_declaration
+
+DATA = Path(__file__).parent / "data"
+REAL = DATA / "ipv6-quick-run"
+
+
+def _copy(tmp_path: Path, name: str = "run", source: Path = REAL, preset: str = "ipv6") -> Path:
+    run = tmp_path / name
+    shutil.copytree(source, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    decl = load_declaration(preset)
+    manifest["spec"].update(report=decl["report"], published=decl["published"])
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_report_of_a_real_quick_run(tmp_path):
+    report = build_report(_copy(tmp_path))
+    verdicts = {f.claim.id: f for f in report.findings}
+    assert set(verdicts) == {"14", "15", "16", "17", "18"}
+    # C0 and C1B only: the 100 Mbit/s levels claim 18 needs were not run
+    assert verdicts["18"].verdict == NOT_MEASURED
+    for cid in ("15", "16", "17"):
+        assert verdicts[cid].verdict != NOT_MEASURED, cid
+        assert all(c.verdict != NOT_MEASURED for c in verdicts[cid].checks), cid
+    md = report.markdown_path.read_text()
+    assert "one repetition (no sd)" in md and "| C1B |" in md
+    html = report.html_path.read_text()
+    assert html.count('<table class="data">') == 5 and html.count("<img ") == 4
+    assert "points/main.server-lean.level-C1B/r1/rep.json" in html
+
+
+def test_compare_a_real_run_with_itself(tmp_path):
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    done = compare_runs([a, b], tmp_path / "cmp")
+    (header, rows), = [v for k, v in done.console.items() if k == "cells"]
+    assert rows == [["24", "0"]]  # 4 tables x 2 levels x 2 families, + detail: 2 levels x 2 servers x 2 metrics
+    assert "+0.00" in done.markdown_path.read_text()
+
+
+def test_report_of_a_real_anma_run(tmp_path):
+    report = build_report(_copy(tmp_path, source=DATA / "anma-quick-run", preset="anma"))
+    verdicts = {f.claim.id: f.verdict for f in report.findings}
+    assert verdicts["20a"] == "holds"  # dualbench splits the list exactly: 500/500, 800/200, ...
+    assert verdicts["20b"] == "does not hold"  # no RESET at all where the slides saw ~10 %
+    assert all(v != NOT_MEASURED for v in verdicts.values())
+    md = report.markdown_path.read_text()
+    assert "| B | 800 ± 0 | 8001 |" in md  # ours (1,000 requests) beside the slides' (10,000)
+
+
+def test_report_of_a_real_tcplab_run(tmp_path):
+    """data/tcplab-quick-run: the tcp-lab preset with its declaration, --quick (2 s per point)."""
+    report = build_report(_copy(tmp_path, source=DATA / "tcplab-quick-run", preset="tcp-lab"))
+    found = {f.claim.id: f for f in report.findings}
+    assert found["19b"].verdict == "holds"  # window and rate sweeps rise
+    assert found["19c"].verdict == found["19d"].verdict == "inconclusive"  # 3 quick points: no fit
+    assert [c.label for c in found["19e"].checks] == ["0", "0.01", "0.05"]  # the loss figures' x only
+    assert found["19f"].claim.property and found["19f"].verdict == "holds"
+    assert found["19g"].verdict == "holds"  # iperf 2 counts UDP payload: ~0.96 of 1 Mbit/s
+    md = report.markdown_path.read_text()
+    assert "| 150000000 | 94.77 | 94 |" in md  # Fig. 6 at 150 Mbit/s beside the seed's plateau
+    assert len([p for p in report.plots if p.suffix == ".png"]) == 10

@@ -1,0 +1,52 @@
+"""--resume without a testbed: which repetitions a resumed Runner runs, what it keeps."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "netns"))
+from spine_helpers import write_mini_spec  # noqa: E402
+
+from congestlab.runner import Runner  # noqa: E402
+from congestlab.spec import load_spec  # noqa: E402
+
+
+def _stored(tmp_path):
+    spec = load_spec(write_mini_spec(tmp_path, repetitions=2))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    first = Runner(spec, run_dir)
+    manifest = json.loads(json.dumps(first.manifest, default=str)) | {"status": "running"}
+    return spec, run_dir, first, manifest
+
+
+def test_resume_runs_only_repetitions_without_rep_json(tmp_path):
+    spec, run_dir, first, manifest = _stored(tmp_path)
+    all_runs = [(p.id, r) for p, r in first.runs]
+    assert len(all_runs) == 8
+    done = all_runs[:3]
+    for pid, rep in done:
+        rep_dir = run_dir / "points" / pid / f"r{rep}"
+        rep_dir.mkdir(parents=True)
+        (rep_dir / "rep.json").write_text(json.dumps({"checks": [{"name": "c", "ok": False, "value": 1,
+                                                                   "expected": "0", "message": "m"}]}))
+    partial = run_dir / "points" / all_runs[3][0] / f"r{all_runs[3][1]}"
+    (partial / "pcap").mkdir(parents=True)  # started, no rep.json: runs again
+    resumed = Runner(spec, run_dir, resume=manifest, argv=["congestlab", "run", "--resume"])
+    assert [(p.id, r) for p, r in resumed.runs] == all_runs[3:]
+    entry = resumed.manifest["resumes"][-1]
+    assert entry["kept"] == 3 and entry["ran"] == [f"{p}#{r}" for p, r in all_runs[3:]]
+    assert entry["previous_prefix"] == first.prefix and entry["prefix"] == resumed.prefix != first.prefix
+    assert resumed.manifest["runs_done"] == 3 and resumed.manifest["runs_total"] == 8
+    # the kept repetitions' checks stand as they were recorded
+    assert sorted(c.name for c in resumed.checks) == sorted(f"c@{p}#{r}" for p, r in done)
+
+
+def test_subset_of_runs(tmp_path):
+    spec, run_dir, first, _ = _stored(tmp_path)
+    pid = first.points[1].id
+    sub = Runner(spec, run_dir, runs=[(pid, 2), (pid, 1)], analyze=False)
+    assert [(p.id, r) for p, r in sub.runs] == [(p.id, r) for p, r in first.runs if p.id == pid]
+    assert sub.do_analyze is False
