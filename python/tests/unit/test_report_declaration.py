@@ -13,7 +13,8 @@ from congestlab.report.declaration import ReportSpec, check_references, load_rep
 from congestlab.report.declarations import declaration_names, load_declaration
 from congestlab.paths import REPO_ROOT
 
-AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"]}
+AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"],
+        "cubic-compound": ["pair", "level", "size_kib"]}
 METRIC = {"t": {"kind": "request", "column": "delay_ms"}}
 
 
