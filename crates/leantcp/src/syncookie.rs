@@ -86,6 +86,11 @@ impl SynCookies {
         self.tick
     }
 
+    /// The same key with another counter period.
+    pub fn with_tick(&self, tick: Duration) -> Self {
+        SynCookies::new(self.key, tick)
+    }
+
     fn counter(&self, now: Instant) -> u64 {
         now.as_micros() / (self.tick.as_micros().max(1) as u64)
     }
