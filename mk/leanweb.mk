@@ -3,20 +3,21 @@
 # as root; they need the release binary that build-rust makes.
 #
 # Fuzzing: corpus/ (gitignored) collects what the fuzzer finds, seeds/ holds handshake+GET
-# records to start from. The stack is safe Rust, so no sanitizer (faster to build and run);
+# records to start from, corpus-min/ (in the repo) the minimised corpus of the last
+# `make fuzz-long`. The stack is safe Rust, so no sanitizer (faster to build and run);
 # debug assertions are on, so an arithmetic overflow on untrusted input is a finding too.
 LEANWEB_FUZZ_SECONDS ?= 20
 LEANWEB_FUZZ_DIR := crates/leanweb/fuzz
 APT_PACKAGES += wrk
 TEST_TARGETS += test-leanweb-fuzz
 
-.PHONY: test-leanweb-fuzz bench-leanweb bench-lean-loss
+.PHONY: test-leanweb-fuzz fuzz-long bench-leanweb bench-lean-loss
 test-leanweb-fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-	@mkdir -p $(LEANWEB_FUZZ_DIR)/corpus/frame_input
+	@mkdir -p $(LEANWEB_FUZZ_DIR)/corpus/frame_input $(LEANWEB_FUZZ_DIR)/corpus-min/frame_input
 	cd $(LEANWEB_FUZZ_DIR) && cargo +nightly fuzz run --sanitizer none --debug-assertions \
-		frame_input corpus/frame_input seeds/frame_input -- \
+		frame_input corpus/frame_input seeds/frame_input corpus-min/frame_input -- \
 		-max_total_time=$(LEANWEB_FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1
 
 # Not part of `make test` (root, ~1 min): req/s and Mbit/s of leanweb, Apache and nginx on an
@@ -28,3 +29,29 @@ bench-leanweb: install
 # leanweb --profile modern vs nginx (kernel TCP, CUBIC) vs --profile bare; medians and ratios.
 bench-lean-loss: install
 	$(PY) python/benchmarks/bench_lean_loss.py
+
+
+# Not part of `make test`: every fuzz target (or FUZZ_TARGETS) for FUZZ_SECONDS each, one
+# after the other, starting from seeds/ and corpus-min/; then `cargo fuzz cmin` and the
+# minimised corpus replaces corpus-min/<target> (commit it). libFuzzer's final stats
+# (number_of_executed_units = inputs run) go to target/fuzz-long/<target>.log and a summary
+# line each. A crash stops the run: the input is in artifacts/<target>/.
+FUZZ_SECONDS ?= 3600
+FUZZ_TARGETS ?= $(shell cd $(LEANWEB_FUZZ_DIR) && cargo +nightly fuzz list 2>/dev/null)
+FUZZ_FLAGS := --sanitizer none --debug-assertions
+fuzz-long:
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	cd $(LEANWEB_FUZZ_DIR) && mkdir -p target/fuzz-long && for t in $(FUZZ_TARGETS); do \
+		mkdir -p corpus/$$t corpus-min/$$t seeds/$$t; \
+		cp -n corpus-min/$$t/* corpus/$$t/ 2>/dev/null || true; \
+		echo "fuzz-long: $$t for $(FUZZ_SECONDS) s"; \
+		cargo +nightly fuzz run $(FUZZ_FLAGS) $$t corpus/$$t seeds/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1 \
+			> target/fuzz-long/$$t.log 2>&1 || { tail -40 target/fuzz-long/$$t.log; exit 1; }; \
+		cargo +nightly fuzz cmin $(FUZZ_FLAGS) $$t corpus/$$t -- -rss_limit_mb=1024 -max_len=4096 \
+			> target/fuzz-long/$$t.cmin.log 2>&1 || { tail -20 target/fuzz-long/$$t.cmin.log; exit 1; }; \
+		rm -rf corpus-min/$$t && cp -r corpus/$$t corpus-min/$$t; \
+		echo "fuzz-long: $$t $$(grep -h 'stat::number_of_executed_units' target/fuzz-long/$$t.log) in $(FUZZ_SECONDS) s;" \
+			"$$(ls corpus-min/$$t | wc -l) inputs in corpus-min/$$t"; \
+	done

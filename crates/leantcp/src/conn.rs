@@ -25,6 +25,7 @@ use crate::recovery::rack::Rack;
 use crate::recovery::{AckInfo, Delivered, LossRecovery, RecoveryKind, RtoAction, Scoreboard};
 use crate::rto::{RtoConfig, RtoEstimator, RttSampler};
 use crate::segment::{Segment, Timestamp, MAX_SACK_BLOCKS};
+use crate::syncookie::{CookieOptions, SynCookies};
 use crate::seq::Seq;
 use crate::time::Instant;
 use crate::timer::{Timer, TimerTable};
@@ -433,6 +434,36 @@ impl Connection {
         conn.snd_wnd = syn.window as usize;
         conn.snd_wl1 = syn.seq;
         Some(conn)
+    }
+
+    /// The SYN-ACK answering `syn` with the cookie `iss` (RFC 4987 §3.6), built without
+    /// keeping a connection: the caller sends it and forgets the SYN.
+    pub fn cookie_syn_ack(syn: &Segment, options: &CookieOptions, config: TcpConfig, iss: Seq, now: Instant) -> Option<Segment> {
+        if !syn.syn || syn.ack.is_some() || syn.rst || syn.fin {
+            return None;
+        }
+        let rounded = Segment {
+            mss: Some(options.mss),
+            window_scale: options.window_scale,
+            sack_permitted: options.sack_permitted,
+            timestamp: if options.timestamps { syn.timestamp } else { None },
+            payload: Vec::new(),
+            ..syn.clone()
+        };
+        let mut conn = Connection::accept(&rounded, config, iss)?;
+        conn.poll_transmit(now)
+    }
+
+    /// Passive open from the ACK that returns a valid cookie: the connection the SYN would
+    /// have made, with the SYN-ACK counted as sent, then fed `ack` (which may carry data).
+    /// `None` if the ACK does not complete the handshake.
+    pub fn accept_cookie(ack: &Segment, options: &CookieOptions, config: TcpConfig, iss: Seq, now: Instant) -> Option<Self> {
+        let syn = SynCookies::rebuilt_syn(ack, options);
+        let mut conn = Connection::accept(&syn, config, iss)?;
+        conn.snd_nxt = iss.add(1);
+        conn.snd_max = iss.add(1);
+        conn.handle_segment(ack, now);
+        (conn.state == State::Established).then_some(conn)
     }
 
     /// The peer's SYN fixes the MSS and the options: build the controller and the policy.

@@ -7,7 +7,8 @@
 //! Reading list: RFC 9293 (TCP), RFC 6298 (RTO), RFC 7323 (window scale, timestamps),
 //! RFC 6691 (MSS), RFC 5961 (challenge ACKs), RFC 1122 §4.2.2.17 (zero-window probes),
 //! RFC 5681 / RFC 6928 (congestion control, initial window), RFC 6582 (NewReno),
-//! RFC 3042 (limited transmit), RFC 2018 / RFC 6675 (SACK, SACK recovery), RFC 8985 (RACK-TLP).
+//! RFC 3042 (limited transmit), RFC 2018 / RFC 6675 (SACK, SACK recovery), RFC 8985 (RACK-TLP),
+//! RFC 4987 §3.6 (SYN cookies).
 #![forbid(unsafe_code)]
 
 pub mod cc;
@@ -17,6 +18,7 @@ pub mod rto;
 pub mod segment;
 pub mod seq;
 pub mod sim;
+pub mod syncookie;
 pub mod time;
 pub mod timer;
 
@@ -24,4 +26,5 @@ pub use conn::{Connection, ConnectionStats, Event, Profile, RetransmitKind, Stat
 pub use rto::{RtoConfig, RtoEstimator, SamplingStrategy, Weight};
 pub use segment::{Segment, WireError};
 pub use seq::Seq;
+pub use syncookie::{CookieError, CookieOptions, SynCookies};
 pub use time::Instant;

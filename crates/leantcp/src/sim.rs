@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use crate::conn::{reset_for, Connection, TcpConfig};
 use crate::segment::Segment;
 use crate::seq::Seq;
+use crate::syncookie::SynCookies;
 use crate::time::Instant;
 
 /// xorshift64*: small, seeded, reproducible.
@@ -136,6 +137,11 @@ pub struct Endpoint {
     /// When each segment of `sent_log` was handed to the link.
     pub sent_times: Vec<Instant>,
     pub resets_sent: u64,
+    /// With `listen`: answer SYNs with cookies (RFC 4987 §3.6) instead of a connection,
+    /// and open the connection from a valid cookie ACK.
+    pub cookies: Option<SynCookies>,
+    pub cookies_sent: u64,
+    pub cookies_validated: u64,
 }
 
 #[derive(Debug)]
@@ -180,6 +186,27 @@ impl Sim {
     fn deliver(endpoint: &mut Endpoint, back: &mut Link, bytes: &[u8], now: Instant) {
         let seg = Segment::parse_ip(bytes).expect("link carries valid packets");
         if endpoint.conn.as_ref().is_none_or(|c| c.is_closed()) {
+            if let (Some((config, _)), Some(cookies), true) = (endpoint.listen, endpoint.cookies.as_ref(), endpoint.conn.is_none()) {
+                if seg.syn && seg.ack.is_none() {
+                    let options = SynCookies::options_for(&seg, config.sack, config.timestamps);
+                    let iss = cookies.make(&seg, &options, now);
+                    if let Some(syn_ack) = Connection::cookie_syn_ack(&seg, &options, config, iss, now) {
+                        endpoint.cookies_sent += 1;
+                        back.send(now, syn_ack.to_ip_bytes(64).expect("own segments serialize"));
+                        endpoint.sent_log.push(syn_ack);
+                        endpoint.sent_times.push(now);
+                    }
+                    return;
+                }
+                if let Ok(options) = cookies.check(&seg, now) {
+                    let iss = Seq(seg.ack.map_or(0, |a| a.0.wrapping_sub(1)));
+                    if let Some(conn) = Connection::accept_cookie(&seg, &options, config, iss, now) {
+                        endpoint.cookies_validated += 1;
+                        endpoint.conn = Some(conn);
+                        return;
+                    }
+                }
+            }
             if let (Some((config, iss)), true) = (endpoint.listen, endpoint.conn.is_none()) {
                 if let Some(conn) = Connection::accept(&seg, config, iss) {
                     endpoint.conn = Some(conn);

@@ -11,7 +11,7 @@ use leantcp::{Profile, RtoConfig, SamplingStrategy, TcpConfig, Weight};
 use serde::Deserialize;
 use smoltcp::wire::EthernetAddress;
 
-use crate::stack::StackConfig;
+use crate::stack::{StackConfig, SynCookieMode};
 
 #[derive(Debug, Clone, Default, Parser, Deserialize)]
 #[command(name = "leanweb", version, about = "The lean (bare PC) web server on a TAP device, with its own TCP/IP stack")]
@@ -103,6 +103,9 @@ pub struct Args {
     pub header_timeout_ms: Option<u64>,
     #[arg(long)]
     pub idle_timeout_ms: Option<u64>,
+    /// SYN cookies (RFC 4987 §3.6): auto (once the half-open table is full) | always | never.
+    #[arg(long)]
+    pub syn_cookies: Option<String>,
     /// JSON-lines log of RTT samples, SRTT, RTTVAR, RTO, retransmissions, timeouts, bytes.
     #[arg(long)]
     pub log: Option<PathBuf>,
@@ -137,7 +140,7 @@ impl Args {
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
             rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
             limited_transmit, initial_window_segments, send_buffer_bytes, recv_buffer_bytes,
-            window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, log, config);
+            window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
         Ok(base)
     }
 
@@ -243,7 +246,15 @@ impl Args {
             max_half_open: self.max_half_open.unwrap_or(256).max(1),
             header_timeout: Duration::from_millis(self.header_timeout_ms.unwrap_or(10_000)),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms.unwrap_or(30_000)),
+            syn_cookies: self.syn_cookie_mode()?,
         })
+    }
+
+    pub fn syn_cookie_mode(&self) -> Result<SynCookieMode, ConfigError> {
+        match &self.syn_cookies {
+            Some(name) => SynCookieMode::parse(name).ok_or_else(|| bad(format!("--syn-cookies {name:?}: expected auto, always or never"))),
+            None => Ok(SynCookieMode::Auto),
+        }
     }
 }
 

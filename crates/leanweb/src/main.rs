@@ -36,6 +36,14 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
+/// The SYN-cookie secret, from the OS (RFC 4987 §3.6: a secret only the listener knows).
+fn cookie_key() -> anyhow::Result<[u8; 16]> {
+    use std::io::Read;
+    let mut key = [0u8; 16];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)).context("reading the SYN-cookie key from /dev/urandom")?;
+    Ok(key)
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     let args = args.with_config_file()?;
     let config = args.stack_config(random_u64())?;
@@ -57,6 +65,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
+        "syn_cookies": config.syn_cookies.name(), "max_half_open": config.max_half_open, "max_connections": config.max_connections,
         "version": env!("CARGO_PKG_VERSION"),
     }));
     log.flush(); // the start event is on disk before the ready line: callers read it right after
@@ -65,6 +74,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop)).context("installing signal handlers")?;
     }
     let mut stack = Stack::new(config.clone(), log, random_u64());
+    stack.set_cookie_key(cookie_key()?);
     stack.announce();
     for frame in stack.take_output() {
         let _ = tap.send(&frame); // best effort: peers also learn us from our first reply

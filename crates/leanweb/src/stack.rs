@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::conn::reset_for;
-use leantcp::{Connection, Event, Instant, RetransmitKind, Segment, Seq, State, TcpConfig};
+use leantcp::{CookieError, Connection, Event, Instant, RetransmitKind, Segment, Seq, State, SynCookies, TcpConfig};
 use serde_json::json;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
@@ -45,6 +45,36 @@ pub struct StackConfig {
     pub header_timeout: Duration,
     /// An idle keep-alive connection is closed after this.
     pub idle_timeout: Duration,
+    /// When to answer SYNs with cookies instead of half-open entries (RFC 4987 §3.6).
+    pub syn_cookies: SynCookieMode,
+}
+
+/// `auto`: only while the half-open table is full (and check cookie ACKs while any issued
+/// cookie can still be valid); `always`: every SYN; `never`: a full table drops SYNs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SynCookieMode {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl SynCookieMode {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "auto" => Some(SynCookieMode::Auto),
+            "always" => Some(SynCookieMode::Always),
+            "never" => Some(SynCookieMode::Never),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SynCookieMode::Auto => "auto",
+            SynCookieMode::Always => "always",
+            SynCookieMode::Never => "never",
+        }
+    }
 }
 
 /// Counters of the frame path; malformed input is counted and dropped, never fatal.
@@ -64,6 +94,16 @@ pub struct Counters {
     pub connections_accepted: u64,
     pub requests: u64,
     pub slow_or_idle_closed: u64,
+    /// SYN-ACKs sent with a cookie instead of a half-open entry.
+    pub syn_cookies_sent: u64,
+    /// ACKs whose cookie was valid: connections made from them.
+    pub syn_cookies_validated: u64,
+    /// ACKs to the listener with a forged, guessed or tampered cookie: dropped.
+    pub syn_cookies_invalid: u64,
+    /// ACKs with a cookie older than two ticks: dropped.
+    pub syn_cookies_stale: u64,
+    /// Valid cookie ACKs refused because the connection cap was reached (RST).
+    pub syn_cookies_refused_connection_cap: u64,
 }
 
 struct Response {
@@ -97,6 +137,10 @@ pub struct Stack {
     pub counters: Counters,
     iss_key: u64,
     next_id: u64,
+    cookies: SynCookies,
+    /// When the last cookie was sent: in `auto` mode, ACKs are checked as cookies only
+    /// while one can still be valid (as Linux's `tcp_synq_no_recent_overflow`).
+    last_cookie_sent: Option<Instant>,
 }
 
 fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
@@ -128,6 +172,18 @@ fn same_prefix(a: IpAddr, b: IpAddr, prefix4: u8, prefix6: u8) -> bool {
     }
 }
 
+/// A cookie key from the ISN key, for stacks built without [`Stack::set_cookie_key`].
+fn derived_cookie_key(iss_key: u64) -> [u8; 16] {
+    use std::hash::{Hash, Hasher};
+    let mut key = [0u8; 16];
+    for (i, half) in key.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ("syn-cookie", i, iss_key).hash(&mut h);
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    key
+}
+
 fn family(addr: &SocketAddr) -> &'static str {
     if addr.is_ipv4() {
         "ipv4"
@@ -148,7 +204,19 @@ impl Stack {
             counters: Counters::default(),
             iss_key,
             next_id: 1,
+            cookies: SynCookies::with_key(derived_cookie_key(iss_key)),
+            last_cookie_sent: None,
         }
+    }
+
+    /// The SYN-cookie secret; leanweb sets one read from the OS at start.
+    pub fn set_cookie_key(&mut self, key: [u8; 16]) {
+        self.cookies = SynCookies::new(key, self.cookies.tick());
+    }
+
+    /// The cookie counter's period (tests shorten it to see cookies expire).
+    pub fn set_cookie_tick(&mut self, tick: Duration) {
+        self.cookies = self.cookies.with_tick(tick);
     }
 
     pub fn link_local6(&self) -> Ipv6Addr {
@@ -456,7 +524,11 @@ impl Stack {
             }
         }
         let is_syn = seg.syn && seg.ack.is_none() && !seg.rst && !seg.fin;
-        if !is_syn || seg.dst.port() != self.config.port {
+        let to_listener = seg.dst.port() == self.config.port;
+        if to_listener && !is_syn && self.checks_cookies(now) && seg.ack.is_some() && !seg.syn && !seg.rst {
+            return self.accept_cookie(seg, now);
+        }
+        if !is_syn || !to_listener {
             if let Some(rst) = reset_for(&seg) {
                 self.counters.resets_sent += 1;
                 self.send_segment(&rst);
@@ -464,9 +536,18 @@ impl Stack {
             return;
         }
         let half_open = self.sessions.values().filter(|s| s.conn.state() == State::SynReceived).count();
-        if half_open >= self.config.max_half_open {
+        let table_full = half_open >= self.config.max_half_open;
+        let use_cookie = match self.config.syn_cookies {
+            SynCookieMode::Always => true,
+            SynCookieMode::Auto => table_full,
+            SynCookieMode::Never => false,
+        };
+        if table_full && !use_cookie {
             self.counters.syn_dropped_half_open_cap += 1;
             return; // SYN flood: drop silently, the client retries
+        }
+        if use_cookie && self.sessions.len() < self.config.max_connections {
+            return self.send_cookie(&seg, now);
         }
         if self.sessions.len() >= self.config.max_connections {
             self.counters.syn_refused_connection_cap += 1;
@@ -483,6 +564,67 @@ impl Stack {
         self.next_id += 1;
         self.counters.connections_accepted += 1;
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": seg.mss, "peer_window_scale": seg.window_scale}));
+        self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now });
+    }
+
+    /// Whether an ACK reaching the listener without a connection may carry a cookie.
+    fn checks_cookies(&self, now: Instant) -> bool {
+        match self.config.syn_cookies {
+            SynCookieMode::Always => true,
+            SynCookieMode::Never => false,
+            // A cookie lives at most two ticks; after that every such ACK is a stray (RST).
+            SynCookieMode::Auto => matches!(self.last_cookie_sent, Some(t) if now.saturating_since(t) <= self.cookies.tick().saturating_mul(2)),
+        }
+    }
+
+    /// Answers a SYN with a cookie SYN-ACK; nothing about the SYN is kept (RFC 4987 §3.6).
+    fn send_cookie(&mut self, syn: &Segment, now: Instant) {
+        let mut tcp = self.config.tcp;
+        tcp.mtu = tcp.mtu.max(1280);
+        let options = SynCookies::options_for(syn, tcp.sack, tcp.timestamps);
+        let iss = self.cookies.make(syn, &options, now);
+        if let Some(syn_ack) = Connection::cookie_syn_ack(syn, &options, tcp, iss, now) {
+            self.counters.syn_cookies_sent += 1;
+            self.last_cookie_sent = Some(now);
+            self.send_segment(&syn_ack);
+        }
+    }
+
+    /// An ACK for no connection while cookies are in use: a valid cookie makes the
+    /// connection; anything else is dropped and counted.
+    fn accept_cookie(&mut self, seg: Segment, now: Instant) {
+        let options = match self.cookies.check(&seg, now) {
+            Ok(options) => options,
+            Err(CookieError::Stale) => {
+                self.counters.syn_cookies_stale += 1;
+                return;
+            }
+            Err(CookieError::Invalid) => {
+                self.counters.syn_cookies_invalid += 1;
+                return;
+            }
+        };
+        if self.sessions.len() >= self.config.max_connections {
+            self.counters.syn_cookies_refused_connection_cap += 1;
+            if let Some(rst) = reset_for(&seg) {
+                self.counters.resets_sent += 1;
+                self.send_segment(&rst);
+            }
+            return;
+        }
+        let mut tcp = self.config.tcp;
+        tcp.mtu = tcp.mtu.max(1280);
+        let iss = Seq(seg.ack.map_or(0, |a| a.0.wrapping_sub(1)));
+        let Some(conn) = Connection::accept_cookie(&seg, &options, tcp, iss, now) else {
+            self.counters.syn_cookies_invalid += 1;
+            return;
+        };
+        self.counters.syn_cookies_validated += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.counters.connections_accepted += 1;
+        self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": options.mss, "peer_window_scale": options.window_scale, "syn_cookie": true}));
+        let key = (seg.dst, seg.src);
         self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now });
     }
 

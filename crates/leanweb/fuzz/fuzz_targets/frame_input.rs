@@ -12,8 +12,10 @@
 //!   are taken from the payload's first two bytes each: left = server's next − 16·a,
 //!   right = left + 16·b (so blocks land in, around and beyond the data in flight).
 //!
-//! Every input runs twice: against the `bare` profile and against `modern` (SACK, RACK-TLP,
-//! timestamps, Reno), so the scoreboard, reassembly and option paths are fuzzed too.
+//! Every input runs twice: against the `bare` profile with `--syn-cookies auto` (cookies once
+//! 8 handshakes are half-open) and against `modern` (SACK, RACK-TLP, timestamps, Reno) with
+//! `--syn-cookies always`, so the scoreboard, reassembly, option and cookie paths are fuzzed
+//! too. Clients learn the server's ISN from its SYN-ACK, so ack delta 0 returns a valid cookie.
 #![no_main]
 use std::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
@@ -22,7 +24,7 @@ use std::time::Duration;
 use leantcp::segment::Timestamp;
 use leantcp::{Instant, Segment, Seq, TcpConfig};
 use leanweb::log::EventLog;
-use leanweb::stack::{Stack, StackConfig};
+use leanweb::stack::{Stack, StackConfig, SynCookieMode};
 use libfuzzer_sys::fuzz_target;
 use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
 
@@ -114,11 +116,11 @@ fn observe(clients: &mut [Client], frames: Vec<Vec<u8>>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    run(data, TcpConfig::bare());
-    run(data, TcpConfig::modern());
+    run(data, TcpConfig::bare(), SynCookieMode::Auto);
+    run(data, TcpConfig::modern(), SynCookieMode::Always);
 });
 
-fn run(data: &[u8], tcp: TcpConfig) {
+fn run(data: &[u8], tcp: TcpConfig, syn_cookies: SynCookieMode) {
     let config = StackConfig {
         mac: SERVER_MAC,
         addr4: "10.0.0.1".parse().unwrap(),
@@ -134,6 +136,7 @@ fn run(data: &[u8], tcp: TcpConfig) {
         max_half_open: 8,
         header_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(2),
+        syn_cookies,
     };
     let mut stack = Stack::new(config, EventLog::disabled(), 1);
     let mut clients: Vec<Client> = (0..8u16)

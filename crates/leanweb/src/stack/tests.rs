@@ -42,6 +42,7 @@ fn fixture(name: &str, tweak: impl FnOnce(&mut StackConfig)) -> Fixture {
         max_half_open: 4,
         header_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(5),
+        syn_cookies: SynCookieMode::Auto,
     };
     tweak(&mut config);
     let log = EventLog::to_writer(Box::new(std::io::sink()), 0);
@@ -263,7 +264,10 @@ fn garbage_frames_are_counted_not_fatal_and_strays_get_rst() {
 
 #[test]
 fn half_open_cap_drops_syn_floods_and_slowloris_is_cut() {
-    let mut fx = fixture("caps", |c| c.max_half_open = 4);
+    let mut fx = fixture("caps", |c| {
+        c.max_half_open = 4;
+        c.syn_cookies = SynCookieMode::Never;
+    });
     let stack = &mut fx.stack;
     for port in 0..10u16 {
         let local: SocketAddr = format!("10.0.0.99:{}", 1000 + port).parse().unwrap();
@@ -443,4 +447,123 @@ fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
     for key in ["rtt_us", "srtt_us", "rttvar_us", "rto_us", "conn"] {
         assert!(sample[key].is_u64(), "{key} in {sample}");
     }
+}
+
+/// A spoofed SYN from an address that never answers.
+fn spoofed_syn(i: u32) -> Segment {
+    let (src, dst): (SocketAddr, SocketAddr) = if i % 2 == 0 {
+        (SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i % 200 + 20))), (10_000 + i) as u16), "10.0.0.1:80".parse().unwrap())
+    } else {
+        (SocketAddr::new(IpAddr::V6(Ipv6Addr::from(0xfd00_u128 << 112 | (i as u128 + 0x100))), (10_000 + i) as u16), "[fd00::1]:80".parse().unwrap())
+    };
+    let mut c = Connection::connect(src, dst, TcpConfig::modern(), Seq(i.wrapping_mul(7919)));
+    c.poll_transmit(Instant::ZERO).unwrap()
+}
+
+#[test]
+fn syn_flood_gets_cookies_and_legitimate_v4_v6_clients_are_served() {
+    let mut fx = fixture("cookies", |c| {
+        c.max_half_open = 4;
+        c.max_connections = 64;
+        c.tcp = TcpConfig { time_wait: Duration::from_millis(100), ..TcpConfig::modern() };
+    });
+    let stack = &mut fx.stack;
+    for i in 0..2000 {
+        stack.handle_frame(&tcp_frame(&spoofed_syn(i)), Instant::ZERO);
+    }
+    assert_eq!(stack.session_count(), 4, "no state beyond the half-open cap");
+    assert_eq!(stack.counters.syn_cookies_sent, 1996);
+    assert_eq!(stack.counters.syn_dropped_half_open_cap, 0);
+    stack.poll(Instant::ZERO);
+    let syn_acks = segments_out(stack);
+    assert_eq!(syn_acks.iter().filter(|s| s.syn && s.ack.is_some()).count(), 2000, "every SYN answered");
+    // Cookie SYN-ACKs carry the options the SYN offered.
+    let last = syn_acks.last().unwrap();
+    assert!(last.sack_permitted && last.timestamp.is_some() && last.window_scale.is_some() && last.mss.is_some());
+
+    for v6 in [false, true] {
+        let (local, remote): (SocketAddr, SocketAddr) = if v6 {
+            ("[fd00::99]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
+        } else {
+            ("10.0.0.99:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
+        };
+        let mut c = Connection::connect(local, remote, TcpConfig::modern(), Seq(5));
+        let mut got = Vec::new();
+        exchange(stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nConnection: close\r\n\r\n", &mut got);
+        let (head, body) = body_of(&got);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(body, &pattern(320 * 1024)[..], "v6={v6}");
+    }
+    assert_eq!(stack.counters.syn_cookies_validated, 2);
+    assert_eq!(stack.counters.syn_cookies_invalid, 0);
+    assert_eq!(stack.counters.connections_accepted, 4 + 2);
+}
+
+#[test]
+fn forged_and_stale_cookie_acks_are_dropped_and_counted() {
+    let mut fx = fixture("badcookie", |c| c.syn_cookies = SynCookieMode::Always);
+    let stack = &mut fx.stack;
+    stack.set_cookie_tick(Duration::from_secs(1));
+    let mut c = client(false);
+    let syn = c.poll_transmit(Instant::ZERO).unwrap();
+    stack.handle_frame(&tcp_frame(&syn), Instant::ZERO);
+    assert_eq!(stack.session_count(), 0, "always: no state for the SYN");
+    let syn_ack = segments_out(stack).pop().unwrap();
+    assert!(syn_ack.syn && stack.counters.syn_cookies_sent == 1);
+    let cookie = syn_ack.seq;
+    let ack = |ack_no: Seq| Segment {
+        src: syn.src,
+        dst: syn.dst,
+        seq: syn.seq.add(1),
+        ack: Some(ack_no),
+        syn: false,
+        fin: false,
+        rst: false,
+        psh: false,
+        window: 1000,
+        mss: None,
+        window_scale: None,
+        sack_permitted: false,
+        sack_blocks: Vec::new(),
+        timestamp: None,
+        payload: Vec::new(),
+    };
+    for forged in [cookie, cookie.add(2), Seq(cookie.0 ^ 0x8000_0000), Seq(cookie.0 ^ 0x40)] {
+        stack.handle_frame(&tcp_frame(&ack(forged)), Instant::from_millis(10));
+    }
+    assert_eq!(stack.counters.syn_cookies_invalid, 4);
+    assert!(segments_out(stack).is_empty(), "dropped silently");
+    // Two ticks later the genuine ACK is stale.
+    stack.handle_frame(&tcp_frame(&ack(cookie.add(1))), Instant::from_millis(2_500));
+    assert_eq!(stack.counters.syn_cookies_stale, 1);
+    assert_eq!(stack.session_count(), 0);
+    assert!(segments_out(stack).is_empty());
+    // Within its lifetime it makes the connection.
+    stack.handle_frame(&tcp_frame(&ack(cookie.add(1))), Instant::from_millis(1_500));
+    assert_eq!(stack.counters.syn_cookies_validated, 1);
+    assert_eq!(stack.session_count(), 1);
+}
+
+#[test]
+fn auto_mode_without_recent_cookies_still_resets_strays() {
+    let mut fx = fixture("autorst", |c| c.max_half_open = 1);
+    let stack = &mut fx.stack;
+    stack.set_cookie_tick(Duration::from_secs(1));
+    let mut stray = spoofed_syn(0);
+    stray.syn = false;
+    stray.ack = Some(Seq(77));
+    stack.handle_frame(&tcp_frame(&stray), Instant::ZERO);
+    assert!(segments_out(stack).iter().any(|s| s.rst), "no cookies out: a stray ACK gets a RST as before");
+    // A flood makes cookies: strays are now checked as cookies and dropped ...
+    for i in 1..4 {
+        stack.handle_frame(&tcp_frame(&spoofed_syn(2 * i)), Instant::ZERO);
+    }
+    assert_eq!(stack.counters.syn_cookies_sent, 2);
+    let _ = segments_out(stack);
+    stack.handle_frame(&tcp_frame(&stray), Instant::from_millis(100));
+    assert!(segments_out(stack).is_empty());
+    assert_eq!(stack.counters.syn_cookies_invalid, 1);
+    // ... until no cookie can be valid any more (two ticks): then RST again.
+    stack.handle_frame(&tcp_frame(&stray), Instant::from_millis(2_100));
+    assert!(segments_out(stack).iter().any(|s| s.rst));
 }

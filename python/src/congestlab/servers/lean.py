@@ -52,6 +52,7 @@ KNOB_FLAGS = {
     "max_half_open": "--max-half-open",
     "header_timeout_ms": "--header-timeout-ms",
     "idle_timeout_ms": "--idle-timeout-ms",
+    "syn_cookies": "--syn-cookies",  # auto | always | never (RFC 4987 §3.6)
 }
 
 
