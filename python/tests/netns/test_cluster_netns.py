@@ -24,6 +24,7 @@ import pytest
 from ray_helpers import LocalCluster
 from spine_helpers import processes_mentioning, write_mini_spec
 
+from congestlab.results import read_results
 from congestlab.testbed.layout import NAMESPACE_RE
 from congestlab.testbed.namespaces import OWNERS_DIR, list_namespaces
 
@@ -116,6 +117,20 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         for node in manifest["cluster"]["nodes"].values():  # node-local work directories are gone
             assert Path(node["work_dir"]).is_relative_to(base) and not Path(node["work_dir"]).exists()
 
+        # placement = "repetition": one cell's two repetitions are two tasks, spread over the nodes
+        spread = tmp_path / "spread.toml"
+        spread.write_text(spec.read_text().replace('name = "mini"', 'name = "mini"\nplacement = "repetition"', 1)
+                          + '\n[quick]\nrepetitions = 2\naxes = { server = ["apache"], level = ["C0"] }\n')
+        run5 = tmp_path / "run5"
+        done = subprocess.run([CONGESTLAB, "run", str(spread), "--quick", "--out", str(run5), "--cluster",
+                               cluster.address], capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        manifest = json.loads((run5 / "manifest.json").read_text())
+        assert manifest["cluster"]["placement"] == "repetition"
+        tasks = manifest["cluster"]["tasks"]
+        assert sorted(t["unit"] for t in tasks) == ["u0r1", "u0r2"] and all(len(t["runs"]) == 1 for t in tasks)
+        assert len(read_results(run5, "request")) == 2 * 2  # 2 repetitions x v4, v6
+
         # a worker killed mid-unit: its unit is submitted again, once, and that is recorded
         run3 = tmp_path / "run3"
         driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run3), "--cluster", cluster.address],
@@ -127,7 +142,7 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         tasks = manifest["cluster"]["tasks"]
         crashed = [t for t in tasks if t["error"] and t["error"].startswith("WorkerCrashedError")]
         assert len(crashed) == 1 and crashed[0]["attempt"] == 1, tasks
-        for unit in range(4):  # each unit once more at most (any failure, e.g. a real one under load)
+        for unit in ("u0", "u1", "u2", "u3"):  # each unit once more at most (any failure, e.g. a real one under load)
             attempts = [t for t in tasks if t["unit"] == unit]
             assert [t["attempt"] for t in attempts] in ([1], [1, 2]) and attempts[-1]["error"] is None, tasks
         assert len([t for t in tasks if t["unit"] == crashed[0]["unit"]]) == 2

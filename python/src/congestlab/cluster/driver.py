@@ -43,9 +43,11 @@ class ClusterRun:
         session = len(runner.manifest.get("resumes", []))
         self.session = session
         self.record = runner.manifest.setdefault("cluster", {"address": address, "resource": RESOURCE,
-                                                             "placement": "unit", "nodes": {}, "runs": {},
+                                                             "placement": runner.study.placement, "nodes": {},
+                                                             "runs": {},
                                                              "tasks": []})
         self.record["address"] = address
+        self.record["placement"] = runner.study.placement
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -53,9 +55,12 @@ class ClusterRun:
         manifest = head.manifest
         start = time.monotonic()
         write_manifest(head.run_dir, manifest)
-        units: dict[int, list[tuple[str, int]]] = {}
+        # one task per unit ("unit": a cell's repetitions on one node), or per repetition round
+        # of a unit ("repetition": a cell's repetitions spread over the nodes)
+        units: dict[str, list[tuple[str, int]]] = {}
         for point, rep in head.runs:
-            units.setdefault(point.unit, []).append((point.id, rep))
+            key = f"u{point.unit}" + (f"r{rep}" if head.study.placement == "repetition" else "")
+            units.setdefault(key, []).append((point.id, rep))
         try:
             ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
         except Exception as err:  # noqa: BLE001 - Ray's own connection errors, in one line
@@ -133,13 +138,13 @@ class ClusterRun:
             t.join(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------------
-    def _unit(self, unit: int, runs: list[tuple[str, int]]) -> None:
+    def _unit(self, unit: str, runs: list[tuple[str, int]]) -> None:
         head = self.head
         for attempt in range(1, ATTEMPTS + 1):
             todo = [(p, r) for p, r in runs if not head.rep_complete(p, r)]
             if not todo or self.stopping.is_set():
                 return
-            tag = f"-s{self.session}u{unit}a{attempt}"
+            tag = f"-s{self.session}{unit}a{attempt}"
             task = {"unit": unit, "attempt": attempt, "runs": [f"{p}#{r}" for p, r in todo],
                     "submitted_utc": _utc_now(), "submitted_epoch_s": round(time.time(), 3)}
             with self.lock:
@@ -164,14 +169,14 @@ class ClusterRun:
             if not error:
                 return
 
-    def _receive(self, gen, unit: int, attempt: int, task: dict) -> str | None:
+    def _receive(self, gen, unit: str, attempt: int, task: dict) -> str | None:
         head = self.head
         first = ray.get(next(gen))
         node = first["node"]
         with self.lock:
             task["node"] = node_key(node)
             task["cleaned"] = node.get("cleaned_namespaces", [])  # a dead task's leftovers, removed first
-        incoming = head.run_dir / f".incoming-u{unit}a{attempt}.tar"
+        incoming = head.run_dir / f".incoming-{unit}a{attempt}.tar"
         size = chunks = 0
         try:
             with open(incoming, "wb") as fh:

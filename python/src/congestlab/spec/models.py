@@ -259,6 +259,9 @@ class StudySpec(Strict):
     order: Literal["interleaved", "sequential"] = Field(
         default="interleaved", description="interleaved: repetitions round-robin over points, shuffled per round")
     seed: int = Field(default=1, description="seed of the interleaved order")
+    placement: Literal["unit", "repetition"] = Field(
+        default="unit", description="with --cluster: unit = a unit's repetitions on one node (a cell is compared "
+        "on one machine); repetition = each repetition round is its own task, spread over the nodes")
     warmup_s: float = Field(default=3.0, ge=0, le=600, description="background runs this long before measuring")
     gap_s: float = Field(default=0.3, ge=0, le=60, description="pause between measured requests")
     calibrate: tuple[str, str] | None = Field(
