@@ -134,7 +134,17 @@ def _run_on_cluster(runner, address: str, calibrate: bool, console) -> None:
         raise ClusterError(f"--cluster needs Ray: pip install -e '.[cluster]' ({err})") from None
     console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
                   f"{len({p.unit for p, _ in runner.runs})} units")
-    run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
+    try:
+        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
+    except CongestlabError as err:
+        # The run directory already says how the run ended (cluster/driver.py). End the
+        # process here: Ray's core worker aborts an interpreter exit (status 1) when an
+        # object reference of a cancelled task is collected after ray.shutdown().
+        import os
+
+        print(f"congestlab: {err}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(err.exit_code)
 
 
 def _print_report(report, console) -> None:

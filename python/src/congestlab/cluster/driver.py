@@ -11,6 +11,7 @@ stream back (cluster/node.py) into the run directory, then analysis runs as for 
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import tarfile
@@ -96,6 +97,9 @@ class ClusterRun:
             self._finish("failed", f"{type(err).__name__}: {err}")
             raise
         finally:
+            with self.lock:
+                self.active.clear()  # no task reference may outlive the shutdown
+            gc.collect()
             ray.shutdown()
         missing = [f"{p.id}#{r}" for p, r in head.all_runs if not head.rep_complete(p.id, r)]
         if missing:
