@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from congestlab.testbed.capabilities import probe_kernel_features
 from congestlab.traffic.mgen import SHIM_PATH
 
 APT = "apt-get install -y"
@@ -28,30 +27,10 @@ def _tool(name: str, package: str) -> Item:
     return Item(name, path is not None, path or "not found", f"{APT} {package}")
 
 
-def _netns_probe() -> tuple[bool, str, dict[str, bool]]:
-    """Make a throwaway namespace, try each kernel feature in it, delete it."""
-    ns = f"cldoc{uuid.uuid4().hex[:6]}"
-    found = {}
-    if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
-        return False, "cannot create network namespaces", {}
-    try:
-        run = lambda *a: subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True).returncode == 0  # noqa: E731
-        run("ip", "link", "add", "cldva", "type", "veth", "peer", "name", "cldvb")
-        found["htb"] = run("tc", "qdisc", "add", "dev", "cldva", "root", "handle", "1:", "htb")
-        found["tbf"] = run("tc", "qdisc", "add", "dev", "cldvb", "root", "tbf", "rate", "1mbit", "burst", "10k",
-                           "latency", "10ms")
-        run("tc", "qdisc", "del", "dev", "cldvb", "root")
-        found["netem"] = run("tc", "qdisc", "add", "dev", "cldvb", "root", "netem", "delay", "1ms")
-        found["tuntap"] = run("ip", "tuntap", "add", "t0", "mode", "tap")
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    return True, "ok", found
-
-
 def diagnose() -> list[Item]:
     items = [Item("root", os.geteuid() == 0, f"euid {os.geteuid()}", "run as root (sudo)")]
     if os.geteuid() == 0:
-        ok, detail, found = _netns_probe()
+        ok, detail, found = probe_kernel_features()
         items.append(Item("netns", ok, detail, "a kernel with network namespaces"))
         for feature, why in (("htb", "the bottleneck shaper"), ("tbf", "alternative shaper"),
                              ("netem", "kernel delay/loss; without it linkem is used"),
