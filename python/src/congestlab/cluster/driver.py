@@ -62,6 +62,7 @@ class ClusterRun:
         for point, rep in head.runs:
             key = f"u{point.unit}" + (f"r{rep}" if head.study.placement == "repetition" else "")
             units.setdefault(key, []).append((point.id, rep))
+        interrupted = False
         try:
             ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
         except Exception as err:  # noqa: BLE001 - Ray's own connection errors, in one line
@@ -89,6 +90,7 @@ class ClusterRun:
                                   "down; resume with --resume") from None
         except Interrupted as err:
             self._finish("interrupted", str(err))
+            interrupted = True
             raise
         except ClusterError as err:
             self._finish("failed", str(err))
@@ -100,7 +102,11 @@ class ClusterRun:
             with self.lock:
                 self.active.clear()  # no task reference may outlive the shutdown
             gc.collect()
-            ray.shutdown()
+            # interrupted: the tasks are cancelled and the CLI ends the process at once
+            # (cli._run_on_cluster); ray.shutdown() here raced the cancelled tasks' threads
+            # and Ray's core worker aborted the process with status 1
+            if not interrupted:
+                ray.shutdown()
         missing = [f"{p.id}#{r}" for p, r in head.all_runs if not head.rep_complete(p.id, r)]
         if missing:
             message = (f"{len(missing)} repetitions missing after retries ({'; '.join(self.errors[:2])}); "
