@@ -31,12 +31,13 @@ bench-lean-loss: install
 	$(PY) python/benchmarks/bench_lean_loss.py
 
 
-# Not part of `make test`: every fuzz target (or FUZZ_TARGETS) for FUZZ_SECONDS each, one
-# after the other, starting from seeds/ and corpus-min/; then `cargo fuzz cmin` and the
-# minimised corpus replaces corpus-min/<target> (commit it). libFuzzer's final stats
+# Not part of `make test`: every fuzz target (or FUZZ_TARGETS) for FUZZ_SECONDS each (or until
+# FUZZ_RUNS inputs, whichever comes first; -1 = no count limit), one after the other, starting
+# from seeds/ and corpus-min/; then `cargo fuzz cmin` and the minimised corpus replaces corpus-min/<target> (commit it). libFuzzer's final stats
 # (number_of_executed_units = inputs run) go to target/fuzz-long/<target>.log and a summary
 # line each. A crash stops the run: the input is in artifacts/<target>/.
 FUZZ_SECONDS ?= 3600
+FUZZ_RUNS ?= -1
 FUZZ_TARGETS ?= $(shell cd $(LEANWEB_FUZZ_DIR) && cargo +nightly fuzz list 2>/dev/null)
 FUZZ_FLAGS := --sanitizer none --debug-assertions
 fuzz-long:
@@ -47,11 +48,12 @@ fuzz-long:
 		cp -n corpus-min/$$t/* corpus/$$t/ 2>/dev/null || true; \
 		echo "fuzz-long: $$t for $(FUZZ_SECONDS) s"; \
 		cargo +nightly fuzz run $(FUZZ_FLAGS) $$t corpus/$$t seeds/$$t -- \
-			-max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1 \
+			-max_total_time=$(FUZZ_SECONDS) -runs=$(FUZZ_RUNS) -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1 \
 			> target/fuzz-long/$$t.log 2>&1 || { tail -40 target/fuzz-long/$$t.log; exit 1; }; \
 		cargo +nightly fuzz cmin $(FUZZ_FLAGS) $$t corpus/$$t -- -rss_limit_mb=1024 -max_len=4096 \
 			> target/fuzz-long/$$t.cmin.log 2>&1 || { tail -20 target/fuzz-long/$$t.cmin.log; exit 1; }; \
 		rm -rf corpus-min/$$t && cp -r corpus/$$t corpus-min/$$t; \
-		echo "fuzz-long: $$t $$(grep -h 'stat::number_of_executed_units' target/fuzz-long/$$t.log) in $(FUZZ_SECONDS) s;" \
+		echo "fuzz-long: $$t $$(grep -h 'stat::number_of_executed_units' target/fuzz-long/$$t.log)," \
+			"$$(grep -ho 'Done [0-9]* runs in [0-9]* second(s)' target/fuzz-long/$$t.log);" \
 			"$$(ls corpus-min/$$t | wc -l) inputs in corpus-min/$$t"; \
 	done
