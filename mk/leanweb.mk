@@ -33,8 +33,8 @@ bench-lean-loss: install
 
 # Not part of `make test`: every fuzz target (or FUZZ_TARGETS) for FUZZ_SECONDS each (or until
 # FUZZ_RUNS inputs, whichever comes first; -1 = no count limit), one after the other, starting
-# from seeds/ and corpus-min/; then `cargo fuzz cmin` and the minimised corpus replaces corpus-min/<target> (commit it). libFuzzer's final stats
-# (number_of_executed_units = inputs run) go to target/fuzz-long/<target>.log and a summary
+# from seeds/ and corpus-min/; then `cargo fuzz cmin` and the minimised corpus replaces
+# corpus-min/<target> (commit it). libFuzzer's final stats (number_of_executed_units = inputs run) go to target/fuzz-long/<target>.log and a summary
 # line each. A crash stops the run: the input is in artifacts/<target>/.
 FUZZ_SECONDS ?= 3600
 FUZZ_RUNS ?= -1
