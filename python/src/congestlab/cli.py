@@ -270,7 +270,7 @@ def rto_replay(
     print(format_tables(result.rows))
     for kind, rows in result.rows.items():
         write_results(run_dir, kind, manifest["axes"], rows)
-    print(f"replayed {result.samples_replayed} samples in {result.seconds} s; wrote "
+    print(f"replayed {result.samples_replayed} samples in {result.seconds} s ({result.cpu_s} s CPU); wrote "
           + ", ".join(f"results/{kind}.csv ({len(rows)} rows)" for kind, rows in result.rows.items()))
     for problem in result.problems:
         print(f"  {problem}")

@@ -197,6 +197,22 @@ def test_log_source_gives_the_same_samples_as_the_capture(tmp_path):
             assert in_force[event["sent_us"]] == event["rto_unfloored_us"]
 
 
+def test_sent_and_previous_sample_bases_differ_within_a_window():
+    """Two segments leave together; ACKs come 100 ms and 300 ms later. Judged by the RTO in
+    force when it left, the second has the initial 1 s; by the previous sample's, 300 ms."""
+    stream = ConnStream("v4", 40000, 0, events=[
+        ("send", 0, 0, 100, False), ("send", 0, 100, 200, False),
+        ("ack", 100_000, 100), ("ack", 300_000, 200)])
+    first, second = replay_stream(sample_stream(stream, "all"), W1)
+    assert (first.rto("sent"), first.rto("previous_sample")) == (1_000_000.0, 1_000_000.0)
+    assert (second.rtt_us, second.rto("sent"), second.rto("previous_sample")) == (300_000, 1_000_000.0, 300_000.0)
+    assert table6_bins([first, second], "previous_sample")["rto_le_1s_rtt_gt_rto_lt_1s_pct"] == 0.0
+    assert avoid_pct([first, second], 250_000, "seed", "previous_sample") == 0.0
+    assert avoid_pct([second], 300_000, "seed", "previous_sample") == 100.0
+    with pytest.raises(ValueError):
+        first.rto("other")
+
+
 def test_every_table6_column_and_both_readings():
     def s(rtt_ms, rto_ms):
         return Sample(0, rtt_ms * 1000, rtt_ms * 1000, rto_ms * 1000.0, 0)
@@ -259,18 +275,19 @@ def test_replay_run_rows_both_sources_and_overrides(tmp_path):
     run = _run_dir(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     result = replay_run(run, manifest)
-    bins = {r["source"]: r for r in result.rows["rto_bins"]}
+    bins = {r["source"]: r for r in result.rows["rto_bins"] if r["rto_basis"] == "sent"}
     assert set(bins) == {"log", "pcap"} and result.samples_replayed == 6
+    assert len(result.rows["rto_bins"]) == 2 * 2  # sources x bases
     for row in bins.values():
         assert (row["weight"], row["sampling"], row["live_settings"], row["samples"]) == ("W1", "all", True, 3)
         assert row["rto_le_1s_rtt_le_rto_pct"] == round(100 / 3, 4)
         assert row["rto_le_1s_rtt_gt_rto_lt_1s_pct"] == round(200 / 3, 4)
     logged = [r["logged_rto_us"] for r in result.rows["rto_samples"] if r["source"] == "log"]
     assert logged == [1_000_000] * 3
-    assert len(result.rows["rto_threshold"]) == 2 * 4 * 2
+    assert len(result.rows["rto_threshold"]) == 2 * 2 * 4 * 2  # sources x bases x thresholds x readings
     wider = replay_run(run, manifest, ["W1", "W9"], ["all", "one", "some"], (500,))
-    assert len(wider.rows["rto_bins"]) == 2 * 3 * 2
-    assert sum(r["live_settings"] for r in wider.rows["rto_bins"]) == 2
+    assert len(wider.rows["rto_bins"]) == 2 * 3 * 2 * 2
+    assert sum(r["live_settings"] for r in wider.rows["rto_bins"]) == 2 * 2
     assert {r["sample"] for r in wider.rows["rto_samples"]} == {1, 2, 3}  # only the live settings
 
 
@@ -284,7 +301,7 @@ def test_cli_prints_tables_writes_csvs_and_refuses_bad_input(tmp_path):
     done = _cli("rto-replay", str(run), "--weight", "W1,W5", "--sampling", "one")
     assert done.returncode == 0, done.stderr
     assert "Table 6" in done.stdout and "replayed 12 samples" in done.stdout  # 3 per weight and source
-    assert (run / "results" / "rto_bins.csv").read_text().count("\n") == 1 + 4
+    assert (run / "results" / "rto_bins.csv").read_text().count("\n") == 1 + 2 * 2 * 2  # weights x sources x bases
     bad = _cli("rto-replay", str(run), "--weight", "W10")
     assert (bad.returncode, bad.stderr.strip()) == (2, "congestlab: --weight: 'W10' is not one of W1, W2, W3, W4, "
                                                        "W5, W6, W7, W8, W9")

@@ -23,6 +23,9 @@ from congestlab.errors import RunDirError
 ONE_S_US = 1_000_000
 THRESHOLDS_MS = (250, 500, 750, 1000)
 READINGS = ("literal", "seed")
+# Which RTO a sample is judged against: the one in force when its segment was sent, or the
+# one after the connection's previous sample (SEED-STUDIES.md's wording; equal for `one`).
+BASES = ("sent", "previous_sample")
 SOURCES = ("log", "pcap")
 BIN_COLUMNS = ("rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",
                "rto_gt_1s_rtt_lt_rto_pct", "rto_gt_1s_rtt_ge_rto_pct")
@@ -36,6 +39,14 @@ class Sample:
     rto_unfloored_us: float  # in force when the segment was sent; the initial RTO before any sample
     rto_us: int  # the replayed RTO after this sample, floored and capped
     logged_rto_us: int | None = None  # leanweb's, after the same sample (log source, live settings)
+    rto_previous_us: float | None = None  # unfloored after the previous sample (initial RTO for the first)
+
+    def rto(self, basis: str) -> float:
+        if basis == "sent":
+            return self.rto_unfloored_us
+        if basis == "previous_sample":
+            return self.rto_unfloored_us if self.rto_previous_us is None else self.rto_previous_us
+        raise ValueError(f"basis {basis!r} is not one of {BASES}")
 
 
 def settings_of(start_event: dict, weight: str | None = None) -> RtoSettings:
@@ -81,35 +92,36 @@ def replay_stream(timed: list[tuple[int, int, int]], settings: RtoSettings,
         est.on_sample(acked_us - sent_us)
         in_force.append(est.unfloored_us())
         samples.append(Sample(sent_us, acked_us, acked_us - sent_us, in_force[taken], est.rto_us(),
-                              pair[i][3] if pair else None))
+                              pair[i][3] if pair else None, in_force[i]))
     return samples
 
 
-def table6_bins(samples: list[Sample]) -> dict[str, float | None]:
+def table6_bins(samples: list[Sample], basis: str = "sent") -> dict[str, float | None]:
     """Table 6's five columns as % of the samples."""
     counts = dict.fromkeys(BIN_COLUMNS, 0)
     for s in samples:
-        if s.rto_unfloored_us <= ONE_S_US:
-            if s.rtt_us <= s.rto_unfloored_us:
+        rto = s.rto(basis)
+        if rto <= ONE_S_US:
+            if s.rtt_us <= rto:
                 counts["rto_le_1s_rtt_le_rto_pct"] += 1
             elif s.rtt_us < ONE_S_US:
                 counts["rto_le_1s_rtt_gt_rto_lt_1s_pct"] += 1
             else:
                 counts["rto_le_1s_rtt_gt_rto_ge_1s_pct"] += 1
-        elif s.rtt_us < s.rto_unfloored_us:
+        elif s.rtt_us < rto:
             counts["rto_gt_1s_rtt_lt_rto_pct"] += 1
         else:
             counts["rto_gt_1s_rtt_ge_rto_pct"] += 1
     return {k: _pct(v, len(samples)) for k, v in counts.items()}
 
 
-def avoid_pct(samples: list[Sample], threshold_us: int, reading: str) -> float | None:
+def avoid_pct(samples: list[Sample], threshold_us: int, reading: str, basis: str = "sent") -> float | None:
     """Tables 34-35: % of samples a minimum RTO of `threshold_us` keeps from retransmission.
     literal: RTT <= max(RTO, T); seed: RTO <= T (what the published cells are)."""
     if reading == "literal":
-        hits = sum(1 for s in samples if s.rtt_us <= max(s.rto_unfloored_us, threshold_us))
+        hits = sum(1 for s in samples if s.rtt_us <= max(s.rto(basis), threshold_us))
     elif reading == "seed":
-        hits = sum(1 for s in samples if s.rto_unfloored_us <= threshold_us)
+        hits = sum(1 for s in samples if s.rto(basis) <= threshold_us)
     else:
         raise ValueError(f"reading {reading!r} is not one of {READINGS}")
     return _pct(hits, len(samples))
@@ -126,7 +138,8 @@ def _pct(n: int, total: int) -> float | None:
 class ReplayResult:
     rows: dict[str, list[dict]]
     samples_replayed: int
-    seconds: float
+    seconds: float  # wall clock
+    cpu_s: float  # this process's CPU time (the machine is shared: wall time is noisy)
     problems: list[str]
 
 
@@ -145,7 +158,7 @@ def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, 
     """Replays every repetition with a lean server; weights/samplings default to the live ones."""
     from congestlab.analysis.run_analysis import completed_repetitions
 
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     run_dir = Path(run_dir)
     servers = lean_servers(manifest)
     if not servers:
@@ -193,16 +206,20 @@ def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, 
                         replayed += len(samples)
                         key = common | {"server": server, "source": source, "weight": weight or "custom",
                                         "sampling": sampling}
-                        rows["rto_bins"].append(key | {"live_settings": live, "connections": len(streams),
-                                                       "samples": len(samples)} | table6_bins(samples))
-                        for threshold in thresholds_ms:
-                            for reading in READINGS:
-                                rows["rto_threshold"].append(key | {
-                                    "live_settings": live, "threshold_s": threshold / 1000, "reading": reading,
-                                    "samples": len(samples), "avoid_pct": avoid_pct(samples, threshold * 1000, reading)})
+                        for basis in BASES:
+                            rows["rto_bins"].append(key | {"rto_basis": basis, "live_settings": live,
+                                                           "connections": len(streams), "samples": len(samples)}
+                                                    | table6_bins(samples, basis))
+                            for threshold in thresholds_ms:
+                                for reading in READINGS:
+                                    rows["rto_threshold"].append(key | {
+                                        "rto_basis": basis, "live_settings": live, "threshold_s": threshold / 1000,
+                                        "reading": reading, "samples": len(samples),
+                                        "avoid_pct": avoid_pct(samples, threshold * 1000, reading, basis)})
                         if live:
                             rows["rto_samples"] += _sample_rows(key, per_conn)
-    return ReplayResult(rows, replayed, round(time.monotonic() - started, 3), sorted(set(problems)))
+    return ReplayResult(rows, replayed, round(time.monotonic() - started, 3),
+                        round(time.process_time() - cpu_started, 3), sorted(set(problems)))
 
 
 def _log_conns_of(log: LeanLog, from_pcap: list[ConnStream]) -> list[ConnStream]:
@@ -223,6 +240,7 @@ def _sample_rows(key: dict, per_conn: list[tuple[ConnStream, list[Sample]]]) -> 
             rows.append(key | {"client_port": stream.client_port, "sample": i,
                                "sent_ts": (s.sent_us + offset_us) / 1e6, "acked_ts": (s.acked_us + offset_us) / 1e6,
                                "rtt_us": s.rtt_us, "rto_unfloored_us": round(s.rto_unfloored_us, 3),
+                               "rto_previous_sample_us": round(s.rto("previous_sample"), 3),
                                "rto_us": s.rto_us, "logged_rto_us": s.logged_rto_us})
     return rows
 
@@ -230,24 +248,27 @@ def _sample_rows(key: dict, per_conn: list[tuple[ConnStream, list[Sample]]]) -> 
 def format_tables(rows: dict[str, list[dict]]) -> str:
     """Table 6's columns and the thresholds, one line per repetition x server x source x weight x sampling."""
     out = ["Table 6 (% of samples; RTO = unfloored RTO in force when the segment was sent)",
-           f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'n':>6} "
+           f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'basis':8} {'n':>6} "
            "  RTO<=1s: RTT<=RTO  RTT>RTO,<1s  RTT>RTO,>=1s | RTO>1s: RTT<RTO  RTT>=RTO"]
     for r in rows["rto_bins"]:
         cells = " ".join(f"{'-' if r[c] is None else format(r[c], '.2f'):>12}" for c in BIN_COLUMNS)
         out.append(f"{r['point_id'][:40]:40} {r['repetition']:>3} {r['server'][:8]:8} {r['source']:6} "
-                   f"{r['weight']:3} {r['sampling']:4} {r['samples']:>6} {cells}")
+                   f"{r['weight']:3} {r['sampling']:4} {r['rto_basis'][:8]:8} {r['samples']:>6} {cells}")
+    thresholds = sorted({r["threshold_s"] for r in rows["rto_threshold"]}, reverse=True)
     out += ["", "Tables 34-35 (% of samples avoiding retransmission with minimum RTO T)",
-            f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'reading':8} "
-            + " ".join(f"{'T=' + format(t / 1000, 'g') + 's':>9}" for t in THRESHOLDS_MS)]
+            f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'basis':8} {'reading':8} "
+            + " ".join(f"{'T=' + format(t, 'g') + 's':>9}" for t in thresholds)]
     grouped: dict[tuple, dict] = {}
     for r in rows["rto_threshold"]:
-        key = (r["point_id"], r["repetition"], r["server"], r["source"], r["weight"], r["sampling"], r["reading"])
+        key = (r["point_id"], r["repetition"], r["server"], r["source"], r["weight"], r["sampling"], r["rto_basis"],
+               r["reading"])
         grouped.setdefault(key, {})[r["threshold_s"]] = r["avoid_pct"]
-    for (point, rep, server, source, weight, sampling, reading), cells in grouped.items():
-        values = " ".join(f"{'-' if v is None else format(v, '.2f'):>9}" for v in cells.values())
-        out.append(f"{point[:40]:40} {rep:>3} {server[:8]:8} {source:6} {weight:3} {sampling:4} {reading:8} {values}")
+    for (point, rep, server, source, weight, sampling, basis, reading), cells in grouped.items():
+        values = " ".join(f"{'-' if cells[t] is None else format(cells[t], '.2f'):>9}" for t in thresholds)
+        out.append(f"{point[:40]:40} {rep:>3} {server[:8]:8} {source:6} {weight:3} {sampling:4} {basis[:8]:8} "
+                   f"{reading:8} {values}")
     return "\n".join(out)
 
 
-__all__ = ["SAMPLINGS", "WEIGHTS", "Sample", "replay_run", "replay_stream", "sample_stream", "table6_bins",
+__all__ = ["BASES", "SAMPLINGS", "WEIGHTS", "Sample", "replay_run", "replay_stream", "sample_stream", "table6_bins",
            "avoid_pct", "format_tables", "settings_of"]

@@ -101,7 +101,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     summary = {"rows": {k: len(v) for k, v in rows.items() if v}, "problems": problems, "pcap_read": pcap_read,
                "analysis_s": round(time.monotonic() - start, 3)}
     if replay is not None:
-        summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds}
+        summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
     return AnalysisResult(summary, checks, rows)
 
 
