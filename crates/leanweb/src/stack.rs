@@ -256,6 +256,9 @@ impl Stack {
     /// Logs a segment when its frame was written to the device (`tx`), or when the write
     /// failed (`tx_dropped`: the connection counts it as sent, the wire never saw it).
     pub fn log_transmission(&mut self, t_us: u64, tx: &TxRecord, written: bool) {
+        if !self.log.enabled() {
+            return;
+        }
         let x = &tx.transmission;
         let mut fields = json!({"conn": tx.conn, "seq": x.seq, "len": x.payload_len, "syn": x.syn, "fin": x.fin,
             "retransmission": x.retransmission, "sent_us": x.sent_at.as_micros(), "srtt_us": x.srtt_us,

@@ -47,7 +47,6 @@ class ConnStream:
     logged_samples: list[tuple[int, int, int, int]] = field(default_factory=list)
     # leanweb's RTO state per logged transmission: (start, rto_unfloored_us or None)
     logged_tx_rto: list[tuple[int, float | None]] = field(default_factory=list)
-    tx_retransmissions: int = 0  # data segments (payload > 0) written again to the device
     unix_offset_us: int = 0  # add to a t_us of `events` for epoch µs
 
     @property
@@ -104,8 +103,6 @@ def read_lean_log(path: Path) -> LeanLog:
                 end = start + int(event["len"]) + int(bool(event["syn"])) + int(bool(event["fin"]))
                 stream.events.append(("send", int(event["sent_us"]), start, end, bool(event["retransmission"])))
                 stream.logged_tx_rto.append((start, event["rto_unfloored_us"]))
-                if kind == "tx" and event["retransmission"] and int(event["len"]) > 0:
-                    stream.tx_retransmissions += 1
             elif kind == "ack":
                 stream.events.append(("ack", int(event["at_us"]), unwrap[conn](int(event["ack"]))))
             elif kind == "timeout":
@@ -155,8 +152,6 @@ def pcap_streams(pcap: Path, server_port: int, go_back_n: bool) -> list[ConnStre
             if retransmission and go_back_n and start == snd_una:
                 stream.events.append(("timeout", t_us))
             stream.events.append(("send", t_us, start, start + length, retransmission))
-            if retransmission and seg.payload_len > 0:
-                stream.tx_retransmissions += 1
             snd_max = max(snd_max, start + length)
         streams.append(stream)
     return streams
