@@ -316,3 +316,22 @@ def test_cli_prints_tables_writes_csvs_and_refuses_bad_input(tmp_path):
     assert no_lean.returncode == 7 and "no lean server" in no_lean.stderr
     with pytest.raises(RunDirError):
         replay_run(_run_dir(tmp_path / "again", lean=False), {"servers": {}, "points": [], "axes": []})
+
+
+def test_analyze_adds_replay_rows_and_the_log_check_and_survives_a_corrupt_log(tmp_path):
+    from congestlab.analysis.run_analysis import analyze_run
+
+    run = _run_dir(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    result = analyze_run(run, manifest)
+    assert len(result.rows["rto_bins"]) == 2 * 2 and result.summary["rto_replay"]["samples"] == 6
+    (check,) = [c for c in result.checks if c.name == "retransmissions_pcap_vs_log_lean"]
+    assert (check.ok, check.value) == (True, "1/1")  # the resent segment, in the capture and in the log
+    log = run / "logs" / "servers" / "lean-i1" / "leanweb.jsonl"
+    log.write_text(log.read_text().replace('"retransmission": true', '"retransmission": false'))
+    (check,) = [c for c in analyze_run(run, manifest).checks if c.name == "retransmissions_pcap_vs_log_lean"]
+    assert not check.ok and "pcap 1 vs log 0 retransmissions" in check.message
+    log.write_text(log.read_text().replace('"event": "ack"', '"event": ack', 1))
+    result = analyze_run(run, manifest)
+    assert "rto_replay" not in result.summary
+    assert any("leanweb.jsonl:4: not a leanweb log line" in p for p in result.summary["problems"])
