@@ -29,6 +29,8 @@ BASES = ("sent", "previous_sample")
 SOURCES = ("log", "pcap")
 BIN_COLUMNS = ("rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",
                "rto_gt_1s_rtt_lt_rto_pct", "rto_gt_1s_rtt_ge_rto_pct")
+# The same columns judged against the RTO after the previous sample (results.py, rto_bins).
+PREVIOUS = "previous_sample_"
 
 
 @dataclass(frozen=True)
@@ -206,16 +208,16 @@ def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, 
                         replayed += len(samples)
                         key = common | {"server": server, "source": source, "weight": weight or "custom",
                                         "sampling": sampling}
-                        for basis in BASES:
-                            rows["rto_bins"].append(key | {"rto_basis": basis, "live_settings": live,
-                                                           "connections": len(streams), "samples": len(samples)}
-                                                    | table6_bins(samples, basis))
-                            for threshold in thresholds_ms:
-                                for reading in READINGS:
-                                    rows["rto_threshold"].append(key | {
-                                        "rto_basis": basis, "live_settings": live, "threshold_s": threshold / 1000,
-                                        "reading": reading, "samples": len(samples),
-                                        "avoid_pct": avoid_pct(samples, threshold * 1000, reading, basis)})
+                        previous = {PREVIOUS + k: v for k, v in table6_bins(samples, "previous_sample").items()}
+                        rows["rto_bins"].append(key | {"live_settings": live, "connections": len(streams),
+                                                       "samples": len(samples)} | table6_bins(samples) | previous)
+                        for threshold in thresholds_ms:
+                            for reading in READINGS:
+                                rows["rto_threshold"].append(key | {
+                                    "live_settings": live, "threshold_s": threshold / 1000, "reading": reading,
+                                    "samples": len(samples), "avoid_pct": avoid_pct(samples, threshold * 1000, reading),
+                                    "avoid_previous_sample_pct": avoid_pct(samples, threshold * 1000, reading,
+                                                                           "previous_sample")})
                         if live:
                             rows["rto_samples"] += _sample_rows(key, per_conn)
     return ReplayResult(rows, replayed, round(time.monotonic() - started, 3),
@@ -251,18 +253,21 @@ def format_tables(rows: dict[str, list[dict]]) -> str:
            f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'basis':8} {'n':>6} "
            "  RTO<=1s: RTT<=RTO  RTT>RTO,<1s  RTT>RTO,>=1s | RTO>1s: RTT<RTO  RTT>=RTO"]
     for r in rows["rto_bins"]:
-        cells = " ".join(f"{'-' if r[c] is None else format(r[c], '.2f'):>12}" for c in BIN_COLUMNS)
-        out.append(f"{r['point_id'][:40]:40} {r['repetition']:>3} {r['server'][:8]:8} {r['source']:6} "
-                   f"{r['weight']:3} {r['sampling']:4} {r['rto_basis'][:8]:8} {r['samples']:>6} {cells}")
+        for basis, prefix in (("sent", ""), ("previous", PREVIOUS)):
+            cells = " ".join(f"{'-' if r[prefix + c] is None else format(r[prefix + c], '.2f'):>12}"
+                             for c in BIN_COLUMNS)
+            out.append(f"{r['point_id'][:40]:40} {r['repetition']:>3} {r['server'][:8]:8} {r['source']:6} "
+                       f"{r['weight']:3} {r['sampling']:4} {basis:8} {r['samples']:>6} {cells}")
     thresholds = sorted({r["threshold_s"] for r in rows["rto_threshold"]}, reverse=True)
     out += ["", "Tables 34-35 (% of samples avoiding retransmission with minimum RTO T)",
             f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'basis':8} {'reading':8} "
             + " ".join(f"{'T=' + format(t, 'g') + 's':>9}" for t in thresholds)]
     grouped: dict[tuple, dict] = {}
     for r in rows["rto_threshold"]:
-        key = (r["point_id"], r["repetition"], r["server"], r["source"], r["weight"], r["sampling"], r["rto_basis"],
-               r["reading"])
-        grouped.setdefault(key, {})[r["threshold_s"]] = r["avoid_pct"]
+        for basis, column in (("sent", "avoid_pct"), ("previous", "avoid_previous_sample_pct")):
+            key = (r["point_id"], r["repetition"], r["server"], r["source"], r["weight"], r["sampling"], basis,
+                   r["reading"])
+            grouped.setdefault(key, {})[r["threshold_s"]] = r[column]
     for (point, rep, server, source, weight, sampling, basis, reading), cells in grouped.items():
         values = " ".join(f"{'-' if cells[t] is None else format(cells[t], '.2f'):>9}" for t in thresholds)
         out.append(f"{point[:40]:40} {rep:>3} {server[:8]:8} {source:6} {weight:3} {sampling:4} {basis[:8]:8} "
