@@ -17,7 +17,7 @@ use serde::Serialize;
 use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
 
 use crate::pcap::PcapWriter;
-use crate::scenario::{Background, Family, LinkSpec, Scenario};
+use crate::scenario::{Background, ClientSpec, Family, LinkSpec, Scenario};
 
 pub const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0x04, 0x0b]);
 /// The client side's frames come from the router in front of the server (as in the testbed).
@@ -111,8 +111,13 @@ impl Client {
     }
 
     /// Reads what arrived; true when the whole body is in (curl then closes: FIN).
-    fn read(&mut self, conn: &mut Connection) -> bool {
-        self.response.extend(conn.recv(usize::MAX));
+    fn read(&mut self, conn: &mut Connection, window: &ClientSpec) -> bool {
+        let data = conn.recv(usize::MAX);
+        if window.grow_window && !data.is_empty() {
+            let grown = conn.recv_buffer_bytes().saturating_add(data.len()).min(window.max_recv_buffer_bytes);
+            conn.set_recv_buffer_bytes(grown.max(conn.recv_buffer_bytes()));
+        }
+        self.response.extend(data);
         if self.body_expected.is_none() {
             if let Some(end) = self.response.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head = String::from_utf8_lossy(&self.response[..end]).to_ascii_lowercase();
@@ -187,6 +192,7 @@ pub struct Network<W: Write> {
     udp_sent: u64,
     udp_delivered: u64,
     client_config: TcpConfig,
+    client_spec: ClientSpec,
     gap: Duration,
     rng: SeededRng,
     pcap: PcapWriter<W>,
@@ -294,6 +300,7 @@ impl<W: Write> Network<W> {
             udp_sent: 0,
             udp_delivered: 0,
             client_config,
+            client_spec: scenario.client.clone(),
             gap: ms(scenario.gap_ms),
             rng: SeededRng::new(scenario.seed ^ 0x5eed),
             pcap: PcapWriter::new(pcap_out, EPOCH_US)?,
@@ -335,7 +342,7 @@ impl<W: Write> Network<W> {
                 client.started = Some(now);
             }
             let Some(mut conn) = client.conn.take() else { continue };
-            if client.body_done.is_none() && client.read(&mut conn) {
+            if client.body_done.is_none() && client.read(&mut conn, &self.client_spec) {
                 client.body_done = Some(now);
                 conn.close(now);
                 if let Role::Measured(i) = client.role {

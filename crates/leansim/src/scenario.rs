@@ -57,16 +57,32 @@ pub struct LinkSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSpec {
-    /// Linux's tcp_rmem default (131072): the window the client offers.
+    /// The window offered first: Linux's 64240 (tcp_rmem's default 131072, half of it
+    /// offered, whole segments), as the testbed's client sends in its SYN.
     #[serde(default = "client_recv_buffer")]
     pub recv_buffer_bytes: usize,
+    /// Grow the window by what arrives, up to `max_recv_buffer_bytes`, as the testbed's
+    /// kernel client does (+3072 per ACK of 2 segments in its captures, 64240 to 500-620 KB
+    /// over a 320 KiB GET). Off by default: without Linux's clamping of the window under
+    /// loss, the bare server's go-back-N overflows a shallow queue again and again
+    /// (docs/notes/simulation-vs-emulation.md measures both).
+    #[serde(default)]
+    pub grow_window: bool,
+    /// tcp_rmem's maximum (6 MiB).
+    #[serde(default = "client_max_recv_buffer")]
+    pub max_recv_buffer_bytes: usize,
     #[serde(default = "client_window_scale")]
     pub window_scale: u8,
 }
 
 impl Default for ClientSpec {
     fn default() -> Self {
-        ClientSpec { recv_buffer_bytes: client_recv_buffer(), window_scale: client_window_scale() }
+        ClientSpec {
+            recv_buffer_bytes: client_recv_buffer(),
+            grow_window: false,
+            max_recv_buffer_bytes: client_max_recv_buffer(),
+            window_scale: client_window_scale(),
+        }
     }
 }
 
@@ -110,7 +126,10 @@ fn limit_s() -> f64 {
     120.0
 }
 fn client_recv_buffer() -> usize {
-    131_072
+    64_240
+}
+fn client_max_recv_buffer() -> usize {
+    6 * 1024 * 1024
 }
 fn client_window_scale() -> u8 {
     7
