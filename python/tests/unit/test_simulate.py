@@ -61,16 +61,19 @@ requests = [{{ client = "client", server = "web", file_kib = 160, families = ["v
     return parse_spec(text, "simtest.toml")
 
 
-def test_example_maps_to_three_scenarios():
+def test_example_maps_to_four_scenarios():
     points = sim_points(load_spec(EXAMPLE))
-    assert [p.point_id for p in points] == ["noloss", "shallow", "loss"]
-    noloss, shallow, loss = (p.scenario for p in points)
+    assert [p.point_id for p in points] == ["noloss", "shallow", "loss", "udp50"]
+    noloss, shallow, loss, udp50 = (p.scenario for p in points)
     assert noloss["data_link"] == {"rate_bps": 100_000_000, "queue_packets": 1000, "delay_ms": 0.0, "loss": 0.0}
     assert shallow["data_link"]["queue_packets"] == 64 and shallow["ack_link"]["queue_packets"] == 64
     # impair_direction = egress on R1's link toward the client's switch: the responses
     assert loss["data_link"]["loss"] == 0.01 and "loss" not in loss["ack_link"]
     assert noloss["gets"] == [{"family": "v4", "path": "/320KiB.bin"}, {"family": "v6", "path": "/320KiB.bin"}]
-    assert noloss["gap_ms"] == 300.0 and noloss["background"] == []
+    assert noloss["gap_ms"] == 300.0 and noloss["background"] == [] and noloss["warmup_ms"] == 0
+    assert udp50["background"] == [{"kind": "udp", "family": "v4", "frame_bytes": 1502,
+                                    "rate_bps": pytest.approx(50e6 * 1502 / 1460)}]
+    assert udp50["warmup_ms"] == 1000.0
     assert points[0].repetitions == 5 and points[0].gets == [("v4", 320), ("v6", 320)]
 
 
