@@ -3,6 +3,7 @@ simulated run measured by the pcap analysis (virtual time: no root, about a seco
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from congestlab.errors import SpecError
 from congestlab.paths import REPO_ROOT
-from congestlab.simulate.compare import compare_rows, to_markdown
+from congestlab.simulate.compare import compare_rows, conditions, failed_checks, to_markdown
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
 from congestlab.spec import load_spec
@@ -159,3 +160,23 @@ def test_simulated_run_is_measured_like_a_capture(tmp_path):
     compared = compare_rows(as_strings, as_strings)
     assert {r["ratio"] for r in compared if r["metric"] != "retransmissions"} == {1.0}
     assert "both 0" in to_markdown(compared, "self")
+
+
+def test_conditions_and_failed_checks_of_the_emulation(tmp_path):
+    emu = tmp_path / "emulation"
+    for rep, drops in ((1, 3), (2, 5)):
+        d = emu / "points" / "p" / f"r{rep}"
+        d.mkdir(parents=True)
+        (d / "rep.json").write_text(json.dumps({"bottleneck_drops": {"r1/eth0": drops, "s0/p-r1": 0},
+                                                "cpu_busy_pct": 40.0 + rep}))
+    (emu / "manifest.json").write_text(json.dumps({"fidelity": {"checks": [
+        {"name": "a", "ok": True}, {"name": "b", "ok": False, "message": "bg achieved 7 of 50 Mbit/s"}]}}))
+    link = {"dropped_queue": 2, "dropped_loss": 1, "offered": 100}
+    outcomes = [{"point_id": "p", "data_link": link, "ack_link": dict(link, dropped_queue=0, dropped_loss=0)}]
+    where = conditions(outcomes, emu)
+    assert where == [{"point_id": "p", "sim_fifo_drops": 2, "sim_loss_drops": 1, "emulation_fifo_drops": 4,
+                      "emulation_cpu_busy_pct": 41.5, "emulation_reps": 2}]
+    failed = failed_checks(emu)
+    assert failed == ["bg achieved 7 of 50 Mbit/s"]
+    assert "- FAILED: bg achieved 7 of 50 Mbit/s" in to_markdown([], "t", where, failed)
+    assert failed_checks(tmp_path / "missing") == ["no readable manifest.json"]

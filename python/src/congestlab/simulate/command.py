@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from congestlab.results import read_results
-from congestlab.simulate.compare import compare_rows, to_markdown, write_comparison
+from congestlab.simulate.compare import compare_rows, conditions, failed_checks, write_comparison
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
 
@@ -40,7 +40,7 @@ def run_simulate(spec, quick: bool, compare: bool, out: Path | None, repetitions
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = prepare_out_dir(out or Path("runs") / f"sim-{spec.name}-{stamp}")
     started = time.monotonic()
-    sim_rows, _ = simulate(points, out_dir, repetitions, seed)
+    sim_rows, outcomes = simulate(points, out_dir, repetitions, seed)
     sim_wall_s = time.monotonic() - started
     print(_summary(sim_rows))
     print(f"simulation: {len(sim_rows)} GETs in {sim_wall_s:.1f} s wall; rows in {out_dir / 'sim/results/request.csv'}")
@@ -60,8 +60,7 @@ def run_simulate(spec, quick: bool, compare: bool, out: Path | None, repetitions
     emu_wall_s = time.monotonic() - started
     rows = compare_rows(sim_rows, read_results(emu_dir, "request"))
     title = f"{spec.name}: simulation ÷ emulation"
-    write_comparison(out_dir, rows, title)
+    print(write_comparison(out_dir, rows, title, conditions(outcomes, emu_dir), failed_checks(emu_dir)))
     (out_dir / "timing.json").write_text(json.dumps({"sim_wall_s": sim_wall_s, "emulation_wall_s": emu_wall_s}))
-    print(to_markdown(rows, title))
     print(f"simulation {sim_wall_s:.1f} s, emulation {emu_wall_s:.1f} s wall; {out_dir / 'comparison.md'}")
     return out_dir
