@@ -28,6 +28,8 @@ const CLIENT_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 10);
 const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0x0a);
 const MEASURED_PORT_BASE: u16 = 40_000;
 const BACKGROUND_PORT_BASE: u16 = 50_000;
+/// Measured and background clients each get a port range of this size.
+const MAX_CLIENTS_EACH: usize = 10_000;
 /// A stuck loop (an event at `now` that does not move) ends the run instead of spinning.
 const MAX_STEPS: u64 = 200_000_000;
 /// Pcap timestamps start here (2020-01-01): the analysis wants epoch-like times.
@@ -243,6 +245,9 @@ impl<W: Write> Network<W> {
         if scenario.gets.is_empty() && scenario.background.is_empty() {
             return Err(SimError::Scenario("nothing to simulate: no gets and no background".into()));
         }
+        if scenario.gets.len() > MAX_CLIENTS_EACH {
+            return Err(SimError::Scenario(format!("{} gets: at most {MAX_CLIENTS_EACH}", scenario.gets.len())));
+        }
         for (name, link) in [("data_link", &scenario.data_link), ("ack_link", &scenario.ack_link)] {
             if !(0.0..1.0).contains(&link.loss) || !link.delay_ms.is_finite() || link.delay_ms < 0.0 {
                 return Err(SimError::Scenario(format!("{name}: loss must be in [0, 1) and delay_ms >= 0")));
@@ -270,8 +275,8 @@ impl<W: Write> Network<W> {
                     udp.push(UdpSource { interval, frame: udp_frame(*family, *frame_bytes), next_at: Instant::ZERO });
                 }
                 Background::Get { path, family, interval_ms, count } => {
-                    if *interval_ms <= 0.0 || *count > 10_000 {
-                        return Err(SimError::Scenario(format!("get background: interval_ms {interval_ms} must be > 0 and count {count} at most 10000")));
+                    if *interval_ms <= 0.0 || background_index + *count > MAX_CLIENTS_EACH {
+                        return Err(SimError::Scenario(format!("get background: interval_ms {interval_ms} must be > 0 and all counts together at most {MAX_CLIENTS_EACH}")));
                     }
                     for k in 0..*count {
                         let at = Instant::ZERO + ms(interval_ms * k as f64);
