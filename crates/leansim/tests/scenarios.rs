@@ -156,3 +156,22 @@ fn bad_server_flags_and_empty_scenarios_are_refused() {
     assert!(matches!(Network::new(&s, Vec::new()), Err(SimError::Scenario(_))));
     std::fs::remove_dir_all(&s.root).unwrap();
 }
+
+#[test]
+fn the_client_window_decides_whether_a_shallow_queue_overflows() {
+    // The bare server sends what the client's window allows, at once: 64240 bytes (44
+    // segments) fit a 64-packet FIFO, 131072 bytes (90 segments) do not; a window growing
+    // with every arrival (as the kernel client's) outgrows it too.
+    let base = scenario("window", link(100_000_000, 64, 0.5, 0.0), link(100_000_000, 64, 0.5, 0.0), &[("/320KiB.bin", Family::V4)], vec![]);
+    let (fixed, _) = run(&base);
+    assert_eq!(fixed.data_link.dropped_queue, 0);
+    let mut wide = base.clone();
+    wide.client.recv_buffer_bytes = 131_072;
+    let (wide, _) = run(&wide);
+    assert!(wide.data_link.dropped_queue > 0);
+    let mut growing = base.clone();
+    growing.client.grow_window = true;
+    let (growing, _) = run(&growing);
+    assert!(growing.data_link.dropped_queue > 0);
+    assert!(fixed.gets[0].ok && wide.gets[0].ok && growing.gets[0].ok);
+}

@@ -31,7 +31,7 @@ def test_compare_tiny_scenario(tmp_path):
         if r["metric"] in ("delay_ms", "goodput_mbps", "nrt_throughput_mbps"):
             # both sides measured a finished GET; how close they are is the measurement, not a test
             assert float(r["sim_mean"]) > 0 and float(r["emulation_mean"]) > 0 and float(r["ratio"]) > 0
-    assert "sim ÷ emulation" in (out / "comparison.md").read_text()
+    assert "sim ÷ emulation" in (out / "comparison.md").read_text() and (out / "conditions.csv").is_file()
     manifest = json.loads((out / "emulation" / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     prefix = manifest["testbed"]["prefix"]

@@ -159,6 +159,7 @@ def test_simulated_run_is_measured_like_a_capture(tmp_path):
     as_strings = [{k: str(v) for k, v in r.items()} for r in rows]
     compared = compare_rows(as_strings, as_strings)
     assert {r["ratio"] for r in compared if r["metric"] != "retransmissions"} == {1.0}
+    assert {r["ratio_best"] for r in compared if r["metric"] != "retransmissions"} == {1.0}
     assert "both 0" in to_markdown(compared, "self")
 
 

@@ -16,6 +16,8 @@ COMPARED = [
     ("rtt_mean_ms", "RTT mean (ms)"),
 ]
 
+BIGGER_IS_BETTER = {"nrt_throughput_mbps", "goodput_mbps"}
+
 # Why the two sides differ, per metric (docs/simulation.md says more).
 SOURCES = """\
 Where the gap comes from (docs/simulation.md, "Reading the comparison"):
@@ -40,25 +42,35 @@ def _float(value) -> float | None:
     return float(value)
 
 
-def _means(rows: list[dict], metric: str) -> tuple[float | None, int]:
-    values = [v for v in (_float(r.get(metric)) for r in rows if str(r.get("ok")).lower() in ("true", "1"))
-              if v is not None]
-    return (statistics.fmean(values) if values else None), len(values)
+def _values(rows: list[dict], metric: str) -> list[float]:
+    return [v for v in (_float(r.get(metric)) for r in rows if str(r.get("ok")).lower() in ("true", "1"))
+            if v is not None]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b not in (None, 0.0) else None
 
 
 def compare_rows(sim: list[dict], emu: list[dict]) -> list[dict]:
-    """One row per (point, family, metric): both means, their counts and sim ÷ emulation."""
+    """One row per (point, family, metric): both means, their counts and sim ÷ emulation;
+    and the ratio of the best repetitions (least delay, most throughput), which a busy
+    machine disturbs least (docs/notes/simulation-vs-emulation.md)."""
     keys = list(dict.fromkeys((r["point_id"], r["experiment"], r["family"]) for r in sim))
     out = []
     for point_id, experiment, family in keys:
         s_rows = [r for r in sim if r["point_id"] == point_id and r["family"] == family]
         e_rows = [r for r in emu if r["point_id"] == point_id and r["family"] == family]
         for metric, _ in COMPARED:
-            s, s_n = _means(s_rows, metric)
-            e, e_n = _means(e_rows, metric)
-            ratio = s / e if s is not None and e not in (None, 0.0) else None
+            s_values, e_values = _values(s_rows, metric), _values(e_rows, metric)
+            s = statistics.fmean(s_values) if s_values else None
+            e = statistics.fmean(e_values) if e_values else None
+            best = max if metric in BIGGER_IS_BETTER else min
+            s_best = best(s_values) if s_values else None
+            e_best = best(e_values) if e_values else None
             out.append({"point_id": point_id, "experiment": experiment, "family": family, "metric": metric,
-                        "sim_mean": s, "sim_n": s_n, "emulation_mean": e, "emulation_n": e_n, "ratio": ratio})
+                        "sim_mean": s, "sim_n": len(s_values), "emulation_mean": e, "emulation_n": len(e_values),
+                        "ratio": _ratio(s, e), "sim_best": s_best, "emulation_best": e_best,
+                        "ratio_best": _ratio(s_best, e_best)})
     return out
 
 
@@ -109,15 +121,18 @@ def to_markdown(rows: list[dict], title: str, where: list[dict] | None = None,
     lines = [f"# {title}", ""]
     labels = dict(COMPARED)
     for key in dict.fromkeys((r["point_id"], r["family"]) for r in rows):
-        lines += [f"## {key[0]}, {key[1]}", "", "| metric | simulation | emulation | sim ÷ emulation |",
-                  "|---|---|---|---|"]
+        lines += [f"## {key[0]}, {key[1]}", "",
+                  "| metric | simulation | emulation | sim ÷ emulation | best repetitions: sim ÷ emulation |",
+                  "|---|---|---|---|---|"]
         for r in rows:
             if (r["point_id"], r["family"]) != key:
                 continue
             ratio = _cell(r["ratio"]) if r["ratio"] is not None else (
                 "both 0" if r["sim_mean"] == 0 and r["emulation_mean"] == 0 else "-")
+            best = "-" if r["ratio_best"] is None else (
+                f"{_cell(r['sim_best'])} ÷ {_cell(r['emulation_best'])} = {_cell(r['ratio_best'])}")
             lines.append(f"| {labels[r['metric']]} | {_cell(r['sim_mean'])} (n={r['sim_n']}) | "
-                         f"{_cell(r['emulation_mean'])} (n={r['emulation_n']}) | {ratio} |")
+                         f"{_cell(r['emulation_mean'])} (n={r['emulation_n']}) | {ratio} | {best} |")
         lines.append("")
     if where:
         lines += ["## The bottleneck and the machine, per repetition", "",
