@@ -181,3 +181,19 @@ def test_conditions_and_failed_checks_of_the_emulation(tmp_path):
     assert failed == ["bg achieved 7 of 50 Mbit/s"]
     assert "- FAILED: bg achieved 7 of 50 Mbit/s" in to_markdown([], "t", where, failed)
     assert failed_checks(tmp_path / "missing") == ["no readable manifest.json"]
+
+
+def test_axis_points_keep_their_own_files(tmp_path):
+    axes = """
+[[experiments]]
+name = "sweep"
+axes = [{ name = "queue", fields = ["nodes.r1.links.s0.queue_packets"], values = [10, 1000] }]
+"""
+    points = sim_points(_spec(axes))
+    assert [p.point_id for p in points] == ["sweep.queue-10", "sweep.queue-1000"]
+    rows, outcomes = simulate(points, tmp_path, repetitions=1, progress=lambda _: None)
+    assert len({o["point_id"] for o in outcomes}) == 2 and all(r["ok"] for r in rows)
+    assert sorted(p.name for p in (tmp_path / "sim").glob("*.pcap")) == ["sweep.queue-10-1.pcap",
+                                                                          "sweep.queue-1000-1.pcap"]
+    # the 10-packet FIFO overflows under the bare server's window, the 1000-packet one does not
+    assert outcomes[0]["data_link"]["dropped_queue"] > 0 and outcomes[1]["data_link"]["dropped_queue"] == 0

@@ -65,13 +65,14 @@ def simulate(points: list[SimPoint], out_dir: Path, repetitions: int | None = No
     for sp in points:
         for rep in range(1, (repetitions or sp.repetitions) + 1):
             scenario = dict(sp.scenario, root=str(docroot.absolute()), seed=seed * 1_000_003 + rep)
-            base = sim_dir / f"{sp.point_id}-{rep}"
+            stem = f"{sp.point_id}-{rep}"  # point ids may hold dots (axis labels such as 0.01)
+            pcap = sim_dir / f"{stem}.pcap"
             started = time.monotonic()
-            outcome = run_leansim(scenario, base.with_suffix(".json"), base.with_suffix(".pcap"))
+            outcome = run_leansim(scenario, sim_dir / f"{stem}.json", pcap)
             outcome.update(point_id=sp.point_id, repetition=rep)
-            (base.parent / f"{base.name}.outcome.json").write_text(json.dumps(outcome, indent=1))
+            (sim_dir / f"{stem}.outcome.json").write_text(json.dumps(outcome, indent=1))
             outcomes.append(outcome)
-            rows += _rows(sp, rep, outcome, base.with_suffix(".pcap"))
+            rows += _rows(sp, rep, outcome, pcap)
             progress(f"sim {sp.point_id} #{rep}: {outcome['virtual_us'] / 1e6:.3f} s simulated in "
                      f"{time.monotonic() - started:.2f} s, bottleneck drops {outcome['data_link']['dropped_queue']} "
                      f"(queue) + {outcome['data_link']['dropped_loss']} (loss)")
