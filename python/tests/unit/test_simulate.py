@@ -123,6 +123,8 @@ fetches_per_s = 10
     ({"extra": '[[workloads]]\nname = "ip"\nkind = "iperf"\nclient = "client"\nserver = "src"'}, "workloads.ip.kind"),
     ({"extra": '[[workloads]]\nname = "bg"\nkind = "mgen"\npairs = [{ family = "v4", source = "src", sink = "snk" }]'
                '\nrate_bps = 1e6'}, "workloads.bg.mix"),
+    ({"extra": '[[workloads]]\nname = "ld"\nkind = "http_load"\nclient = "client"\nserver = "web"\nfile_kib = 160\nfetches_per_s = 5'
+               '\nkeepalive = true'}, "workloads.ld.keepalive"),
 ])
 def test_refuses_what_it_cannot_model(spec_args, where):
     with pytest.raises(SpecError) as err:

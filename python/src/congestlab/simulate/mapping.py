@@ -129,6 +129,8 @@ def _background(study: StudySpec, point: Point, lean: str, where: str) -> list[d
         elif w.kind == "http_load":
             if w.server != lean:
                 raise SpecError(f"{here}.server", f"{w.server!r} is not the simulated lean server {lean!r}")
+            if w.keepalive:
+                raise SpecError(f"{here}.keepalive", "keep-alive fetches are not simulated (one connection each)")
             per_s = w.fetch_rate_per_s()
             if per_s <= 0:
                 continue
