@@ -690,6 +690,16 @@ impl Connection {
         self.set_state(State::Closed, now);
     }
 
+    /// The receive buffer the window is offered from; a receiver may grow it as Linux's
+    /// autotuning does (crates/leansim's stand-in for the kernel client).
+    pub fn recv_buffer_bytes(&self) -> usize {
+        self.config.recv_buffer_bytes
+    }
+
+    pub fn set_recv_buffer_bytes(&mut self, bytes: usize) {
+        self.config.recv_buffer_bytes = bytes.clamp(1, 1 << 30);
+    }
+
     fn receive_window(&self) -> usize {
         self.config.recv_buffer_bytes.saturating_sub(self.recv_buf.len())
     }

@@ -198,6 +198,21 @@ def reproduce(
 
 
 @app.command()
+def simulate(
+    spec_path: Path = typer.Argument(..., help="study spec (TOML) with one lean server, a get and one bottleneck"),
+    compare: bool = typer.Option(False, "--compare", help="also run the spec in netns and report sim ÷ emulation"),
+    quick: bool = typer.Option(False, "--quick", help="the spec's quick points and repetitions"),
+    repetitions: int = typer.Option(None, "--repetitions", min=1, max=1000, help="instead of the spec's"),
+    seed: int = typer.Option(1, "--seed", help="seed of the simulated loss and sequence numbers"),
+    out: Path = typer.Option(None, "--out", help="output directory (new or empty); default runs/sim-NAME-TIME"),
+) -> None:
+    """Run a one-bottleneck lean-server scenario in leantcp's simulator (docs/simulation.md)."""
+    from congestlab.simulate.command import run_simulate
+
+    run_simulate(_spec_for(spec_path, None), quick, compare, out, repetitions, seed)
+
+
+@app.command()
 def presets() -> None:
     """List the studies' presets (each a TOML file; `congestlab schema` describes the format)."""
     from congestlab.spec import load_preset, preset_names
