@@ -44,10 +44,9 @@ from congestlab.cc import registry
 from congestlab.errors import CongestlabError
 from congestlab.paths import REPO_ROOT
 from congestlab.servers.files import file_name
-from congestlab.servers.lean import LeanServer
-from congestlab.spec.models import TopologySpec
+from congestlab.servers.factory import make_server
+from congestlab.spec.models import ServerSpec, TopologySpec
 from congestlab.testbed import Testbed
-from congestlab.testbed.plan import USER_STACK_BRIDGE
 
 BULK_FILE_KIB = 400 * 1024  # > 100 Mbit/s x 30 s
 IPERF_PORT = 5201
@@ -105,16 +104,12 @@ def write_bulk_file(docroot: Path, size_kib: int) -> None:
             out.write(chunk)
 
 
-def lean_server(tb: Testbed, node: str, docroot: Path, log_path: Path, knobs: dict) -> LeanServer:
-    """leanweb on a user-stack node, wired as servers/factory.py does."""
-    n = tb.layout.nodes[node]
-    iface = n.interfaces[0]
-    gateways = {r.family: r.via for r in n.routes if r.dest == "default"}
+def lean_server(tb: Testbed, node: str, docroot: Path, run_dir: Path, tag: str, knobs: dict):
+    """leanweb on a user-stack node, built as a study's server is (servers/factory.py)."""
     # A fixed MAC per node: a restarted leanweb keeps the address the router's ARP cache holds.
-    mac = f"02:00:00:00:00:{int(iface.addr4.split('.')[-1]):02x}"
-    return LeanServer(tb.ns(node), "tap0", USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
-                      f"{iface.addr6}/{iface.prefix6}", gateways.get("v4"), gateways.get("v6"), docroot,
-                      log_path, {"mac": mac, **knobs})
+    host_id = int(tb.address(node, "v4").split(".")[-1])
+    spec = ServerSpec(name=node, kind="lean", node=node, knobs={"mac": f"02:00:00:00:00:{host_id:02x}", **knobs})
+    return make_server(spec, tb, run_dir, docroot, tag)
 
 
 class FlowRun:
@@ -151,10 +146,10 @@ def wait_listening(tb: Testbed, port: int, timeout_s: float = 5.0) -> None:
     raise CongestlabError(f"iperf3 server in the client did not listen on {port} within {timeout_s} s")
 
 
-def run_pair(tb: Testbed, a: Flow, b: Flow, seconds: float, docroot: Path, log_dir: Path, tag: str) -> dict:
-    """Both flows at once; the receivers' byte counts and A's share."""
-    servers = [lean_server(tb, f.node, docroot, log_dir / f"{tag}-{f.node}.jsonl", f.knobs)
-               for f in (a, b) if f.cc is None]
+def run_pair(tb: Testbed, a: Flow, b: Flow, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
+    """Both flows at once; the receivers' byte counts and A's share. leanweb's logs go to
+    run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
+    servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in (a, b) if f.cc is None]
     try:
         for server in servers:
             server.start()
@@ -174,12 +169,13 @@ def run_pair(tb: Testbed, a: Flow, b: Flow, seconds: float, docroot: Path, log_d
 
 
 def register_compound() -> str:
-    """Compound TCP under a unique kernel name (removed by the caller)."""
+    """Compound TCP under a unique kernel name (removed by the caller); the object file is
+    needed only to register it."""
     name = f"ct{secrets.token_hex(3)}"
-    out = Path(tempfile.mkdtemp(prefix="ctcp-"))
-    subprocess.run(["make", "-C", str(REPO_ROOT / "bpf"), "--no-print-directory", "object", f"CTCP_ID={name}",
-                    f"OUT_DIR={out}"], check=True, capture_output=True)
-    return registry.install("compound", kernel_name=name, object_path=out / f"ctcp_{name}.bpf.o")
+    with tempfile.TemporaryDirectory(prefix="ctcp-") as out:
+        subprocess.run(["make", "-C", str(REPO_ROOT / "bpf"), "--no-print-directory", "object", f"CTCP_ID={name}",
+                        f"OUT_DIR={out}"], check=True, capture_output=True)
+        return registry.install("compound", kernel_name=name, object_path=Path(out) / f"ctcp_{name}.bpf.o")
 
 
 def main() -> int:
@@ -207,15 +203,14 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         with tempfile.TemporaryDirectory(prefix="leanfair-") as tmp:
-            docroot, log_dir = Path(tmp) / "www", Path(tmp) / "logs"
-            log_dir.mkdir()
+            docroot, run_dir = Path(tmp) / "www", Path(tmp)
             write_bulk_file(docroot, BULK_FILE_KIB)
             with Testbed(TopologySpec.model_validate(TOPOLOGY)) as tb:
                 print(f"testbed prefix {tb.prefix}", flush=True)
                 for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
                     for name in wanted:
                         a, b, _ = table[name]
-                        row = run_pair(tb, a, b, args.seconds, docroot, log_dir, f"{name}-{rep}")
+                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}")
                         row["loadavg"] = os.getloadavg()
                         results.setdefault(name, []).append(row)
                         print(f"{name} rep {rep + 1}: {a.label} {row['mbps'][0]:.1f} Mbit/s, {b.label} "
