@@ -167,8 +167,8 @@ def test_claim_4_compares_the_share_gaps_of_the_like_pairs(study, tmp_path):
 
 
 def test_four_servers_load_s3_and_s4_and_send_the_gets_to_s1_and_s2(study):
-    """Tables 16-18 (set-up inferred): the measured servers S1, S2 carry no stress; the two
-    30 Mbit/s loads go to S3 (= BTS) and S4, and the captions' server types are swept."""
+    """Tables 16-18 (set-up inferred): the measured servers S1, S2 carry no stress; three
+    30 Mbit/s loads go to S3 (= BTS), S4 and S5, and the captions' server types are swept."""
     four = {p.labels["pair"]: p for p in expand(study) if p.experiment == "four"}
     assert list(four) == ["S1, S2 Apache, S3, S4 IIS", "S1, S2 IIS, S3, S4 Apache", "S1, S3 Apache, S2, S4 IIS"]
     for label, types in zip(four, (("cubic", "cubic", "compound", "compound"), ("compound", "compound", "cubic", "cubic"),
@@ -176,9 +176,10 @@ def test_four_servers_load_s3_and_s4_and_send_the_gets_to_s1_and_s2(study):
         point = four[label]
         s = point.study
         assert tuple(s.server(n).cc for n in ("s1", "s2", "bts", "s4")) == types
-        assert sorted(point.servers) == ["bts", "s1", "s2", "s4"]
+        assert sorted(point.servers) == ["bts", "s1", "s2", "s4", "s5"]
         loads = [s.workload(n) for n in point.workloads if s.workload(n).kind == "http_load"]
-        assert sorted((w.server, w.rate_mbps) for w in loads) == [("bts", 30), ("s4", 30)]
+        assert sorted((w.server, w.rate_mbps) for w in loads) == [("bts", 30), ("s4", 30), ("s5", 30)]
+        assert s.server("s5").cc == "cubic"
         assert {(r.client, r.server, r.file_kib) for r in s.workload("getpair").requests} == {
             ("client", "s1", 504), ("client2", "s2", 504)}
         assert s.workload("udp").rate_bps == 10e6
