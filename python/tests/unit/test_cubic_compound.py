@@ -9,8 +9,11 @@ import json
 
 import pytest
 from pcap_builder import ACK, MSS, Conversation, transfer_with_loss_and_reordering
+from report_fixtures import RunBuilder
 
 from congestlab.analysis.run_analysis import analyze_run
+from congestlab.report.claims import evaluate_claims
+from congestlab.report.data import RunData
 from congestlab.results import read_results
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import expand, run_order
@@ -139,11 +142,6 @@ def test_port_aggregate_counts_every_connection_both_ways_with_and_without_retra
 def test_claim_4_compares_the_share_gaps_of_the_like_pairs(study, tmp_path):
     """Claim 4 on hand-made load rows shaped like Table 2 (+-1 point of noise): the preset's
     share_gap_pts is |stress % - BT %| per repetition, and IIS-IIS's gap is below Apache-Apache's."""
-    from report_fixtures import RunBuilder
-
-    from congestlab.report.claims import evaluate_claims
-    from congestlab.report.data import RunData
-
     b = RunBuilder("cubic-compound", ["pair", "level", "size_kib"], study.report, study.published, experiment="same")
     table2 = {pair: {e["level"]: (e["stress_share_pct"], e["bt_share_pct"]) for e in study.published
                      if e.get("pair") == pair and "bt_share_pct" in e} for pair in ("IIS-IIS", "Apache-Apache")}
@@ -186,6 +184,19 @@ def test_four_servers_load_s3_and_s4_and_send_the_gets_to_s1_and_s2(study):
 
 
 # --- the published values against each other ------------------------------------------------
+def test_published_four_server_s1_s2_carry_only_their_get(study):
+    """The inference behind experiment "four": in Tables 16-18, S1's and S2's throughput is
+    one 504 KB file over its delay (72-88 % of it: the capture outlasts the GET a little)."""
+    four = [e for e in study.published if "s4_captured_mbps" in e]
+    assert len(four) == 3
+    for e in four:
+        for mbps, delay in (("s1_captured_mbps", "delay_s"), ("s2_captured_mbps", "s2_delay_s")):
+            one_get_mbps = 504 * 1024 * 8 / e[delay] / 1e6
+            assert 0.7 < e[mbps] / one_get_mbps < 0.9, (e["pair"], mbps)
+        assert 35 < e["bts_captured_mbps"] < 38 and 35 < e["s4_captured_mbps"] < 38  # one 30 Mbit/s load each
+
+
+
 RATES_MBPS = {"C1": (40, 50), "C2": (60, 25), "C3": (30, 60)}  # (BT, stress), seed 002 section 3.2
 
 
