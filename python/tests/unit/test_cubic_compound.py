@@ -9,8 +9,11 @@ import json
 
 import pytest
 from pcap_builder import ACK, MSS, Conversation, transfer_with_loss_and_reordering
+from report_fixtures import RunBuilder
 
 from congestlab.analysis.run_analysis import analyze_run
+from congestlab.report.claims import evaluate_claims
+from congestlab.report.data import RunData
 from congestlab.results import read_results
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import expand, run_order
@@ -21,21 +24,23 @@ def study():
     return load_preset("cubic-compound")
 
 
-def test_full_study_is_27_points_of_3_repetitions_in_15_warm_ups(study):
+def test_full_study_is_30_points_of_3_repetitions_in_18_warm_ups(study):
     points = expand(study)
     runs = run_order(points, study.order, study.seed)
-    assert [len([p for p in points if p.experiment == e]) for e in ("same", "different", "competing")] == [18, 6, 3]
-    assert len(runs) == 81 and {p.repetitions for p in points} == {3}
+    experiments = ("same", "different", "competing", "four")
+    assert [len([p for p in points if p.experiment == e]) for e in experiments] == [18, 6, 3, 3]
+    assert len(runs) == 90 and {p.repetitions for p in points} == {3}
     # a unit = a pairing x level: its load runs across its file sizes and repetitions
-    assert len({p.unit for p in points}) == 15
+    assert len({p.unit for p in points}) == 18
     assert points[0].study.warmup_s >= 60
 
 
 def test_quick_is_504_kib_only_2_repetitions_and_a_shorter_warm_up(study):
     points = expand(study, quick=True)
-    assert len(points) == 15 and len(run_order(points, study.order, study.seed)) == 30
+    assert len(points) == 18 and len(run_order(points, study.order, study.seed)) == 36
     assert {p.labels.get("size_kib", "504") for p in points} == {"504"}
     assert {p.study.warmup_s for p in points} == {20.0}
+    assert len([p for p in points if p.experiment == "four"]) == 3  # Tables 16-18 filled by --quick too
 
 
 @pytest.mark.parametrize("level, udp, bt, stress", [("C1", 10, 40, 50), ("C2", 15, 60, 25), ("C3", 10, 30, 60)])
@@ -134,7 +139,64 @@ def test_port_aggregate_counts_every_connection_both_ways_with_and_without_retra
     assert float(row["shared_bandwidth_pct"]) == pytest.approx(84.4) and row["level"] == "C1"
 
 
+def test_claim_4_compares_the_share_gaps_of_the_like_pairs(study, tmp_path):
+    """Claim 4 on hand-made load rows shaped like Table 2 (+-1 point of noise): the preset's
+    share_gap_pts is |stress % - BT %| per repetition, and IIS-IIS's gap is below Apache-Apache's."""
+    b = RunBuilder("cubic-compound", ["pair", "level", "size_kib"], study.report, study.published, experiment="same")
+    table2 = {pair: {e["level"]: (e["stress_share_pct"], e["bt_share_pct"]) for e in study.published
+                     if e.get("pair") == pair and "bt_share_pct" in e} for pair in ("IIS-IIS", "Apache-Apache")}
+    gaps = {}
+    for pair, levels in table2.items():
+        for level, (stress, bt) in levels.items():
+            for rep, noise in enumerate((-1.0, 0.0, 1.0), start=1):
+                axes = {"pair": pair, "level": level, "size_kib": 504}
+                b.add("load", axes, rep, workload="stress", shared_bandwidth_pct=stress + noise)
+                b.add("load", axes, rep, workload="bt", shared_bandwidth_pct=bt - noise / 2)
+                gaps.setdefault((pair, level), []).append(abs(stress + noise - (bt - noise / 2)))
+    data = RunData(b.write(tmp_path / "run"))
+    metric = data.report.metrics["share_gap_pts"]
+    for (pair, level), want in gaps.items():
+        got = sorted(data.samples(metric, {"experiment": "same", "pair": pair, "level": level}),
+                     key=lambda x: x.repetition)
+        assert [x.value for x in got] == pytest.approx(want)
+    claim4 = next(c for c in evaluate_claims(data) if c.claim.id == "4")
+    assert claim4.verdict == "holds", [(c.verdict, c.detail) for c in claim4.checks]
+    assert len(claim4.checks) == 3  # one per level
+
+
+def test_four_servers_load_s3_and_s4_and_send_the_gets_to_s1_and_s2(study):
+    """Tables 16-18 (set-up inferred): the measured servers S1, S2 carry no stress; three
+    30 Mbit/s loads go to S3 (= BTS), S4 and S5, and the captions' server types are swept."""
+    four = {p.labels["pair"]: p for p in expand(study) if p.experiment == "four"}
+    assert list(four) == ["S1, S2 Apache, S3, S4 IIS", "S1, S2 IIS, S3, S4 Apache", "S1, S3 Apache, S2, S4 IIS"]
+    for label, types in zip(four, (("cubic", "cubic", "compound", "compound"), ("compound", "compound", "cubic", "cubic"),
+                                   ("cubic", "compound", "cubic", "compound"))):
+        point = four[label]
+        s = point.study
+        assert tuple(s.server(n).cc for n in ("s1", "s2", "bts", "s4")) == types
+        assert sorted(point.servers) == ["bts", "s1", "s2", "s4", "s5"]
+        loads = [s.workload(n) for n in point.workloads if s.workload(n).kind == "http_load"]
+        assert sorted((w.server, w.rate_mbps) for w in loads) == [("bts", 30), ("s4", 30), ("s5", 30)]
+        assert s.server("s5").cc == "cubic"
+        assert {(r.client, r.server, r.file_kib) for r in s.workload("getpair").requests} == {
+            ("client", "s1", 504), ("client2", "s2", 504)}
+        assert s.workload("udp").rate_bps == 10e6
+
+
 # --- the published values against each other ------------------------------------------------
+def test_published_four_server_s1_s2_carry_only_their_get(study):
+    """The inference behind experiment "four": in Tables 16-18, S1's and S2's throughput is
+    one 504 KB file over its delay (72-88 % of it: the capture outlasts the GET a little)."""
+    four = [e for e in study.published if "s4_captured_mbps" in e]
+    assert len(four) == 3
+    for e in four:
+        for mbps, delay in (("s1_captured_mbps", "delay_s"), ("s2_captured_mbps", "s2_delay_s")):
+            one_get_mbps = 504 * 1024 * 8 / e[delay] / 1e6
+            assert 0.7 < e[mbps] / one_get_mbps < 0.9, (e["pair"], mbps)
+        assert 35 < e["bts_captured_mbps"] < 38 and 35 < e["s4_captured_mbps"] < 38  # one 30 Mbit/s load each
+
+
+
 RATES_MBPS = {"C1": (40, 50), "C2": (60, 25), "C3": (30, 60)}  # (BT, stress), seed 002 section 3.2
 
 

@@ -139,22 +139,25 @@ class RunData:
         for row in self.rows(metric.kind):
             if matches(row, where):
                 groups.setdefault((row.get("point_id", ""), row.get("repetition", "")), []).append(row)
-        denominators: dict[tuple[str, str], list[dict]] = {}
-        if metric.divide_by:
-            den_where = {**where, **metric.divide_where}
+        operand_column, operand_where = metric.operand()
+        operands: dict[tuple[str, str], list[dict]] = {}
+        if operand_column:
+            other_where = {**where, **operand_where}
             for row in self.rows(metric.kind):
-                if matches(row, den_where):
-                    denominators.setdefault((row.get("point_id", ""), row.get("repetition", "")), []).append(row)
+                if matches(row, other_where):
+                    operands.setdefault((row.get("point_id", ""), row.get("repetition", "")), []).append(row)
         out = []
         for key, rows in groups.items():
             value = reduce_rows(rows, metric.column, metric.per_repetition)
             if value is None:
                 continue
-            if metric.divide_by:
-                den = reduce_rows(denominators.get(key, []), metric.divide_by, metric.per_repetition)
-                if not den:
+            if operand_column:
+                other = reduce_rows(operands.get(key, []), operand_column, metric.per_repetition)
+                if other is None or (metric.divide_by and not other):
                     continue
-                value = value / den
+                value = value / other if metric.divide_by else value - other
+            if metric.absolute:
+                value = abs(value)
             coords = {k: rows[0].get(k, "") for k in [*self.axes, *where]}
             t = None
             if time_column:

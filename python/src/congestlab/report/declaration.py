@@ -49,6 +49,10 @@ class MetricSpec(_Strict):
     divide_by: str | None = Field(default=None, description="a column: sample = reduce(column) / reduce(divide_by)")
     divide_where: Selector = Field(
         default_factory=dict, description="the denominator's records: the cell's selection with these keys replaced")
+    subtract: str | None = Field(default=None, description="a column: sample = reduce(column) - reduce(subtract)")
+    subtract_where: Selector = Field(
+        default_factory=dict, description="the subtrahend's records: the cell's selection with these keys replaced")
+    absolute: bool = Field(default=False, description="the sample's absolute value, e.g. |a - b| with subtract")
     scale: float = Field(default=1.0, description="the sample is multiplied by this (e.g. 100 for a percentage)")
     digits: int = Field(default=2, ge=0, le=6, description="decimals shown")
 
@@ -56,12 +60,22 @@ class MetricSpec(_Strict):
     def _columns(self) -> "MetricSpec":
         if self.kind not in KIND_COLUMNS:
             raise ValueError(f"kind {self.kind!r} is not a results table; known: {', '.join(KIND_COLUMNS)}")
-        for name in filter(None, (self.column, self.divide_by)):
+        for name in filter(None, (self.column, self.divide_by, self.subtract)):
             if name not in KIND_COLUMNS[self.kind]:
                 raise ValueError(f"column {name!r} is not in results/{self.kind}.csv")
         if self.divide_where and not self.divide_by:
             raise ValueError("divide_where needs divide_by")
+        if self.subtract_where and not self.subtract:
+            raise ValueError("subtract_where needs subtract")
+        if self.divide_by and self.subtract:
+            raise ValueError("give divide_by or subtract, not both")
         return self
+
+    def operand(self) -> tuple[str | None, Selector]:
+        """The second column a sample is combined with, and its records' selection."""
+        if self.subtract:
+            return self.subtract, self.subtract_where
+        return self.divide_by, self.divide_where
 
     def title(self, name: str) -> str:
         label = self.label or name
@@ -257,7 +271,7 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
                                  f"of results/{report.metrics[metric].kind}.csv")
 
     for name, metric in report.metrics.items():
-        check(f"metrics.{name}.where", name, list(metric.where) + list(metric.divide_where))
+        check(f"metrics.{name}.where", name, list(metric.where) + list(metric.operand()[1]))
     for table in report.tables:
         for metric in table.metrics:
             check(f"table {table.id!r}", metric, [table.rows, table.columns, *table.where])
