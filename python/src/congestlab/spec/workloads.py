@@ -114,11 +114,16 @@ class GetRequest(_Strict):
 
 class GetWorkload(_Workload):
     """The measured request(s): one GET per family per repetition; several `requests` are
-    sent at the same time (competing servers)."""
+    sent at the same time (competing servers). `client_kind = "chromium"` fetches the file
+    with headless Chromium as a download (a fresh profile each time; the analysis picks the
+    connection that carried the file, as a browser may open others)."""
 
     kind: Literal["get"]
     requests: list[GetRequest] = Field(min_length=1)
-    client_kind: Literal["curl"] = Field(default="curl", description="the client program")
+    # the studies used a browser (Firefox 3.5); chromium fetches the file as a download,
+    # with a fresh profile per request (traffic/chromium.py)
+    client_kind: Literal["curl", "chromium"] = Field(
+        default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
     timeout_s: float = Field(default=30.0, gt=0, le=600)
 
 
