@@ -3,8 +3,8 @@ file as a download, driven over the DevTools protocol on a pipe.
 
 `--remote-debugging-pipe` reads commands on fd 3 and writes replies and events on fd 4, each
 one JSON message ending in NUL; a shell line moves our two pipes onto those fds. Every fetch
-gets a fresh profile and download directory (no cache, no cookies carried over) under a temp
-dir that is removed afterwards; the browser is closed over the protocol, and its main process
+gets a fresh profile and download directory (no cache, no cookies carried over) in a temp
+dir beside its log in the run directory, removed afterwards; the browser is closed over the protocol, and its main process
 and every descendant still alive are killed by PID. Chromium does not say which local port
 carried the file: the analysis picks that connection from the capture
 (analysis/run_analysis.py, `pick_browser_connection`).
@@ -151,7 +151,8 @@ def fetch_with_chromium(tb, node: str, url: str, family: str, expected_bytes: in
                         log_path: Path) -> tuple[RequestResult, list[str], float]:
     """One download of `url` by a fresh headless Chromium in `node`'s namespace. Returns the
     result, the browser's argv, and the wall time the navigation was sent (epoch s)."""
-    workdir = Path(tempfile.mkdtemp(prefix="congestlab-get-browser-"))
+    # beside the log, inside the run directory: an interrupted run leaves nothing elsewhere
+    workdir = Path(tempfile.mkdtemp(prefix="chromium-profile-", dir=log_path.parent))
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
     argv = chromium_argv(workdir / "profile")
