@@ -58,6 +58,15 @@ KNOB_FLAGS = {
 }
 
 
+def knob_args(knobs: dict) -> list[str]:
+    """The leanweb flags of a server's knobs (also the simulated server's: simulate/mapping.py)."""
+    argv: list[str] = []
+    for name, value in knobs.items():
+        # TOML booleans become on/off (leanweb's switches take on|off|true|false)
+        argv += [KNOB_FLAGS[name], ("on" if value else "off") if isinstance(value, bool) else str(value)]
+    return argv
+
+
 def _run(argv: list[str]) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     if proc.returncode != 0:
@@ -116,10 +125,7 @@ class LeanServer:
             argv += ["--gateway4", self.gateway4]
         if self.gateway6:
             argv += ["--gateway6", self.gateway6]
-        for name, value in self.knobs.items():
-            # TOML booleans become on/off (leanweb's switches take on|off|true|false)
-            argv += [KNOB_FLAGS[name], ("on" if value else "off") if isinstance(value, bool) else str(value)]
-        return argv
+        return argv + knob_args(self.knobs)
 
     @property
     def pids(self) -> list[int]:
