@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ctcp_fixed.h"
 
 static int failures;
@@ -167,8 +168,205 @@ static void test_loss(void)
 	printf("loss rule max(win*(1-beta) - cwnd/2, 0): worst absolute error %.2e packets\n", worst);
 }
 
-int main(void)
+/*
+ * Test vectors shared with leantcp (crates/leantcp/src/cc/compound.rs): an ACK sequence
+ * and the Compound state after it, from a C restatement of ctcp.bpf.c's hooks (the
+ * per-ACK glue: pkts_acked, cong_avoid, ssthresh, set_state(Loss)) over ctcp_fixed.h,
+ * the arithmetic the kernel runs. `test_ctcp_fixed --vectors` prints them; `make test`
+ * checks ctcp_vectors.txt is current and the leantcp tests replay it (`make vectors`).
+ *
+ * The sender is always cwnd-limited: after each one-packet ACK it fills the window
+ * (nxt = max(nxt, una + win)). The path: a pipe with a 20 ms base RTT and a queue
+ * (print_vectors); an ACK's RTT sample is base * (1 + max(win - pipe, 0) / pipe); a
+ * window above pipe + queue loses a packet (a fast retransmit: the ssthresh hook, then
+ * recovery ends at the new window, which D7's resync leaves as split). The second loss
+ * is a timeout instead (ssthresh hook, set_state(Loss), the kernel's window of 1).
+ */
+#define CTCP_MIN_CWND_PKTS 2     /* ctcp.bpf.c CTCP_MIN_CWND */
+
+struct model {
+	__u64 dwnd_q16, saved_dwnd_q16;
+	__u32 cwnd, cwnd_cnt, saved_cwnd, base_rtt_us, rtt_sum_us, rtt_cnt;
+	__u32 round_end, slow_start, ssthresh;
+	int round_restart;        /* start_round at the next ACK (after a timeout) */
+};
+
+static __u32 model_win(const struct model *m)
 {
+	return m->cwnd + (__u32)(m->dwnd_q16 >> CTCP_Q16_SHIFT);
+}
+
+/* ctcp.bpf.c end_round() without the counters. */
+static void model_end_round(struct model *m)
+{
+	__u32 win = model_win(m), rtt_us;
+	__u64 diff_q16;
+	int grew;
+
+	if (m->rtt_cnt == 0)
+		return;
+	rtt_us = m->rtt_sum_us / m->rtt_cnt;
+	diff_q16 = ctcp_diff_q16(win, rtt_us, m->base_rtt_us);
+	if (win >= CTCP_LOW_WND_PKTS || diff_q16 >= ((__u64)CTCP_GAMMA_PKTS << CTCP_Q16_SHIFT))
+		m->dwnd_q16 = ctcp_dwnd_round_q16(m->dwnd_q16, win, diff_q16, &grew);
+}
+
+static void model_start_round(struct model *m, __u32 nxt)
+{
+	m->round_end = nxt;
+	m->rtt_sum_us = 0;
+	m->rtt_cnt = 0;
+}
+
+/* pkts_acked + cong_avoid of one ACK of one packet; `nxt` is snd_nxt before the
+ * sender refills the window. */
+static void model_ack(struct model *m, __u32 ack, __u32 nxt, __u32 rtt_us)
+{
+	__u32 acked = 1;
+	int round_over;
+
+	if (rtt_us < m->base_rtt_us)
+		m->base_rtt_us = rtt_us;
+	if (m->rtt_sum_us < 0x7fffffff - rtt_us) {
+		m->rtt_sum_us += rtt_us;
+		m->rtt_cnt++;
+	}
+	round_over = m->round_restart || (__s32)(ack - m->round_end) > 0;
+	m->round_restart = 0;
+	if (m->slow_start) {
+		__u32 grown = m->cwnd + acked < m->ssthresh ? m->cwnd + acked : m->ssthresh;
+
+		acked -= grown - m->cwnd;        /* tcp_slow_start() */
+		m->cwnd = grown;
+		m->dwnd_q16 = 0;
+		if (m->cwnd >= m->ssthresh)
+			m->slow_start = 0;
+		if (round_over)
+			model_start_round(m, nxt);
+		if (!acked)
+			return;
+		round_over = 0;
+	}
+	m->cwnd_cnt += acked;
+	if (m->cwnd_cnt >= model_win(m)) {
+		__u32 inc = m->cwnd_cnt / model_win(m);
+
+		m->cwnd_cnt -= inc * model_win(m);
+		m->cwnd += inc;
+	}
+	if (round_over) {
+		model_end_round(m);
+		model_start_round(m, nxt);
+	}
+	if (!m->slow_start && m->ssthresh > model_win(m))   /* apply_win(), D10 */
+		m->ssthresh = model_win(m);
+}
+
+/* The ssthresh hook (D6). */
+static void model_loss(struct model *m)
+{
+	__u32 half = m->cwnd >> 1, win;
+
+	m->saved_cwnd = m->cwnd;
+	m->saved_dwnd_q16 = m->dwnd_q16;
+	m->dwnd_q16 = ctcp_dwnd_after_loss_q16(m->cwnd, m->dwnd_q16);
+	m->cwnd = half > CTCP_MIN_CWND_PKTS ? half : CTCP_MIN_CWND_PKTS;
+	m->cwnd_cnt = 0;
+	m->slow_start = 0;
+	win = model_win(m);
+	m->ssthresh = win > CTCP_MIN_CWND_PKTS ? win : CTCP_MIN_CWND_PKTS;
+}
+
+/* A timeout: the ssthresh hook, set_state(Loss) (D8), then resync (D7) to the
+ * kernel's window of one packet. */
+static void model_rto(struct model *m)
+{
+	model_loss(m);
+	m->dwnd_q16 = 0;
+	m->slow_start = 1;
+	m->round_restart = 1;
+	m->cwnd = 1;
+}
+
+static void print_state(const char *what, const struct model *m)
+{
+	printf("%s %u %llu %u %u\n", what, m->cwnd, (unsigned long long)m->dwnd_q16, model_win(m), m->ssthresh);
+}
+
+static void print_scenario(__u32 pipe, __u32 queue, __u32 total_acks)
+{
+	const __u32 base_us = 20000;
+	struct model m = { .cwnd = 10, .base_rtt_us = 0xffffffff, .ssthresh = 0x7fffffff, .slow_start = 1 };
+	__u32 una = 0, nxt = 10, i, batch = 0, batch_rtt = 0, losses = 0;
+	__u64 last_dwnd = 0;
+
+	printf("scenario %u %u %u\n", pipe, queue, total_acks);
+	model_start_round(&m, nxt);
+	for (i = 0; i < total_acks; i++) {
+		__u32 win = model_win(&m);
+		__u32 rtt = base_us + (win > pipe ? base_us * (win - pipe) / pipe : 0);
+
+		if (win > pipe + queue) {
+			if (batch)
+				printf("ack %u %u %u %llu %u %u\n", batch, batch_rtt, m.cwnd,
+				       (unsigned long long)m.dwnd_q16, model_win(&m), m.ssthresh);
+			batch = 0;
+			if (++losses == 2) {
+				model_rto(&m);
+				nxt = una;
+				print_state("rto", &m);
+			} else {
+				model_loss(&m);
+				print_state("loss", &m);
+			}
+			win = model_win(&m);
+			rtt = base_us + (win > pipe ? base_us * (win - pipe) / pipe : 0);
+		}
+		if (batch && rtt != batch_rtt) {
+			printf("ack %u %u %u %llu %u %u\n", batch, batch_rtt, m.cwnd,
+			       (unsigned long long)m.dwnd_q16, model_win(&m), m.ssthresh);
+			batch = 0;
+		}
+		una++;
+		if ((__s32)(nxt - una) < 0)
+			nxt = una;
+		model_ack(&m, una, nxt, rtt);
+		batch++;
+		batch_rtt = rtt;
+		if (una + model_win(&m) > nxt)
+			nxt = una + model_win(&m);
+		if (m.dwnd_q16 != last_dwnd) {   /* a round changed dwnd: check it there */
+			printf("ack %u %u %u %llu %u %u\n", batch, batch_rtt, m.cwnd,
+			       (unsigned long long)m.dwnd_q16, model_win(&m), m.ssthresh);
+			batch = 0;
+			last_dwnd = m.dwnd_q16;
+		}
+	}
+	if (batch)
+		printf("ack %u %u %u %llu %u %u\n", batch, batch_rtt, m.cwnd, (unsigned long long)m.dwnd_q16,
+		       model_win(&m), m.ssthresh);
+}
+
+/* A 200-packet pipe (windows far above low_wnd) and a 30-packet one (windows around
+ * low_wnd = 41, so D2's rule decides). */
+static void print_vectors(void)
+{
+	printf("# Compound TCP test vectors: see bpf/test_ctcp_fixed.c print_vectors().\n");
+	printf("# scenario PIPE QUEUE ACKS: a new connection on a path of PIPE packets + QUEUE.\n");
+	printf("# ack COUNT RTT_US CWND DWND_Q16 WIN SSTHRESH: COUNT one-packet ACKs, each with this RTT\n");
+	printf("#   sample (the sender refills its window after each), then the state after the last.\n");
+	printf("# loss CWND DWND_Q16 WIN SSTHRESH: a fast retransmit (the ssthresh hook), state after.\n");
+	printf("# rto CWND DWND_Q16 WIN SSTHRESH: a retransmission timeout, state after.\n");
+	print_scenario(200, 40, 60000);
+	print_scenario(30, 25, 8000);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--vectors") == 0) {
+		print_vectors();
+		return 0;
+	}
 	test_isqrt();
 	test_pow34();
 	test_diff();

@@ -1,4 +1,5 @@
-"""Benchmark: leanweb's `modern` profile (SACK recovery, RACK-TLP, timestamps, Reno) against
+"""Benchmark: leanweb's `modern` profile (SACK recovery, RACK-TLP, timestamps, CUBIC; Reno
+in docs/notes/leantcp-loss-recovery.md's numbers, taken before CUBIC became modern's) against
 nginx on kernel TCP (CUBIC) and leanweb's `bare` profile, 320 KiB over a path that drops
 5 % of the packets toward the client (issue 12).
 

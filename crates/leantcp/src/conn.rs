@@ -164,13 +164,13 @@ impl TcpConfig {
         }
     }
 
-    /// SACK recovery + RACK-TLP + timestamps + Reno window reduction, minimum RTO 200 ms
+    /// SACK recovery + RACK-TLP + timestamps + CUBIC (RFC 9438), minimum RTO 200 ms
     /// (Linux's `TCP_RTO_MIN`).
     pub fn modern() -> Self {
         let bare = TcpConfig::bare();
         TcpConfig {
             rto: RtoConfig { min: Duration::from_millis(200), ..bare.rto },
-            cc: CcKind::Reno,
+            cc: CcKind::Cubic,
             recovery: RecoveryKind::Sack,
             sack: true,
             timestamps: true,

@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long)]
     pub port: Option<u16>,
     /// Server profile: `bare` (the studies' server: no congestion control, go-back-N after
-    /// a 1 s minimum RTO) or `modern` (SACK recovery, RACK-TLP, timestamps, Reno, 200 ms
+    /// a 1 s minimum RTO) or `modern` (SACK recovery, RACK-TLP, timestamps, CUBIC, 200 ms
     /// minimum RTO). The flags below override single parts of it.
     #[arg(long)]
     pub profile: Option<String>,
@@ -66,7 +66,7 @@ pub struct Args {
     /// Weight preset W1..W9 of Table 5 (sets alpha and beta; conflicts with --rto-alpha/--rto-beta).
     #[arg(long)]
     pub weight: Option<String>,
-    /// Congestion control: none | reno.
+    /// Congestion control: none | reno (RFC 5681) | cubic (RFC 9438) | compound (bpf/ctcp.bpf.c).
     #[arg(long)]
     pub cc: Option<String>,
     /// Loss recovery: go-back-n | newreno (RFC 6582) | sack (RFC 6675).
@@ -84,7 +84,7 @@ pub struct Args {
     /// RFC 3042 limited transmit: on | off.
     #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
     pub limited_transmit: Option<bool>,
-    /// Initial congestion window in segments (RFC 6928; reno only).
+    /// Initial congestion window in segments (RFC 6928; reno, cubic, compound).
     #[arg(long)]
     pub initial_window_segments: Option<usize>,
     /// The sender's own cap on data in flight, in full segments (default: none, only the
@@ -204,7 +204,7 @@ impl Args {
         let root = canonical_dir(root)?;
         let base = self.profile()?.config();
         let cc = match &self.cc {
-            Some(name) => CcKind::parse(name).ok_or_else(|| bad(format!("--cc {name:?}: expected none or reno")))?,
+            Some(name) => CcKind::parse(name).ok_or_else(|| bad(format!("--cc {name:?}: expected none, reno, cubic or compound")))?,
             None => base.cc,
         };
         let recovery = match &self.recovery {
@@ -347,7 +347,9 @@ mod tests {
         let bare = args(&[]).stack_config(1).unwrap().tcp;
         assert_eq!(bare, TcpConfig { time_wait: Duration::from_millis(1000), ..TcpConfig::bare() });
         let modern = args(&["--profile", "modern"]).stack_config(1).unwrap().tcp;
-        assert_eq!((modern.cc, modern.recovery), (CcKind::Reno, RecoveryKind::Sack));
+        assert_eq!((modern.cc, modern.recovery), (CcKind::Cubic, RecoveryKind::Sack));
+        assert_eq!(args(&["--cc", "compound"]).stack_config(1).unwrap().tcp.cc, CcKind::Compound);
+        assert!(args(&["--cc", "vegas"]).stack_config(1).unwrap_err().0.contains("cubic or compound"));
         assert!(modern.sack && modern.timestamps && modern.rack_tlp && modern.limited_transmit);
         assert_eq!(modern.rto.min, Duration::from_millis(200));
         let mixed = args(&["--profile", "modern", "--timestamps", "off", "--rack-tlp", "false", "--rto-min-ms", "300"]).stack_config(1).unwrap().tcp;

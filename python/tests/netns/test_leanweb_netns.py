@@ -226,7 +226,7 @@ def test_leanweb_modern_profile_recovers_loss_with_sack_and_no_go_back_n(tmp_pat
     log = tmp_path / "lean.jsonl"
     with LanPair() as lan, lean_server(lan, docroot, log, profile="modern") as server:
         settings = server.effective_settings()
-        assert (settings["profile"], settings["cc"], settings["recovery"]) == ("modern", "reno", "sack")
+        assert (settings["profile"], settings["cc"], settings["recovery"]) == ("modern", "cubic", "sack")
         assert settings["sack"] and settings["timestamps"] and settings["rack_tlp"] and settings["rto_min_ms"] == 200
         lan.exec_c("ping", "-c", "1", "-W", "2", SERVER4)
         lan.exec_c("ping", "-6", "-c", "1", "-W", "2", SERVER6)

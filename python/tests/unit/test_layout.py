@@ -14,7 +14,7 @@ SPEC = load_preset("ipv6")
 def test_every_name_carries_the_run_prefix():
     layout = build_layout(SPEC.topology, "cl0a1b2c")
     assert all(ns.startswith("cl0a1b2c-") for ns in layout.namespaces())
-    assert len(layout.namespaces()) == 16  # r1-r4, client, server, bare, 4 MGEN hosts, 5 switches
+    assert len(layout.namespaces()) == 17  # r1-r4, client, server, bare, modern, 4 MGEN hosts, 5 switches
     with pytest.raises(ValueError):
         build_layout(SPEC.topology, "x")
 

@@ -38,7 +38,7 @@ def test_compare_two_runs(tmp_path):
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert "| C1B | v4 | Throughput (NRT) (Mbit/s) |" in md and "Δ b" in md
     html = (tmp_path / "cmp" / "compare.html").read_text()
-    assert html.count('<table class="data"') == 5 and html.count("<img ") == 3  # bar, bar, cdf overlaid
+    assert html.count('<table class="data"') == 7 and html.count("<img ") == 3  # bar, bar, cdf overlaid
 
 
 def test_compare_marks_a_real_change_and_not_noise(tmp_path):

@@ -35,16 +35,19 @@ def _tags(path) -> Tags:
 def test_ipv6_report_has_findings_tables_and_figures(tmp_path):
     run = realistic_ipv6(repetitions=3).write(tmp_path / "run")
     report = build_report(run)
-    assert {f.claim.id for f in report.findings} == {"14", "15", "16", "17", "18"}
+    assert {f.claim.id for f in report.findings} == {"14", "15", "16", "17", "18", "Q"}
     assert all(f.verdict != NOT_MEASURED for f in report.findings)
     # the fixture's lean server beats Apache at 75 Mbit/s (README): claim 16 must not hold
     assert next(f for f in report.findings if f.claim.id == "16").verdict == "does not hold"
+    # leanmodern is no slower than Apache in the fixture, but not faster than bare at 75 Mbit/s
+    assert next(f for f in report.findings if f.claim.id == "Q").verdict == "does not hold"
     md = report.markdown_path.read_text()
     assert md.index("## Findings") < md.index("## Apache")
     assert "| C1B | " in md and "| 28.6 |" in md  # Table 41's seed value beside ours
     html = _tags(report.html_path)
-    assert html.count("table", **{"class": "data"}) == 5
+    assert html.count("table", **{"class": "data"}) == 7  # Tables 39-42, leanmodern's two, detail
     assert html.count("table", **{"class": "findings"}) == 1
+    assert "| leanmodern |" in md or "leanmodern" in md.split("## Lean with TCP's optimizations")[1]
     assert html.count("img", src="data:image/svg+xml;base64,") == 4
     assert sorted(p.name for p in report.plots) == sorted(
         f"{n}.{ext}" for n in ("throughput", "delay", "delay-cdf", "delay-time") for ext in ("png", "svg"))

@@ -34,16 +34,19 @@ def _copy(tmp_path: Path, name: str = "run", source: Path = REAL, preset: str = 
 def test_report_of_a_real_quick_run(tmp_path):
     report = build_report(_copy(tmp_path))
     verdicts = {f.claim.id: f for f in report.findings}
-    assert set(verdicts) == {"14", "15", "16", "17", "18"}
-    # C0 and C1B only: the 100 Mbit/s levels claim 18 needs were not run
+    assert set(verdicts) == {"14", "15", "16", "17", "18", "Q"}
+    # C0 and C1B only: the 100 Mbit/s levels claim 18 needs were not run; the run predates
+    # leanmodern, which claim Q needs
     assert verdicts["18"].verdict == NOT_MEASURED
+    assert verdicts["Q"].verdict == NOT_MEASURED
     for cid in ("15", "16", "17"):
         assert verdicts[cid].verdict != NOT_MEASURED, cid
         assert all(c.verdict != NOT_MEASURED for c in verdicts[cid].checks), cid
     md = report.markdown_path.read_text()
     assert "one repetition (no sd)" in md and "| C1B |" in md
     html = report.html_path.read_text()
-    assert html.count('<table class="data">') == 5 and html.count("<img ") == 4
+    # Tables 39-42, detail, and leanmodern's two (its throughput table empty in this run)
+    assert html.count('<table class="data">') == 7 and html.count("<img ") == 4
     assert "points/main.server-lean.level-C1B/r1/rep.json" in html
 
 
@@ -51,7 +54,9 @@ def test_compare_a_real_run_with_itself(tmp_path):
     a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
     done = compare_runs([a, b], tmp_path / "cmp")
     (header, rows), = [v for k, v in done.console.items() if k == "cells"]
-    assert rows == [["24", "0"]]  # 4 tables x 2 levels x 2 families, + detail: 2 levels x 2 servers x 2 metrics
+    # 4 tables x 2 levels x 2 families, detail: 2 levels x 2 servers x 2 metrics, and the
+    # delay-by-server table: 2 levels x 2 servers
+    assert rows == [["28", "0"]]
     assert "+0.00" in done.markdown_path.read_text()
 
 

@@ -28,7 +28,7 @@ def test_ipv6_preset_is_table_one_plus_c0():
     assert get.file_kib == 320 and get.families == ["v4", "v6"]
     assert PRESET.servers[0].files_kib == [160, 320, 504]
     points = expand(PRESET)
-    assert len(points) == 2 * 7 and all(p.repetitions == 10 for p in points)
+    assert len(points) == 3 * 7 and all(p.repetitions == 10 for p in points)
     c2b = next(p for p in points if p.id == "main.server-lean.level-C2B")
     assert c2b.servers == ["lean"] and c2b.study.workload("bg").class_rates_bps()["tcp6"] == 75e6 * 0.675
     # seed 000 section 4.1.4: the standard bare server samples one RTT per window
@@ -73,14 +73,14 @@ LEAN_AXIS = '  { name = "server", fields = ["workloads.get.requests.0.server"], 
          "workloads.get.requests[0].server names unknown server 'iis'"),
         (("requests.0.server", "requests.0.sever"), "experiments.main server=apache",
          "no field 'sever' here"),
-        (('values = ["apache", "lean"]', 'values = ["apache", "nginx"]'), "experiments.main server=nginx",
+        (('values = ["apache", "lean", "leanmodern"]', 'values = ["apache", "nginx"]'), "experiments.main server=nginx",
          "unknown server 'nginx'"),
-        (('values = ["apache", "lean"]', 'values = ["apache", "apache"]'), "experiments[0:main].axes[0:server]",
+        (('values = ["apache", "lean", "leanmodern"]', 'values = ["apache", "apache"]'), "experiments[0:main].axes[0:server]",
          "labels must be unique"),
         (('"C5B", "C6B"]', '"C5B", "C7B"]'), "", "unknown level 'C7B'"),
         (('{ name = "level", levels', '{ name = "level", fields = ["warmup_s"], levels'), "experiments[0:main]",
          "give either fields + values or levels"),
-        (('values = ["apache", "lean"]', 'values = [["apache", 1], ["lean"]]'), "experiments.main server=apache+1",
+        (('values = ["apache", "lean", "leanmodern"]', 'values = [["apache", 1], ["lean"]]'), "experiments.main server=apache+1",
          "requests[0].server: Input should be a valid string"),
         (("[quick]\nrepetitions = 3", "[quick]\nrepetitions = 3\naxes = { level = [\"C9\"] }"), "",
          "quick.axes.level: unknown value 'C9'"),
@@ -144,4 +144,4 @@ def test_dry_run_prints_every_command_and_touches_nothing():
     out = proc.stdout.splitlines()
     assert any("htb rate 100000000bit" in line for line in out)
     assert any("pfifo limit 1000" in line for line in out)
-    assert sum(line.startswith("[namespaces] ip netns add") for line in out) == 16  # r1-r4, client, server, bare, 4 MGEN hosts, 5 switches
+    assert sum(line.startswith("[namespaces] ip netns add") for line in out) == 17  # r1-r4, client, server, bare, modern, 4 MGEN hosts, 5 switches

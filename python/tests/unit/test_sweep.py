@@ -82,7 +82,7 @@ def test_quick_subset_runs_the_declared_blocks_values_and_repetitions():
     quick = expand(_user_spec(), quick=True)
     assert [p.id for p in quick] == ["weights.weight-W1.level-C0", "weights.weight-W1.level-C1B"]
     assert all(p.repetitions == 1 for p in quick)
-    assert len(expand(load_preset("ipv6"), quick=True)) == 14
+    assert len(expand(load_preset("ipv6"), quick=True)) == 21
 
 
 def test_interleaved_order_covers_every_repetition_round_by_round():

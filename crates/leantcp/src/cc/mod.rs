@@ -9,6 +9,8 @@ use core::time::Duration;
 use crate::seq::Seq;
 use crate::time::Instant;
 
+pub mod compound;
+pub mod cubic;
 pub mod none;
 pub mod reno;
 
@@ -64,6 +66,11 @@ pub enum CcKind {
     /// RFC 5681 slow start and congestion avoidance, with the Reno window reduction
     /// (halve on a congestion event, one segment after a timeout).
     Reno,
+    /// RFC 9438 CUBIC with its Reno-friendly region and fast convergence (cubic.rs).
+    Cubic,
+    /// Compound TCP, the algorithm of bpf/ctcp.bpf.c with its fixed-point arithmetic
+    /// (compound.rs; test vectors shared with bpf/test_ctcp_fixed.c).
+    Compound,
 }
 
 impl CcKind {
@@ -71,6 +78,8 @@ impl CcKind {
         match text {
             "none" => Some(CcKind::None),
             "reno" | "newreno" => Some(CcKind::Reno),
+            "cubic" => Some(CcKind::Cubic),
+            "compound" | "ctcp" => Some(CcKind::Compound),
             _ => None,
         }
     }
@@ -79,6 +88,8 @@ impl CcKind {
         match self {
             CcKind::None => "none",
             CcKind::Reno => "reno",
+            CcKind::Cubic => "cubic",
+            CcKind::Compound => "compound",
         }
     }
 
@@ -88,6 +99,8 @@ impl CcKind {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
             CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments)),
+            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments)),
+            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments)),
         }
     }
 }

@@ -35,7 +35,7 @@ KNOB_FLAGS = {
     "weight": "--weight",
     "port": "--port",
     "profile": "--profile",  # bare | modern (docs/leanweb.md)
-    "cc": "--cc",  # none | reno
+    "cc": "--cc",  # none | reno | cubic | compound
     "recovery": "--recovery",  # go-back-n | newreno (RFC 6582) | sack (RFC 6675)
     "sack": "--sack",  # RFC 2018, bool
     "timestamps": "--timestamps",  # RFC 7323, bool

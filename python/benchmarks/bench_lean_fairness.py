@@ -1,0 +1,239 @@
+"""Benchmark: how leantcp's congestion controls share a 100 Mbit/s bottleneck (issue 13).
+
+Pairings, each two bulk flows started together through the same bottleneck, for
+`--seconds` (30) and `--repetitions` (3):
+  modern-modern      two leanweb `modern` (CUBIC) flows          goal: each 50 +- 5 %
+  modern-cubic       leanweb `modern` vs kernel CUBIC (iperf3)    goal: lean 40-60 %
+  compound-compound  leanweb `--cc compound` (else modern) vs kernel Compound (the BPF
+                     struct_ops of bpf/ctcp.bpf.c, registered under a unique name and
+                     removed at the end)                          goal: lean 40-60 %
+  nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: the
+                     share leanweb's own per-frame cost leaves it on this machine
+
+Topology (congestlab.testbed, one Testbed for the whole run, names `cl<hex>-*`): the server
+side switch `ss` holds two user-stack nodes (leanweb on a TAP each) and a kernel host; the
+router's link to the client switch `sc` is the studies' bottleneck (HTB 100 Mbit/s, a
+1000-packet FIFO). A lean flow is curl in the client fetching a 400 MiB file with
+--max-time SECONDS; a kernel flow is iperf3 from the kernel host to an iperf3 server in the
+client, -t SECONDS, -C the algorithm. The share is the receivers' byte counts (curl's
+size_download, iperf3's sum_received.bytes): flow A / (A + B). Everything is torn down on
+exit, Ctrl-C and SIGTERM.
+
+Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
+    .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
+        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic] [--json OUT]
+(`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from congestlab.cc import registry
+from congestlab.errors import CongestlabError
+from congestlab.paths import REPO_ROOT
+from congestlab.servers.files import file_name
+from congestlab.servers.factory import make_server
+from congestlab.spec.models import ServerSpec, TopologySpec
+from congestlab.testbed import Testbed
+
+BULK_FILE_KIB = 400 * 1024  # > 100 Mbit/s x 30 s
+IPERF_PORT = 5201
+
+TOPOLOGY = {
+    "switches": [{"name": "sc", "subnet4": "10.61.0.0/24", "subnet6": "fd00:61::/64"},
+                 {"name": "ss", "subnet4": "10.62.0.0/24", "subnet6": "fd00:62::/64"}],
+    "nodes": [
+        {"name": "r", "kind": "router",
+         "links": [{"switch": "sc", "host_id": 1, "rate_bps": 100_000_000, "queue_packets": 1000},
+                   {"switch": "ss", "host_id": 1}]},
+        {"name": "c", "links": [{"switch": "sc", "host_id": 10}]},
+        {"name": "k", "links": [{"switch": "ss", "host_id": 10}]},
+        {"name": "l1", "links": [{"switch": "ss", "host_id": 11}], "stack": "user"},
+        {"name": "l2", "links": [{"switch": "ss", "host_id": 12}], "stack": "user"},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A lean flow (leanweb on `node` with `knobs`) or a kernel flow (iperf3 with `cc`)."""
+
+    label: str
+    node: str
+    knobs: dict | None = None
+    cc: str | None = None
+
+
+def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow, tuple[float, float]]]:
+    """name -> (flow A, flow B, the goal for A's share in %)."""
+    modern = {"profile": "modern"}
+    out = {
+        "modern-modern": (Flow("lean modern", "l1", modern), Flow("lean modern", "l2", modern), (45.0, 55.0)),
+        "modern-cubic": (Flow("lean modern", "l1", modern), Flow("kernel cubic", "k", cc="cubic"), (40.0, 60.0)),
+    }
+    # Reference, no goal: the same lean stack without a congestion window (bounded by the
+    # client's receive window only) against kernel CUBIC shows what share leanweb's own
+    # per-frame cost leaves it on this machine.
+    out["nocc-cubic"] = (Flow("lean modern --cc none", "l1", {"profile": "modern", "cc": "none"}),
+                         Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    if compound_kernel_name:
+        out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
+                                    Flow("kernel compound", "k", cc=compound_kernel_name), (40.0, 60.0))
+    return out
+
+
+def write_bulk_file(docroot: Path, size_kib: int) -> None:
+    """One MiB of random bytes repeated (files.write_files builds its file in one int,
+    too large at this size); TCP does not care what the bytes are."""
+    docroot.mkdir(parents=True, exist_ok=True)
+    chunk = os.urandom(1024 * 1024)
+    with open(docroot / file_name(size_kib), "wb") as out:
+        for _ in range(size_kib // 1024):
+            out.write(chunk)
+
+
+def lean_server(tb: Testbed, node: str, docroot: Path, run_dir: Path, tag: str, knobs: dict):
+    """leanweb on a user-stack node, built as a study's server is (servers/factory.py)."""
+    # A fixed MAC per node: a restarted leanweb keeps the address the router's ARP cache holds.
+    host_id = int(tb.address(node, "v4").split(".")[-1])
+    spec = ServerSpec(name=node, kind="lean", node=node, knobs={"mac": f"02:00:00:00:00:{host_id:02x}", **knobs})
+    return make_server(spec, tb, run_dir, docroot, tag)
+
+
+class FlowRun:
+    """One running flow; `received_bytes()` after it ended."""
+
+    def __init__(self, tb: Testbed, flow: Flow, seconds: float, port: int):
+        self.tb, self.flow = tb, flow
+        if flow.cc is None:
+            url = f"http://{tb.address(flow.node, 'v4')}/{file_name(BULK_FILE_KIB)}"
+            argv = ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w", "%{size_download}", url]
+            self.server = None
+            self.proc = tb.start("c", argv, stdout=subprocess.PIPE)
+        else:
+            self.server = tb.start("c", ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.PIPE)
+            wait_listening(tb, port)
+            argv = ["iperf3", "-c", tb.address("c", "v4"), "-p", str(port), "-t", str(seconds), "-C", flow.cc, "-J"]
+            self.proc = tb.start(flow.node, argv, stdout=subprocess.PIPE)
+
+    def received_bytes(self, timeout_s: float) -> int:
+        out, _ = self.proc.communicate(timeout=timeout_s)
+        if self.flow.cc is None:
+            # curl exits 28 when --max-time ends the transfer; the count is what arrived
+            return int(out.decode().strip() or 0)
+        server_out, _ = self.server.communicate(timeout=timeout_s)
+        return int(json.loads(server_out)["end"]["sum_received"]["bytes"])
+
+
+def wait_listening(tb: Testbed, port: int, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if f":{port} " in tb.run("c", ["ss", "-Hltn"], check=False).stdout:
+            return
+        time.sleep(0.05)
+    raise CongestlabError(f"iperf3 server in the client did not listen on {port} within {timeout_s} s")
+
+
+def run_pair(tb: Testbed, a: Flow, b: Flow, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
+    """Both flows at once; the receivers' byte counts and A's share. leanweb's logs go to
+    run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
+    servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in (a, b) if f.cc is None]
+    try:
+        for server in servers:
+            server.start()
+        for server in servers:
+            server.wait_started()
+        for f in (a, b):
+            if f.cc is None:
+                tb.ping("c", f.node, "v4", count=1)
+        runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate((a, b))]
+        got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
+    finally:
+        for server in servers:
+            server.stop()
+    total = sum(got)
+    share_a = 100.0 * got[0] / total if total else 0.0
+    return {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+
+
+def register_compound() -> str:
+    """Compound TCP under a unique kernel name (removed by the caller); the object file is
+    needed only to register it."""
+    name = f"ct{secrets.token_hex(3)}"
+    with tempfile.TemporaryDirectory(prefix="ctcp-") as out:
+        subprocess.run(["make", "-C", str(REPO_ROOT / "bpf"), "--no-print-directory", "object", f"CTCP_ID={name}",
+                        f"OUT_DIR={out}"], check=True, capture_output=True)
+        return registry.install("compound", kernel_name=name, object_path=Path(out) / f"ctcp_{name}.bpf.o")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic")
+    ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench_lean_fairness: needs root (network namespaces)", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    wanted = [p for p in args.pairings.split(",") if p]
+    compound = None
+    results: dict[str, list[dict]] = {}
+    print(f"load average before: {os.getloadavg()}")
+    try:
+        if "compound-compound" in wanted:
+            compound = register_compound()
+        table = pairings(compound)
+        unknown = sorted(set(wanted) - set(table))
+        if unknown:
+            print(f"bench_lean_fairness: unknown pairing(s) {', '.join(unknown)}; known: {', '.join(table)}",
+                  file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(prefix="leanfair-") as tmp:
+            docroot, run_dir = Path(tmp) / "www", Path(tmp)
+            write_bulk_file(docroot, BULK_FILE_KIB)
+            with Testbed(TopologySpec.model_validate(TOPOLOGY)) as tb:
+                print(f"testbed prefix {tb.prefix}", flush=True)
+                for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
+                    for name in wanted:
+                        a, b, _ = table[name]
+                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}")
+                        row["loadavg"] = os.getloadavg()
+                        results.setdefault(name, []).append(row)
+                        print(f"{name} rep {rep + 1}: {a.label} {row['mbps'][0]:.1f} Mbit/s, {b.label} "
+                              f"{row['mbps'][1]:.1f} Mbit/s, share of A {row['share_a_pct']:.1f} % "
+                              f"(load {row['loadavg'][0]:.1f})", flush=True)
+    finally:
+        if compound:
+            registry.remove(compound)
+    print(f"\nload average after: {os.getloadavg()}")
+    print(f"{'pairing':<18} {'share of A, % (each rep)':<28} {'mean':>6} {'goal':>10}  met")
+    failed = False
+    for name, rows in results.items():
+        lo, hi = table[name][2]
+        shares = [r["share_a_pct"] for r in rows]
+        mean = statistics.mean(shares)
+        met = all(lo <= s <= hi for s in shares)
+        failed |= not met
+        print(f"{name:<18} {', '.join(f'{s:.1f}' for s in shares):<28} {mean:>6.1f} {f'{lo:.0f}-{hi:.0f}':>10}  "
+              f"{'yes' if met else 'no'}")
+    if args.json:
+        args.json.write_text(json.dumps({"seconds": args.seconds, "results": results}, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
