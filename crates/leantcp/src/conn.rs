@@ -123,6 +123,13 @@ pub struct TcpConfig {
     pub limited_transmit: bool,
     /// Initial congestion window in segments (RFC 6928), for controllers that have one.
     pub initial_window_segments: usize,
+    /// A cap of the sender's own on data in flight, in full segments (`None`: only the
+    /// peer's window and the congestion window limit it). The seeds leave the bare PC's
+    /// sending open beyond "no congestion control" (docs/leanweb.md).
+    pub send_window_segments: Option<usize>,
+    /// Pacing of the sender's own (`None`: off): data segments leave at most at this rate,
+    /// counting each as its payload plus 40 bytes of IP and TCP header.
+    pub pacing_rate_bps: Option<u64>,
     pub time_wait: Duration,
     /// Consecutive retransmission timeouts after which the connection is aborted.
     pub max_timeouts: u32,
@@ -150,6 +157,8 @@ impl TcpConfig {
             rack_tlp: false,
             limited_transmit: false,
             initial_window_segments: 10,
+            send_window_segments: None,
+            pacing_rate_bps: None,
             time_wait: Duration::from_secs(60),
             max_timeouts: 12,
         }
@@ -181,6 +190,12 @@ impl TcpConfig {
         }
         if self.initial_window_segments == 0 {
             return Err("initial window must be at least 1 segment".into());
+        }
+        if self.send_window_segments == Some(0) {
+            return Err("send window must be at least 1 segment".into());
+        }
+        if self.pacing_rate_bps == Some(0) {
+            return Err("pacing rate must be above 0".into());
         }
         self.rto.validate()
     }
@@ -328,6 +343,8 @@ pub struct Connection {
     /// Send the next lost segment even if the window is full (the fast retransmit itself).
     force_retransmit: bool,
     tlp_pending: bool,
+    /// With pacing: no data segment before this.
+    next_send_at: Instant,
     persist_shift: u32,
     probe_pending: bool,
     consecutive_timeouts: u32,
@@ -427,6 +444,7 @@ impl Connection {
             retransmitted_below: iss,
             force_retransmit: false,
             tlp_pending: false,
+            next_send_at: Instant::ZERO,
             persist_shift: 0,
             probe_pending: false,
             consecutive_timeouts: 0,
@@ -872,8 +890,9 @@ impl Connection {
             }
             _ => {}
         }
-        if self.can_send_data() {
+        if self.can_send_data() && !self.pacing_holds(now) {
             if let Some(seg) = self.next_data_segment(now) {
+                self.paced(now, seg.payload.len());
                 return Some(seg);
             }
         }
@@ -916,12 +935,37 @@ impl Connection {
         }
         let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
         let cwnd_room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
-        let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room);
+        let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room).min(self.send_window_room(in_flight));
         if uses_scoreboard && cwnd_room < self.data_mss().min(self.unsent_bytes()) {
             return None; // no runt segments because of the congestion window
         }
         let kind = if self.snd_nxt < self.snd_max { RetransmitKind::GoBackN } else { RetransmitKind::Recovery };
         self.segment_at(self.snd_nxt, self.data_mss(), usable, kind, now)
+    }
+
+    /// With pacing: true (and the pacing timer armed) while the next data segment is not due.
+    fn pacing_holds(&mut self, now: Instant) -> bool {
+        if self.config.pacing_rate_bps.is_none() || now >= self.next_send_at {
+            return false;
+        }
+        self.timers.set(Timer::Pacing, self.next_send_at);
+        true
+    }
+
+    /// With pacing: the next data segment is due once this one's bytes left at the rate.
+    fn paced(&mut self, now: Instant, payload_bytes: usize) {
+        let Some(rate_bps) = self.config.pacing_rate_bps else { return };
+        if payload_bytes == 0 {
+            return;
+        }
+        let wire_ns = (payload_bytes as u64 + 40) * 8 * 1_000_000_000 / rate_bps;
+        self.next_send_at = self.next_send_at.max(now) + Duration::from_nanos(wire_ns);
+    }
+
+    /// Bytes the sender's own window (`send_window_segments`) still allows in flight.
+    fn send_window_room(&self, in_flight: usize) -> usize {
+        self.config.send_window_segments
+            .map_or(usize::MAX, |segments| segments.saturating_mul(self.data_mss()).saturating_sub(in_flight))
     }
 
     /// Sends recorded segment `start..end` again (its FIN too, if it carried one).
@@ -935,7 +979,7 @@ impl Connection {
     /// RFC 8985 §7.3: one new segment if the peer's window allows, else the last one again.
     fn tail_loss_probe(&mut self, now: Instant) -> Option<Segment> {
         let in_flight = self.bytes_in_flight();
-        let rwnd_room = self.snd_wnd.saturating_sub(in_flight);
+        let rwnd_room = self.snd_wnd.saturating_sub(in_flight).min(self.send_window_room(in_flight));
         let (seg, retransmission) = if self.unsent_bytes() > 0 && rwnd_room > 0 {
             (self.segment_at(self.snd_nxt, self.data_mss(), rwnd_room, RetransmitKind::TailLossProbe, now), false)
         } else {
@@ -1028,6 +1072,9 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.timers.is_expired(Timer::Pacing, now) {
+            self.timers.stop(Timer::Pacing); // the next poll_transmit sends
+        }
         if self.timers.is_expired(Timer::TimeWait, now) {
             self.set_state(State::Closed, now);
             return;
