@@ -275,6 +275,50 @@ def compare(
 
 
 @app.command()
+def sensitivity(
+    preset: str = typer.Argument(..., help="preset name, e.g. ipv6"),
+    axis: list[str] = typer.Option([], "--axis", help="FIELD=V1,V2,... plausible values of one field (repeatable)"),
+    axes: Path = typer.Option(None, "--axes", help="TOML file of [[axes]] (name, fields, values, labels)"),
+    quick: bool = typer.Option(False, "--quick", help="each configuration runs the preset's --quick subset"),
+    out: Path = typer.Option(None, "--out", help="parent directory; an existing one of the same sweep is continued"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the configurations and their points, run nothing"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first, per run"),
+    cluster: str = typer.Option(None, "--cluster", help="run each configuration on a Ray cluster (docs/cluster.md)"),
+) -> None:
+    """Run a preset under every combination of plausible values; distance to the published
+    numbers and robust findings per configuration (docs/fidelity.md)."""
+    from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
+    from congestlab.sensitivity.report import build_sensitivity_report
+    from congestlab.sensitivity.sweep_run import dry_run as print_plan, plan, run_sensitivity
+
+    parsed = (load_axes_file(axes) if axes else []) + [parse_axis_option(a) for a in axis]
+    p = plan(preset, parsed, quick)
+    if dry_run:
+        print_plan(p)
+        return
+    if cluster is None:
+        from congestlab.runner import require_root
+
+        require_root()
+    parent = run_sensitivity(p, out, calibrate, cluster)
+    _print_report(build_sensitivity_report(parent), _console())
+
+
+@app.command("sensitivity-report")
+def sensitivity_report(parent: Path = typer.Argument(..., help="a sensitivity run's parent directory")) -> None:
+    """Rebuild sensitivity.md/.html and plots from a sensitivity run's stored runs (no root)."""
+    from congestlab.sensitivity.report import build_sensitivity_report
+
+    _print_report(build_sensitivity_report(parent), _console())
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+@app.command()
 def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
