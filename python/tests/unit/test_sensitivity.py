@@ -189,3 +189,23 @@ def test_report_lists_a_configuration_that_did_not_complete(tmp_path):
     assert list(built.distances) == [configs[1].id]
     assert any(configs[0].id in w for w in built.warnings)
     assert "not run" in built.markdown_path.read_text()
+
+
+# --- a preset's variant: extends + set ------------------------------------------------------
+
+def test_variant_sets_fields_of_the_preset_it_extends():
+    from congestlab.spec.loader import parse_spec
+
+    variant = parse_spec('extends = "ipv6"\nname = "ipv6-variant"\n[set]\n"nodes.r1.links.s0.queue_packets" = 64\n'
+                         '"nodes.m4snk.sysctls.net.ipv4.tcp_rmem" = "4096 65535 65535"\n', "variant.toml")
+    base = load_preset("ipv6")
+    assert next(n for n in variant.topology.nodes if n.name == "r1").links[0].queue_packets == 64
+    assert next(n for n in variant.topology.nodes if n.name == "m4snk").sysctls == {"net.ipv4.tcp_rmem": "4096 65535 65535"}
+    assert variant.report == base.report and variant.published == base.published  # its claims stay declared
+
+
+def test_variant_with_a_wrong_field_is_one_spec_error():
+    from congestlab.spec.loader import parse_spec
+
+    with pytest.raises(SpecError, match=r"variant.toml: set: nodes.r1.links.s0.queue: no field 'queue'"):
+        parse_spec('extends = "ipv6"\n[set]\n"nodes.r1.links.s0.queue" = 64\n', "variant.toml")

@@ -19,7 +19,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
-from congestlab.spec.fieldpath import FieldPathError, apply
 from congestlab.spec.models import AxisSpec, StudySpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
@@ -123,16 +122,9 @@ def swept_fields(study: StudySpec) -> set[str]:
 def apply_configuration(study: StudySpec, config: Configuration, origin: str) -> StudySpec:
     """The study with the configuration's fields set, validated like a spec file (its
     sweeps and report too); a wrong field or value is one SpecError line."""
-    from congestlab.spec.loader import validate_spec
+    from congestlab.spec.loader import apply_settings
 
     clash = sorted(set(config.settings) & swept_fields(study))
     if clash:
         raise SpecError(f"{origin}: {clash[0]}", "the study's own axes or levels set this field; sweep another")
-    full = study.model_dump(mode="json")
-    as_set = study.model_dump(mode="json", exclude_unset=True)
-    try:
-        apply(full, config.settings)  # checks every path against a dump with every field present
-        data = apply(as_set, config.settings, create=True)
-    except FieldPathError as err:
-        raise SpecError(f"{origin}: {config.id}", str(err)) from None
-    return validate_spec(data, f"{origin} [{config.id}]")
+    return apply_settings(study, config.settings, f"{origin} [{config.id}]")
