@@ -18,7 +18,7 @@ from congestlab.report.render import render_template
 from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, WITHIN_25_PCT, CellDistance, Distance, best,
                                              distance, robustness)
 from congestlab.sensitivity.configurations import value_labels
-from congestlab.sensitivity.sweep_run import STATE
+from congestlab.sensitivity.sweep_run import STATE, run_status
 from congestlab.spec.models import AxisSpec
 
 
@@ -87,15 +87,21 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
         run_dir = parent / (run.get("dir") or f"configs/{cid}")
         row = {"id": cid, "labels": [config["labels"][a] for a in axes], "status": run.get("status", "not run"),
                "wall_s": run.get("wall_s"), "load": run.get("load_avg_1m"), "href": f"{run_dir.relative_to(parent)}/report.html",
-               "md_href": f"{run_dir.relative_to(parent)}/report.md", "error": run.get("error", "")}
+               "md_href": f"{run_dir.relative_to(parent)}/report.md", "error": run.get("error", ""), "not_ok": ""}
+        if row["status"] == "not run":  # the sweep records a configuration once it ends
+            row["status"] = run_status(run_dir) or "not run"
+            if row["status"] != "complete":
+                rows.append(row)
+                continue
         try:
             data = RunData(run_dir)
         except RunDirError as err:
-            row["status"] = row["status"] if row["status"] != "complete" else "incomplete"
+            row["status"] = "incomplete" if row["status"] == "complete" else row["status"]
             warnings.append(f"{cid}: {err}")
             rows.append(row)
             continue
         row["status"] = "complete"
+        row["not_ok"] = _requests_not_ok(data)
         distances[cid] = distance(published_cells(data))
         findings = evaluate_claims(data)
         verdicts[cid] = {f.claim.id: f.verdict for f in findings}
@@ -155,6 +161,15 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
             ("claim", "category", "holds in"),
             [[m["claim"]["id"], m["category"], f"{m['holds_in']}/{len(measured_ids)}"] for m in matrix])
     return SensitivityReport(md_path, html_path, plots, warnings, console, distances, verdicts)
+
+
+def _requests_not_ok(data: RunData) -> str:
+    """Measured requests that failed (timeout, reset): a cell's mean is over the others, so
+    a configuration that loses its slowest GETs looks faster than it was."""
+    if "request" not in data.kinds_present():
+        return "–"
+    rows = data.rows("request")
+    return f"{sum(r.get('ok') in ('False', '0', 'false') for r in rows)}/{len(rows)}"
 
 
 def _cell_context(c: CellDistance) -> dict:

@@ -75,7 +75,7 @@ def _open_parent(out: Path | None, p: Plan) -> Path:
     return parent
 
 
-def _status(run_dir: Path) -> str | None:
+def run_status(run_dir: Path) -> str | None:
     """complete, another recorded status, or None (no manifest: nothing to keep)."""
     path = run_dir / "manifest.json"
     if not path.exists():
@@ -105,7 +105,7 @@ def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster:
     echo(f"sensitivity run: {parent} ({len(p.configs)} configurations)")
     for i, config in enumerate(p.configs, start=1):
         run_dir = config_dir(parent, config)
-        status = _status(run_dir)
+        status = run_status(run_dir)
         if status == "complete":
             echo(f"[{i}/{len(p.configs)}] {config.id}: complete, kept")
             continue
