@@ -276,7 +276,7 @@ def compare(
 
 @app.command()
 def sensitivity(
-    preset: str = typer.Argument(..., help="preset name, e.g. ipv6"),
+    preset: str = typer.Argument(..., help="preset name, e.g. ipv6, or a spec file (.toml)"),
     axis: list[str] = typer.Option([], "--axis", help="FIELD=V1,V2,... plausible values of one field (repeatable)"),
     axes: Path = typer.Option(None, "--axes", help="TOML file of [[axes]] (name, fields, values, labels)"),
     quick: bool = typer.Option(False, "--quick", help="each configuration runs the preset's --quick subset"),

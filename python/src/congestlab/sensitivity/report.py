@@ -51,8 +51,11 @@ def _as_written(state: dict) -> str | None:
     from congestlab.spec import load_preset
     from congestlab.spec.fieldpath import FieldPathError, get_field
 
+    from congestlab.spec import load_spec
+
+    name = state["preset"]
     try:
-        base = load_preset(state["preset"]).model_dump(mode="json")
+        base = (load_spec(Path(name)) if name.endswith(".toml") else load_preset(name)).model_dump(mode="json")
     except CongestlabError:
         return None
     for config in state["configurations"]:

@@ -39,11 +39,13 @@ class Plan:
 def plan(preset: str, axes: list[AxisSpec], quick: bool) -> Plan:
     """Every configuration checked (field paths, values, the points of its sweep) before
     anything runs: a bad one is one SpecError line."""
-    from congestlab.spec import load_preset
+    from congestlab.spec import load_preset, load_spec
 
     if not axes:
         raise RunDirError("sensitivity needs at least one --axis or --axes file")
-    study = load_preset(preset)
+    if preset.endswith(".toml"):  # a spec file: stored absolute, so the sweep continues from anywhere
+        preset = str(Path(preset).absolute())
+    study = load_spec(Path(preset)) if preset.endswith(".toml") else load_preset(preset)
     configs = configurations(axes)
     specs = {c.id: apply_configuration(study, c, f"preset {preset}") for c in configs}
     return Plan(preset, quick, axes, configs, specs)
@@ -57,7 +59,7 @@ def _open_parent(out: Path | None, p: Plan) -> Path:
     from congestlab.testbed import new_prefix
 
     if out is None:
-        parent = Path("runs") / f"sensitivity-{p.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
+        parent = Path("runs") / f"sensitivity-{Path(p.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
     else:
         parent = Path(out)
     parent = parent.absolute()
@@ -141,4 +143,4 @@ def dry_run(p: Plan, echo=print) -> None:
         reps = sum(pt.repetitions for pt in points)
         sets = ", ".join(f"{k} = {v!r}" for k, v in config.settings.items())
         echo(f"[configuration] {config.id}: {len(points)} points, {reps} repetitions; sets {sets}")
-    echo(f"# {len(p.configs)} configurations of preset {p.preset}{' (--quick)' if p.quick else ''}")
+    echo(f"# {len(p.configs)} configurations of {p.preset}{' (--quick)' if p.quick else ''}")
