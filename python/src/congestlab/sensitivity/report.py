@@ -90,7 +90,8 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
         run_dir = parent / (run.get("dir") or f"configs/{cid}")
         row = {"id": cid, "labels": [config["labels"][a] for a in axes], "status": run.get("status", "not run"),
                "wall_s": run.get("wall_s"), "load": run.get("load_avg_1m"), "href": f"{run_dir.relative_to(parent)}/report.html",
-               "md_href": f"{run_dir.relative_to(parent)}/report.md", "error": run.get("error", ""), "not_ok": ""}
+               "md_href": f"{run_dir.relative_to(parent)}/report.md", "error": run.get("error", ""), "not_ok": "",
+               "fidelity_warnings": "–"}
         if row["status"] == "not run":  # the sweep records a configuration once it ends
             row["status"] = run_status(run_dir) or "not run"
             if row["status"] != "complete":
@@ -105,6 +106,8 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
             continue
         row["status"] = "complete"
         row["not_ok"] = _requests_not_ok(data)
+        # e.g. the background short of its rate on a loaded machine: the configuration's own report lists them
+        row["fidelity_warnings"] = len((data.manifest.get("fidelity") or {}).get("warnings") or [])
         distances[cid] = distance(published_cells(data))
         findings = evaluate_claims(data)
         verdicts[cid] = {f.claim.id: f.verdict for f in findings}
