@@ -174,6 +174,7 @@ def test_report_ranks_configurations_and_sorts_findings(tmp_path):
     assert lines[0].startswith("| [queue_packets-64]") and "nearest" in lines[0]
     assert "the preset as written" in lines[1]
     assert "**depends on the configuration**: v6slower (1/2)" in md
+    assert "| v6slower | none | 1 | 0 |" in md  # its one check (server=apache) depends too
     assert (tmp_path / "plots" / "distance.svg").exists() and (tmp_path / "plots" / "verdicts.png").exists()
     assert "data:image/svg+xml;base64," in built.html_path.read_text()  # self-contained page
 

@@ -83,6 +83,7 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
     distances: dict[str, Distance] = {}
     verdicts: dict[str, dict[str, str]] = {}
     claims_meta: dict[str, dict] = {}
+    check_verdicts: dict[str, dict[tuple[str, str], str]] = {}
     rows, warnings = [], []
     for config in configs:
         cid = config["id"]
@@ -111,6 +112,8 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
         distances[cid] = distance(published_cells(data))
         findings = evaluate_claims(data)
         verdicts[cid] = {f.claim.id: f.verdict for f in findings}
+        # a claim holds only when every check does: its single checks say which parts are robust
+        check_verdicts[cid] = {(f.claim.id, c.label): c.verdict for f in findings for c in f.checks}
         for f in findings:
             claims_meta.setdefault(f.claim.id, {"id": f.claim.id, "title": f.claim.title, "property": f.claim.property})
         rows.append(row)
@@ -130,6 +133,10 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
     matrix = [{"claim": claims_meta[r.claim], "category": r.category,
                "verdicts": [{"verdict": r.verdicts[c], "css": verdict_class(r.verdicts[c])} for c in measured_ids],
                "holds_in": len(r.holds_in)} for r in robust]
+    per_check = robustness(check_verdicts)
+    for line in matrix:
+        mine = [r for r in per_check if r.claim[0] == line["claim"]["id"]]
+        line["checks"] = {name: [r.claim[1] for r in mine if r.category == name] for name in (ROBUST, DEPENDS, NEVER)}
     cells = _cell_matrix(distances, measured_ids)
     plots_dir = parent / "plots"
     plots = []
