@@ -123,6 +123,10 @@ pub struct TcpConfig {
     pub limited_transmit: bool,
     /// Initial congestion window in segments (RFC 6928), for controllers that have one.
     pub initial_window_segments: usize,
+    /// A cap of the sender's own on data in flight, in full segments (`None`: only the
+    /// peer's window and the congestion window limit it). The seeds leave the bare PC's
+    /// sending open beyond "no congestion control" (docs/leanweb.md).
+    pub send_window_segments: Option<usize>,
     pub time_wait: Duration,
     /// Consecutive retransmission timeouts after which the connection is aborted.
     pub max_timeouts: u32,
@@ -150,6 +154,7 @@ impl TcpConfig {
             rack_tlp: false,
             limited_transmit: false,
             initial_window_segments: 10,
+            send_window_segments: None,
             time_wait: Duration::from_secs(60),
             max_timeouts: 12,
         }
@@ -181,6 +186,9 @@ impl TcpConfig {
         }
         if self.initial_window_segments == 0 {
             return Err("initial window must be at least 1 segment".into());
+        }
+        if self.send_window_segments == Some(0) {
+            return Err("send window must be at least 1 segment".into());
         }
         self.rto.validate()
     }
@@ -862,12 +870,18 @@ impl Connection {
         }
         let pipe = self.recovery.pipe(&self.scoreboard, in_flight);
         let cwnd_room = cwnd.saturating_add(self.recovery.extra_window()).saturating_sub(pipe);
-        let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room);
+        let usable = self.snd_wnd.saturating_sub(in_flight).min(cwnd_room).min(self.send_window_room(in_flight));
         if uses_scoreboard && cwnd_room < self.data_mss().min(self.unsent_bytes()) {
             return None; // no runt segments because of the congestion window
         }
         let kind = if self.snd_nxt < self.snd_max { RetransmitKind::GoBackN } else { RetransmitKind::Recovery };
         self.segment_at(self.snd_nxt, self.data_mss(), usable, kind, now)
+    }
+
+    /// Bytes the sender's own window (`send_window_segments`) still allows in flight.
+    fn send_window_room(&self, in_flight: usize) -> usize {
+        self.config.send_window_segments
+            .map_or(usize::MAX, |segments| segments.saturating_mul(self.data_mss()).saturating_sub(in_flight))
     }
 
     /// Sends recorded segment `start..end` again (its FIN too, if it carried one).
@@ -881,7 +895,7 @@ impl Connection {
     /// RFC 8985 §7.3: one new segment if the peer's window allows, else the last one again.
     fn tail_loss_probe(&mut self, now: Instant) -> Option<Segment> {
         let in_flight = self.bytes_in_flight();
-        let rwnd_room = self.snd_wnd.saturating_sub(in_flight);
+        let rwnd_room = self.snd_wnd.saturating_sub(in_flight).min(self.send_window_room(in_flight));
         let (seg, retransmission) = if self.unsent_bytes() > 0 && rwnd_room > 0 {
             (self.segment_at(self.snd_nxt, self.data_mss(), rwnd_room, RetransmitKind::TailLossProbe, now), false)
         } else {

@@ -87,6 +87,10 @@ pub struct Args {
     /// Initial congestion window in segments (RFC 6928; reno only).
     #[arg(long)]
     pub initial_window_segments: Option<usize>,
+    /// The sender's own cap on data in flight, in full segments (default: none, only the
+    /// peer's window and the congestion window limit it).
+    #[arg(long)]
+    pub send_window_segments: Option<usize>,
     #[arg(long)]
     pub send_buffer_bytes: Option<usize>,
     #[arg(long)]
@@ -139,7 +143,7 @@ impl Args {
         let top = self;
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
             rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
-            limited_transmit, initial_window_segments, send_buffer_bytes, recv_buffer_bytes,
+            limited_transmit, initial_window_segments, send_window_segments, send_buffer_bytes, recv_buffer_bytes,
             window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
         Ok(base)
     }
@@ -227,6 +231,7 @@ impl Args {
             rack_tlp: self.rack_tlp.unwrap_or(base.rack_tlp),
             limited_transmit: self.limited_transmit.unwrap_or(base.limited_transmit),
             initial_window_segments: self.initial_window_segments.unwrap_or(base.initial_window_segments),
+            send_window_segments: self.send_window_segments.or(base.send_window_segments),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
             max_timeouts: base.max_timeouts,
         };
@@ -339,6 +344,11 @@ mod tests {
         assert!(err.0.contains("SACK"), "{err}");
         let err = args(&["--rack-tlp", "on"]).stack_config(1).unwrap_err();
         assert!(err.0.contains("RACK"), "{err}");
+        let capped = args(&["--send-window-segments", "8"]).stack_config(1).unwrap().tcp;
+        assert_eq!(capped.send_window_segments, Some(8));
+        assert_eq!(bare.send_window_segments, None, "off by default");
+        let err = args(&["--send-window-segments", "0"]).stack_config(1).unwrap_err();
+        assert!(err.0.contains("send window"), "{err}");
         assert!(args(&["--profile", "fast"]).stack_config(1).unwrap_err().0.contains("--profile"));
         assert!(args(&["--recovery", "tahoe"]).stack_config(1).unwrap_err().0.contains("--recovery"));
     }

@@ -62,6 +62,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
         "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
         "initial_window_segments": config.tcp.initial_window_segments,
+        "send_window_segments": config.tcp.send_window_segments,
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,

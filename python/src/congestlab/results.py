@@ -20,6 +20,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "server", "client", "family", "file_kib", "ok", "error", "client_port", "start_ts", "delay_ms",
         "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
+        "client_kind",
     ],
     # every connection on a server's port during the repetition (stress, load and measured)
     "port": [

@@ -48,6 +48,7 @@ from congestlab.spec.sweep import Point, expand, run_order
 from congestlab.spec.workloads import BACKGROUND_KINDS
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
+from congestlab.traffic.chromium import chromium_version
 from congestlab.traffic.http_request import curl_argv, curl_version, parse_curl_json, url_for
 from congestlab.workloads import runner_for, tool_versions
 from congestlab.workloads.base import Background, Context, RunningServer
@@ -630,6 +631,9 @@ class Runner:
         versions = {"tcpdump": tcpdump_version(), "curl": curl_version(),
                     "iproute2": run_argv(["ip", "-V"]).stdout.strip()}
         kinds = {w.kind for p in self.points for w in p.study.workloads if w.name in p.workloads}
+        if any(w.kind == "get" and w.client_kind == "chromium"
+               for p in self.points for w in p.study.workloads if w.name in p.workloads):
+            versions["chromium"] = chromium_version()
         return versions | tool_versions(kinds)
 
     def _kernel_cc(self, study: StudySpec) -> dict[str, str]:

@@ -7,9 +7,10 @@ import gzip
 import pytest
 
 from congestlab.spec import load_preset
+from congestlab.spec.fieldpath import apply, get_field
 from congestlab.spec.sweep import expand
 from congestlab.traffic.mgen import allocate_flow_counts, build_flows, parse_sink_log, sink_script, source_script
-from congestlab.workloads.mgen import utc_seconds_of_day
+from congestlab.workloads.mgen import MgenRunner, utc_seconds_of_day
 
 # the MGEN workload as each level of the ipv6 preset sets it
 LEVELS = {p.labels["level"]: p.study.workload("bg") for p in expand(load_preset("ipv6"))
@@ -85,3 +86,28 @@ def test_reading_a_growing_log_from_an_offset(tmp_path):
     assert parse_sink_log(log, flows, window)[0].messages == 150
     # the line at the offset is taken as cut and skipped: 49 of the 50 new ones
     assert parse_sink_log(log, flows, window, offset)[0].messages == 49
+
+
+def _directions(workload) -> dict[str, tuple[str, str]]:
+    """class -> (sending host, receiving host) as the MGEN runner starts them."""
+    runner = MgenRunner(workload, ctx=None, log_dir=None)
+    return {f.cls: (src, dst) for _, _, src, dst, flows in runner._groups() for f in flows}
+
+
+def test_ipv6_preset_sends_udp_against_tcp_as_seed_001_iii():
+    # "TCP source and UDP sink" on the server side, "TCP sink and UDP source" on the client side
+    assert _directions(LEVELS["C1B"]) == {"tcp4": ("m4src", "m4snk"), "tcp6": ("m6src", "m6snk"),
+                                          "udp4": ("m4snk", "m4src"), "udp6": ("m6snk", "m6src")}
+
+
+def test_udp_from_is_one_sweepable_field_beside_per_class_reverse():
+    bg = LEVELS["C1B"]
+    with_tcp = bg.model_copy(update={"udp_from": "source"})
+    assert with_tcp.reversed_classes() == frozenset()
+    assert set(_directions(with_tcp).values()) == {("m4src", "m4snk"), ("m6src", "m6snk")}
+    both = bg.model_copy(update={"reverse": ["tcp6"]})
+    assert both.reversed_classes() == {"tcp6", "udp4", "udp6"}
+    assert _directions(both)["tcp6"] == ("m6snk", "m6src")
+    point = expand(load_preset("ipv6"), quick=True)[2]
+    data = point.study.model_dump(mode="json")
+    assert get_field(apply(data, {"workloads.bg.udp_from": "source"}), "workloads.bg.udp_from") == "source"

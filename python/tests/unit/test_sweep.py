@@ -122,10 +122,10 @@ def test_sequential_order_runs_each_point_to_the_end():
 
 def test_field_paths():
     data = load_preset("ipv6").model_dump(mode="json")
-    out = apply(data, {"nodes.r1.links.s0.queue_packets": 64, "servers.lean.knobs.sampling": "one",
+    out = apply(data, {"nodes.r1.links.s0.queue_packets": 64, "servers.lean.knobs.sampling": "some",
                        "nodes.client.sysctls.net.ipv4.tcp_rmem": "4096 65535 65535"})
     assert get_field(out, "nodes.r1.links.s0.queue_packets") == 64
-    assert get_field(out, "servers.lean.knobs.sampling") == "one"
+    assert get_field(out, "servers.lean.knobs.sampling") == "some"
     assert get_field(out, "nodes.client.sysctls.net.ipv4.tcp_rmem") == "4096 65535 65535"
     assert get_field(data, "nodes.r1.links.s0.queue_packets") == 1000, "apply copies"
     with pytest.raises(FieldPathError, match="no item 's7'"):

@@ -6,6 +6,7 @@ analyze RUN_DIR` runs it again on a stored run."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import time
@@ -80,7 +81,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                 continue
             m = _measure(conns_by_server.get(row["server"], []), row, where, problems)
             if m is not None:
-                out |= _metrics(m) | {"ok": True}
+                out |= _metrics(m) | {"ok": True, "client_port": m.client_port}
                 if row.get("server_kind") == "lean":
                     instance = info.get("servers", {}).get(row["server"])
                     log = run_dir / "logs" / "servers" / f"{row['server']}-{instance}" / "leanweb.jsonl"
@@ -115,10 +116,17 @@ def _server_port(manifest: dict, server: str, info: dict) -> int:
 def _request_base(row: dict) -> dict:
     return {"server": row["server"], "client": row["client"], "family": row["family"], "file_kib": row["file_kib"],
             "ok": bool(row.get("ok")), "error": row.get("error", ""), "client_port": row.get("client_port"),
-            "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3)}
+            "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3),
+            "client_kind": row.get("client_kind", "curl")}
 
 
 def _measure(conns: list[PcapConnection], row: dict, where: str, problems: list[str]) -> ConnectionMetrics | None:
+    if not row.get("client_port"):  # a browser does not say which port it used
+        chosen, why = pick_browser_connection(conns, row)
+        if chosen is None:
+            problems.append(f"{where}: {why}")
+            return None
+        return chosen.metrics
     candidates = [c for c in conns if c.key == (row["family"], row["client_port"])
                   and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1]
     if not candidates:
@@ -127,6 +135,29 @@ def _measure(conns: list[PcapConnection], row: dict, where: str, problems: list[
     if candidates[0].metrics is None:
         problems.append(f"{where}: {candidates[0].error}")
     return candidates[0].metrics
+
+
+def pick_browser_connection(conns: list[PcapConnection], row: dict) -> tuple[PcapConnection | None, str]:
+    """The connection that carried the file of a browser's request, and why not if none.
+
+    A browser may open more connections than the one that fetches the file: speculative
+    preconnects (no request on them), /favicon.ico (a small answer). The one chosen comes
+    from the request's client address and family, overlaps the request's time, has a request
+    and the client's ACK after it (so it has metrics), and carried at least the file's bytes
+    from the server; exactly one may qualify. The others are named in the reason when none does.
+    """
+    client = ipaddress.ip_address(row["client_addr"])
+    near = [c for c in conns if c.family == row["family"] and ipaddress.ip_address(c.client) == client
+            and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1]
+    file_bytes = int(row["file_kib"]) * 1024
+    carried = [c for c in near if c.metrics is not None and c.metrics.payload_bytes >= file_bytes]
+    if len(carried) == 1:
+        return carried[0], ""
+    seen = ", ".join(f"port {c.client_port}: " + (f"{c.metrics.payload_bytes} B" if c.metrics else str(c.error))
+                     for c in near) or "none"
+    if not carried:
+        return None, f"no connection from {client} carried the {file_bytes} B file (seen: {seen})"
+    return None, f"{len(carried)} connections from {client} carried {file_bytes} B or more; which one is ambiguous ({seen})"
 
 
 def _port_row(p: PortAggregate) -> dict:

@@ -42,6 +42,7 @@ KNOB_FLAGS = {
     "rack_tlp": "--rack-tlp",  # RFC 8985, bool
     "limited_transmit": "--limited-transmit",  # RFC 3042, bool
     "initial_window_segments": "--initial-window-segments",  # RFC 6928
+    "send_window_segments": "--send-window-segments",  # the sender's own cap (docs/leanweb.md)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",

@@ -26,7 +26,7 @@ class _Workload(_Strict):
 
 class MgenPair(_Strict):
     family: Family
-    source: str = Field(description="host sending the TCP classes (and UDP unless reversed)")
+    source: str = Field(description="host sending the TCP classes (and UDP unless udp_from = sink or reversed)")
     sink: str = Field(description="host receiving them")
 
 
@@ -42,6 +42,9 @@ class MgenWorkload(_Workload):
     # seed 001 section III: the MGEN hosts are "TCP source and UDP sink" on one side and
     # "TCP sink and UDP source" on the other, so UDP may cross the network opposite to TCP
     reverse: list[str] = Field(default_factory=list, description="classes sent from sink to source")
+    # the same for both UDP classes as one scalar, so a sweep axis can move it
+    udp_from: Literal["source", "sink"] = Field(
+        default="source", description="sink: both UDP classes run from the pair's sink to its source")
     flows: int = Field(default=10, ge=1, le=100)
     tcp_payload_v4_bytes: int = Field(default=1460, ge=16, le=1460)
     tcp_payload_v6_bytes: int = Field(default=1440, ge=16, le=1440)
@@ -59,6 +62,10 @@ class MgenWorkload(_Workload):
         if self.rate_bps > 0 and abs(total - 100.0) > 1e-6:
             raise ValueError(f"mix percentages add up to {total:g}, not 100")
         return self
+
+    def reversed_classes(self) -> frozenset[str]:
+        """Classes sent from the pair's sink to its source: `reverse`, plus UDP with udp_from = sink."""
+        return frozenset(self.reverse) | (frozenset({"udp4", "udp6"}) if self.udp_from == "sink" else frozenset())
 
     def class_rates_bps(self) -> dict[str, float]:
         return {c: self.rate_bps * self.mix.get(c, 0.0) / 100 for c in MGEN_CLASSES}
@@ -107,11 +114,16 @@ class GetRequest(_Strict):
 
 class GetWorkload(_Workload):
     """The measured request(s): one GET per family per repetition; several `requests` are
-    sent at the same time (competing servers)."""
+    sent at the same time (competing servers). `client_kind = "chromium"` fetches the file
+    with headless Chromium as a download (a fresh profile each time; the analysis picks the
+    connection that carried the file, as a browser may open others)."""
 
     kind: Literal["get"]
     requests: list[GetRequest] = Field(min_length=1)
-    client_kind: Literal["curl"] = Field(default="curl", description="the client program")
+    # the studies used a browser (Firefox 3.5); chromium fetches the file as a download,
+    # with a fresh profile per request (traffic/chromium.py)
+    client_kind: Literal["curl", "chromium"] = Field(
+        default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
     timeout_s: float = Field(default=30.0, gt=0, le=600)
 
 

@@ -202,11 +202,12 @@ class Testbed:
                         input_text=input_text)
 
     def start(self, node: str, argv: list[str], stdout: IO | int | None = subprocess.DEVNULL,
-              stderr: IO | int | None = subprocess.DEVNULL, env: dict[str, str] | None = None) -> subprocess.Popen:
+              stderr: IO | int | None = subprocess.DEVNULL, env: dict[str, str] | None = None,
+              stdin: IO | int | None = None) -> subprocess.Popen:
         """Start a process in `node`'s namespace; it is killed by PID at teardown."""
         full = ["ip", "netns", "exec", self.ns(node), *argv]
         try:
-            proc = subprocess.Popen(full, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
+            proc = subprocess.Popen(full, stdin=stdin, stdout=stdout, stderr=stderr, env=env, start_new_session=True)
         except FileNotFoundError:
             raise TestbedError(f"cannot start {argv[0]}: ip not found") from None
         self.processes.append(proc)

@@ -1,6 +1,8 @@
-"""The measured GETs: one per family per repetition, by curl from the client's namespace;
-several requests of one workload go out at the same time (competing servers). The
-analysis turns each into a `request` row from the capture (analysis/run_analysis.py)."""
+"""The measured GETs: one per family per repetition, by curl or headless Chromium from the
+client's namespace; several requests of one workload go out at the same time (competing
+servers). The analysis turns each into a `request` row from the capture
+(analysis/run_analysis.py): curl names its local port, for Chromium the analysis picks the
+connection that carried the file."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import threading
 import time
 
 from congestlab.servers.files import url_path
+from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
 from congestlab.workloads.base import Measuring, Record
 
@@ -30,19 +33,29 @@ class GetRunner(Measuring):
         server = ctx.servers[req.server]
         for family in req.families:
             url = url_for(ctx.server_address(req.server, family), server.port, url_path(req.file_kib))
-            argv = curl_argv(url, family, self.spec.timeout_s)
-            self.argvs.append(argv)
-            start = time.time()
-            proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
+            if self.spec.client_kind == "chromium":
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log = self.log_dir / f"chromium-{index}-{family}.log"
+                result, argv, start = fetch_with_chromium(ctx.tb, req.client, url, family, req.file_kib * 1024,
+                                                          self.spec.timeout_s, log)
+                if not self.argvs:
+                    self.argvs.append(argv)  # the same line every time but for the temp profile
+            else:
+                argv = curl_argv(url, family, self.spec.timeout_s)
+                self.argvs.append(argv)
+                start = time.time()
+                proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
+                result = parse_curl_json(family, url, req.file_kib * 1024, proc)
             end = time.time()
-            result = parse_curl_json(family, url, req.file_kib * 1024, proc)
             out.append((RAW_KIND, {
                 "workload": self.spec.name, "request": index, "server": req.server, "server_port": server.port,
                 "server_kind": server.spec.kind, "client": req.client, "family": family, "file_kib": req.file_kib,
+                "client_kind": self.spec.client_kind, "client_addr": ctx.address(req.client, family),
                 "start_ts": start, "end_ts": end, "client_port": result.local_port} | vars(result)))
             if family != req.families[-1]:
                 time.sleep(ctx.study.gap_s)
 
     @classmethod
     def time_bound_s(cls, spec, study) -> float:
-        return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + study.gap_s)
+        browser_s = STARTUP_ALLOWANCE_S + 2 * CLOSE_GRACE_S if spec.client_kind == "chromium" else 0.0
+        return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + browser_s + study.gap_s)

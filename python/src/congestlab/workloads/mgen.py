@@ -43,9 +43,10 @@ class MgenRunner(Background):
 
     def _groups(self):
         """(pair, reversed, flows): reversed classes run from the pair's sink to its source."""
+        reversed_classes = self.spec.reversed_classes()
         for pair in self.spec.pairs:
             for reverse in (False, True):
-                flows = [f for f in self.flows if f.family == pair.family and (f.cls in self.spec.reverse) == reverse]
+                flows = [f for f in self.flows if f.family == pair.family and (f.cls in reversed_classes) == reverse]
                 if flows:
                     src, dst = (pair.sink, pair.source) if reverse else (pair.source, pair.sink)
                     yield pair.family, reverse, src, dst, flows
@@ -112,7 +113,7 @@ class MgenRunner(Background):
             requested = sum(r.requested_bps for r in mine)
             achieved = sum(r.achieved_bps for r in mine)
             records.append(("background", {
-                "workload": self.spec.name, "cls": cls, "reversed": cls in self.spec.reverse,
+                "workload": self.spec.name, "cls": cls, "reversed": cls in self.spec.reversed_classes(),
                 "requested_bps": requested, "achieved_bps": achieved,
                 "deviation_pct": (achieved - requested) / requested * 100 if requested else 0.0,
                 "window_s": span_s}))
