@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
@@ -310,6 +311,24 @@ def sensitivity_report(parent: Path = typer.Argument(..., help="a sensitivity ru
     from congestlab.sensitivity.report import build_sensitivity_report
 
     _print_report(build_sensitivity_report(parent), _console())
+
+
+@app.command()
+def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run directories of presets with published values")) -> None:
+    """Each run's distance to the published numbers: median and worst |ln(ours/published)|
+    over the published cells, cells within 25 % (docs/fidelity.md)."""
+    from congestlab.report.data import RunData
+    from congestlab.sensitivity.distance import distance as run_distance
+    from congestlab.sensitivity.report import published_cells
+
+    for run_dir in run_dirs:
+        d = run_distance(published_cells(RunData(run_dir)))
+        if d.median is None:
+            print(f"{run_dir}: no published cell measured")
+            continue
+        print(f"{run_dir}: median {d.median:.2f} (x{math.exp(d.median):.2f}), worst {d.worst:.2f} "
+              f"(x{math.exp(d.worst):.2f}), {d.within()}/{d.measured} cells within 25 %, "
+              f"{len(d.unmeasured)} published cells not measured")
 
 
 def _console():

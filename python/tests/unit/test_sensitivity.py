@@ -210,3 +210,12 @@ def test_variant_with_a_wrong_field_is_one_spec_error():
 
     with pytest.raises(SpecError, match=r"variant.toml: set: nodes.r1.links.s0.queue: no field 'queue'"):
         parse_spec('extends = "ipv6"\n[set]\n"nodes.r1.links.s0.queue" = 64\n', "variant.toml")
+
+
+def test_distance_command_of_one_run(tmp_path):
+    _config_run(tmp_path, "one", [200, 200, 200], [120, 120, 120])  # v4 2x the seed's 100, v6 = 120
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "distance", str(tmp_path / "configs" / "one")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # |ln| = ln 2 and 0: median ln2 / 2 = 0.35, worst 0.69
+    assert "median 0.35 (x1.41), worst 0.69 (x2.00), 1/2 cells within 25 %" in proc.stdout
