@@ -219,3 +219,12 @@ def test_distance_command_of_one_run(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # |ln| = ln 2 and 0: median ln2 / 2 = 0.35, worst 0.69
     assert "median 0.35 (x1.41), worst 0.69 (x2.00), 1/2 cells within 25 %" in proc.stdout
+
+
+def test_ipv6_seed_fit_preset_is_ipv6_with_its_settings():
+    fit, base = load_preset("ipv6-seed-fit"), load_preset("ipv6")
+    assert next(n for n in fit.topology.nodes if n.name == "r1").links[0].queue_packets == 64
+    assert fit.server("lean").knobs["send_window_segments"] == 4
+    assert fit.server("lean").knobs["sampling"] == base.server("lean").knobs["sampling"]
+    assert fit.report == base.report and fit.published == base.published  # both variants report the claims
+    assert fit.name == "ipv6-seed-fit" and fit.levels == base.levels
