@@ -127,6 +127,9 @@ pub struct TcpConfig {
     /// peer's window and the congestion window limit it). The seeds leave the bare PC's
     /// sending open beyond "no congestion control" (docs/leanweb.md).
     pub send_window_segments: Option<usize>,
+    /// Pacing of the sender's own (`None`: off): data segments leave at most at this rate,
+    /// counting each as its payload plus 40 bytes of IP and TCP header.
+    pub pacing_rate_bps: Option<u64>,
     pub time_wait: Duration,
     /// Consecutive retransmission timeouts after which the connection is aborted.
     pub max_timeouts: u32,
@@ -155,6 +158,7 @@ impl TcpConfig {
             limited_transmit: false,
             initial_window_segments: 10,
             send_window_segments: None,
+            pacing_rate_bps: None,
             time_wait: Duration::from_secs(60),
             max_timeouts: 12,
         }
@@ -190,6 +194,9 @@ impl TcpConfig {
         if self.send_window_segments == Some(0) {
             return Err("send window must be at least 1 segment".into());
         }
+        if self.pacing_rate_bps == Some(0) {
+            return Err("pacing rate must be above 0".into());
+        }
         self.rto.validate()
     }
 }
@@ -224,12 +231,35 @@ impl RetransmitKind {
     }
 }
 
+/// One segment carrying sequence space, as the last `poll_transmit` returned it, with the
+/// RTO state when it left (leanweb logs it once the frame is written).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transmission {
+    pub seq: u32,
+    pub payload_len: usize,
+    pub syn: bool,
+    pub fin: bool,
+    /// Carries sequence space sent before (below SND.MAX).
+    pub retransmission: bool,
+    /// Why it was sent again; meaningful only for a retransmission.
+    pub kind: RetransmitKind,
+    pub sent_at: Instant,
+    pub srtt_us: Option<u64>,
+    pub rttvar_us: u64,
+    /// SRTT + max(G, K·RTTVAR) without floor, cap or backoff; `None` before the first sample.
+    pub rto_unfloored_us: Option<f64>,
+    /// The RTO in force: floored, capped and backed off.
+    pub rto_us: u64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     StateChanged { from: State, to: State },
     RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
     Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
     Retransmit { seq: u32, len: usize, kind: RetransmitKind },
+    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these).
+    NewAck { ack: u32, at: Instant },
     /// Loss recovery began (`entered`) or ended; the window after the change.
     Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
     TailLossProbe { seq: u32, retransmission: bool },
@@ -313,12 +343,15 @@ pub struct Connection {
     /// Send the next lost segment even if the window is full (the fast retransmit itself).
     force_retransmit: bool,
     tlp_pending: bool,
+    /// With pacing: no data segment before this.
+    next_send_at: Instant,
     persist_shift: u32,
     probe_pending: bool,
     consecutive_timeouts: u32,
     duplicate_acks_in_row: u32,
     ack_pending: bool,
     rst_out: Option<Segment>,
+    last_transmission: Option<Transmission>,
     events: VecDeque<Event>,
     stats: ConnectionStats,
 }
@@ -411,12 +444,14 @@ impl Connection {
             retransmitted_below: iss,
             force_retransmit: false,
             tlp_pending: false,
+            next_send_at: Instant::ZERO,
             persist_shift: 0,
             probe_pending: false,
             consecutive_timeouts: 0,
             duplicate_acks_in_row: 0,
             ack_pending: false,
             rst_out: None,
+            last_transmission: None,
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
             config,
@@ -576,6 +611,11 @@ impl Connection {
         RttStats { latest: self.rtt_latest, min: self.rtt_min, srtt: self.rto.srtt(), rttvar: self.rto.rttvar() }
     }
 
+    /// The segment the last `poll_transmit` returned, if it carried sequence space.
+    pub fn last_transmission(&self) -> Option<Transmission> {
+        self.last_transmission
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -666,6 +706,16 @@ impl Connection {
             self.rst_out = Some(self.make_segment(self.snd_nxt, false, false, true, Vec::new()));
         }
         self.set_state(State::Closed, now);
+    }
+
+    /// The receive buffer the window is offered from; a receiver may grow it as Linux's
+    /// autotuning does (crates/leansim's stand-in for the kernel client).
+    pub fn recv_buffer_bytes(&self) -> usize {
+        self.config.recv_buffer_bytes
+    }
+
+    pub fn set_recv_buffer_bytes(&mut self, bytes: usize) {
+        self.config.recv_buffer_bytes = bytes.clamp(1, 1 << 30);
     }
 
     fn receive_window(&self) -> usize {
@@ -771,6 +821,19 @@ impl Connection {
         self.stats.bytes_sent += seg.payload.len() as u64;
         if seg.seq_len() > 0 {
             self.sampler.on_send(start, end, now, retransmission);
+            self.last_transmission = Some(Transmission {
+                seq: start.0,
+                payload_len: seg.payload.len(),
+                syn: seg.syn,
+                fin: seg.fin,
+                retransmission,
+                kind,
+                sent_at: now,
+                srtt_us: self.rto.srtt().map(|d| d.as_micros() as u64),
+                rttvar_us: self.rto.rttvar().as_micros() as u64,
+                rto_unfloored_us: self.rto.unfloored_rto_us(),
+                rto_us: self.rto.rto().as_micros() as u64,
+            });
             if retransmission {
                 self.stats.retransmissions += 1;
                 self.stats.bytes_retransmitted += seg.payload.len() as u64;
@@ -803,6 +866,7 @@ impl Connection {
 
     /// The next segment to put on the wire, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        self.last_transmission = None;
         if let Some(rst) = self.rst_out.take() {
             self.stats.segments_sent += 1;
             return Some(rst);
@@ -826,8 +890,9 @@ impl Connection {
             }
             _ => {}
         }
-        if self.can_send_data() {
+        if self.can_send_data() && !self.pacing_holds(now) {
             if let Some(seg) = self.next_data_segment(now) {
+                self.paced(now, seg.payload.len());
                 return Some(seg);
             }
         }
@@ -876,6 +941,25 @@ impl Connection {
         }
         let kind = if self.snd_nxt < self.snd_max { RetransmitKind::GoBackN } else { RetransmitKind::Recovery };
         self.segment_at(self.snd_nxt, self.data_mss(), usable, kind, now)
+    }
+
+    /// With pacing: true (and the pacing timer armed) while the next data segment is not due.
+    fn pacing_holds(&mut self, now: Instant) -> bool {
+        if self.config.pacing_rate_bps.is_none() || now >= self.next_send_at {
+            return false;
+        }
+        self.timers.set(Timer::Pacing, self.next_send_at);
+        true
+    }
+
+    /// With pacing: the next data segment is due once this one's bytes left at the rate.
+    fn paced(&mut self, now: Instant, payload_bytes: usize) {
+        let Some(rate_bps) = self.config.pacing_rate_bps else { return };
+        if payload_bytes == 0 {
+            return;
+        }
+        let wire_ns = (payload_bytes as u64 + 40) * 8 * 1_000_000_000 / rate_bps;
+        self.next_send_at = self.next_send_at.max(now) + Duration::from_nanos(wire_ns);
     }
 
     /// Bytes the sender's own window (`send_window_segments`) still allows in flight.
@@ -988,6 +1072,9 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.timers.is_expired(Timer::Pacing, now) {
+            self.timers.stop(Timer::Pacing); // the next poll_transmit sends
+        }
         if self.timers.is_expired(Timer::TimeWait, now) {
             self.set_state(State::Closed, now);
             return;
@@ -1289,6 +1376,7 @@ impl Connection {
         if self.recovery.uses_scoreboard() {
             self.scoreboard.on_cumulative_ack(ack, &mut self.delivered);
         }
+        self.event(Event::NewAck { ack: ack.0, at: now });
         let mut samples = self.sampler.on_ack(ack, now);
         // RFC 7323 §4.1: the echoed timestamp times an ACK of retransmitted data, where
         // Karn's rule (RFC 6298 §3) leaves the sampler without a sample.

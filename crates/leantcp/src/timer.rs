@@ -19,11 +19,20 @@ pub enum Timer {
     RackReorder,
     /// RFC 8985 §7.2: tail loss probe timeout (PTO).
     TailLossProbe,
+    /// The sender's own pacing (`TcpConfig::pacing_rate_bps`): the next data segment is due.
+    Pacing,
 }
 
 impl Timer {
-    pub const VALUES: [Timer; 6] =
-        [Timer::Retransmission, Timer::Persist, Timer::DelayedAck, Timer::TimeWait, Timer::RackReorder, Timer::TailLossProbe];
+    pub const VALUES: [Timer; 7] = [
+        Timer::Retransmission,
+        Timer::Persist,
+        Timer::DelayedAck,
+        Timer::TimeWait,
+        Timer::RackReorder,
+        Timer::TailLossProbe,
+        Timer::Pacing,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -33,13 +42,14 @@ impl Timer {
             Timer::TimeWait => "time-wait",
             Timer::RackReorder => "rack-reorder",
             Timer::TailLossProbe => "tail-loss-probe",
+            Timer::Pacing => "pacing",
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TimerTable {
-    deadlines: [Option<Instant>; 6],
+    deadlines: [Option<Instant>; Timer::VALUES.len()],
 }
 
 impl TimerTable {
@@ -64,7 +74,7 @@ impl TimerTable {
     }
 
     pub fn stop_all(&mut self) {
-        self.deadlines = [None; 6];
+        self.deadlines = [None; Timer::VALUES.len()];
     }
 
     /// The earliest armed deadline.

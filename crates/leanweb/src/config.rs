@@ -91,6 +91,10 @@ pub struct Args {
     /// peer's window and the congestion window limit it).
     #[arg(long)]
     pub send_window_segments: Option<usize>,
+    /// Pacing of the server's own, Mbit/s (default: none): data segments leave at most at
+    /// this rate, each counted as its payload plus 40 bytes of header.
+    #[arg(long)]
+    pub pacing_mbps: Option<f64>,
     #[arg(long)]
     pub send_buffer_bytes: Option<usize>,
     #[arg(long)]
@@ -143,7 +147,7 @@ impl Args {
         let top = self;
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
             rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
-            limited_transmit, initial_window_segments, send_window_segments, send_buffer_bytes, recv_buffer_bytes,
+            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, send_buffer_bytes, recv_buffer_bytes,
             window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
         Ok(base)
     }
@@ -232,6 +236,7 @@ impl Args {
             limited_transmit: self.limited_transmit.unwrap_or(base.limited_transmit),
             initial_window_segments: self.initial_window_segments.unwrap_or(base.initial_window_segments),
             send_window_segments: self.send_window_segments.or(base.send_window_segments),
+            pacing_rate_bps: self.pacing_rate_bps()?.or(base.pacing_rate_bps),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
             max_timeouts: base.max_timeouts,
         };
@@ -253,6 +258,16 @@ impl Args {
             idle_timeout: Duration::from_millis(self.idle_timeout_ms.unwrap_or(30_000)),
             syn_cookies: self.syn_cookie_mode()?,
         })
+    }
+
+    fn pacing_rate_bps(&self) -> Result<Option<u64>, ConfigError> {
+        match self.pacing_mbps {
+            Some(mbps) if !(mbps.is_finite() && (0.001..=100_000.0).contains(&mbps)) => {
+                Err(bad(format!("--pacing-mbps {mbps}: expected 0.001..100000")))
+            }
+            Some(mbps) => Ok(Some((mbps * 1e6).round() as u64)),
+            None => Ok(None),
+        }
     }
 
     pub fn syn_cookie_mode(&self) -> Result<SynCookieMode, ConfigError> {
@@ -349,6 +364,9 @@ mod tests {
         assert_eq!(bare.send_window_segments, None, "off by default");
         let err = args(&["--send-window-segments", "0"]).stack_config(1).unwrap_err();
         assert!(err.0.contains("send window"), "{err}");
+        assert_eq!(args(&["--pacing-mbps", "4.5"]).stack_config(1).unwrap().tcp.pacing_rate_bps, Some(4_500_000));
+        assert_eq!(bare.pacing_rate_bps, None, "off by default");
+        assert!(args(&["--pacing-mbps", "0"]).stack_config(1).unwrap_err().0.contains("--pacing-mbps"));
         assert!(args(&["--profile", "fast"]).stack_config(1).unwrap_err().0.contains("--profile"));
         assert!(args(&["--recovery", "tahoe"]).stack_config(1).unwrap_err().0.contains("--recovery"));
     }

@@ -63,6 +63,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
         "initial_window_segments": config.tcp.initial_window_segments,
         "send_window_segments": config.tcp.send_window_segments,
+        "pacing_rate_bps": config.tcp.pacing_rate_bps,
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
@@ -105,9 +106,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         let t = now();
         stack.handle_timeouts(t);
         stack.poll(t);
-        for frame in stack.take_output() {
-            if !matches!(tap.send(&frame), Ok(true)) {
+        for frame in stack.take_frames() {
+            let written = matches!(tap.send(&frame.bytes), Ok(true));
+            if !written {
                 send_failures += 1;
+            }
+            if let Some(tx) = &frame.tx {
+                stack.log_transmission(now().as_micros(), tx, written);
             }
         }
         if t.saturating_since(last_flush) >= LOG_FLUSH_EVERY {

@@ -199,6 +199,21 @@ def reproduce(
 
 
 @app.command()
+def simulate(
+    spec_path: Path = typer.Argument(..., help="study spec (TOML) with one lean server, a get and one bottleneck"),
+    compare: bool = typer.Option(False, "--compare", help="also run the spec in netns and report sim ÷ emulation"),
+    quick: bool = typer.Option(False, "--quick", help="the spec's quick points and repetitions"),
+    repetitions: int = typer.Option(None, "--repetitions", min=1, max=1000, help="instead of the spec's"),
+    seed: int = typer.Option(1, "--seed", help="seed of the simulated loss and sequence numbers"),
+    out: Path = typer.Option(None, "--out", help="output directory (new or empty); default runs/sim-NAME-TIME"),
+) -> None:
+    """Run a one-bottleneck lean-server scenario in leantcp's simulator (docs/simulation.md)."""
+    from congestlab.simulate.command import run_simulate
+
+    run_simulate(_spec_for(spec_path, None), quick, compare, out, repetitions, seed)
+
+
+@app.command()
 def presets() -> None:
     """List the studies' presets (each a TOML file; `congestlab schema` describes the format)."""
     from congestlab.spec import load_preset, preset_names
@@ -241,6 +256,50 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
           f"{result.summary['analysis_s']} s")
     for problem in result.summary["problems"]:
         print(f"  {problem}")
+
+
+@app.command("rto-replay")
+def rto_replay(
+    run_dir: Path = typer.Argument(..., help="a run directory with a lean server"),
+    weight: str = typer.Option("", "--weight", help="W1..W9, comma-separated, or 'every'; default: the live one"),
+    sampling: str = typer.Option("", "--sampling", help="all, one, some, comma-separated; default: the live one"),
+    rto_min_ms: str = typer.Option("250,500,750,1000", "--rto-min-ms",
+                                   help="minimum RTOs (thresholds T of Tables 34-35), comma-separated"),
+) -> None:
+    """Replay the lean server's RTO estimator over its RTT samples (log and capture): Table 6
+    and Tables 34-35 (docs/rto-replay.md). Writes results/rto_*.csv."""
+    from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
+    from congestlab.errors import SpecError
+    from congestlab.results import write_results
+    from congestlab.rundir import read_manifest
+
+    weights = list(WEIGHTS) if weight.strip().lower() == "every" else _names(weight.upper(), WEIGHTS, "--weight")
+    samplings = _names(sampling.lower(), SAMPLINGS, "--sampling")
+    try:
+        thresholds = tuple(int(t) for t in rto_min_ms.split(",") if t.strip())
+    except ValueError:
+        raise SpecError("--rto-min-ms", f"{rto_min_ms!r} is not a comma-separated list of milliseconds") from None
+    if not thresholds or min(thresholds) <= 0:
+        raise SpecError("--rto-min-ms", "give at least one minimum RTO > 0 ms")
+    manifest = read_manifest(run_dir)
+    result = replay_run(run_dir, manifest, weights or None, samplings or None, thresholds)
+    print(format_tables(result.rows))
+    for kind, rows in result.rows.items():
+        write_results(run_dir, kind, manifest["axes"], rows)
+    print(f"replayed {result.samples_replayed} samples in {result.seconds} s ({result.cpu_s} s CPU); wrote "
+          + ", ".join(f"results/{kind}.csv ({len(rows)} rows)" for kind, rows in result.rows.items()))
+    for problem in result.problems:
+        print(f"  {problem}")
+
+
+def _names(text: str, known, option: str) -> list[str]:
+    from congestlab.errors import SpecError
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in known:
+            raise SpecError(option, f"{name!r} is not one of {', '.join(known)}")
+    return names
 
 
 @app.command()

@@ -43,6 +43,7 @@ KNOB_FLAGS = {
     "limited_transmit": "--limited-transmit",  # RFC 3042, bool
     "initial_window_segments": "--initial-window-segments",  # RFC 6928
     "send_window_segments": "--send-window-segments",  # the sender's own cap (docs/leanweb.md)
+    "pacing_mbps": "--pacing-mbps",  # the sender's own pacing (docs/leanweb.md)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
@@ -55,6 +56,15 @@ KNOB_FLAGS = {
     "idle_timeout_ms": "--idle-timeout-ms",
     "syn_cookies": "--syn-cookies",  # auto | always | never (RFC 4987 §3.6)
 }
+
+
+def knob_args(knobs: dict) -> list[str]:
+    """The leanweb flags of a server's knobs (also the simulated server's: simulate/mapping.py)."""
+    argv: list[str] = []
+    for name, value in knobs.items():
+        # TOML booleans become on/off (leanweb's switches take on|off|true|false)
+        argv += [KNOB_FLAGS[name], ("on" if value else "off") if isinstance(value, bool) else str(value)]
+    return argv
 
 
 def _run(argv: list[str]) -> str:
@@ -115,10 +125,7 @@ class LeanServer:
             argv += ["--gateway4", self.gateway4]
         if self.gateway6:
             argv += ["--gateway6", self.gateway6]
-        for name, value in self.knobs.items():
-            # TOML booleans become on/off (leanweb's switches take on|off|true|false)
-            argv += [KNOB_FLAGS[name], ("on" if value else "off") if isinstance(value, bool) else str(value)]
-        return argv
+        return argv + knob_args(self.knobs)
 
     @property
     def pids(self) -> list[int]:

@@ -3,11 +3,11 @@ file as a download, driven over the DevTools protocol on a pipe.
 
 `--remote-debugging-pipe` reads commands on fd 3 and writes replies and events on fd 4, each
 one JSON message ending in NUL; a shell line moves our two pipes onto those fds. Every fetch
-gets a fresh profile and download directory (no cache, no cookies carried over) under a temp
-dir that is removed afterwards; the browser is closed over the protocol, and its main process
-and every descendant still alive are killed by PID. Chromium does not say which local port
-carried the file: the analysis picks that connection from the capture
-(analysis/run_analysis.py, `pick_browser_connection`).
+gets a fresh profile and download directory (no cache, no cookies carried over) in a temp
+dir beside its log in the run directory, removed afterwards; the browser is closed over the
+protocol, and its main process and every descendant still alive are killed by PID. Chromium
+does not say which local port carried the file: the analysis picks that connection from the
+capture (analysis/run_analysis.py, `pick_browser_connection`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from congestlab.errors import ToolError
 from congestlab.testbed.namespaces import kill_pids
 from congestlab.traffic.http_request import RequestResult
 
-# start-up of a fresh profile on a loaded 2-core machine measured 4-14 s (docs/notes/seed-fit-knobs.md)
+# a fresh profile took 4-14 s to start at load ~25 on this 2-core machine (docs/notes/seed-fit-knobs.md)
 STARTUP_ALLOWANCE_S = 60.0
 CLOSE_GRACE_S = 5.0
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
@@ -151,7 +151,8 @@ def fetch_with_chromium(tb, node: str, url: str, family: str, expected_bytes: in
                         log_path: Path) -> tuple[RequestResult, list[str], float]:
     """One download of `url` by a fresh headless Chromium in `node`'s namespace. Returns the
     result, the browser's argv, and the wall time the navigation was sent (epoch s)."""
-    workdir = Path(tempfile.mkdtemp(prefix="congestlab-get-browser-"))
+    # beside the log, inside the run directory: an interrupted run leaves nothing elsewhere
+    workdir = Path(tempfile.mkdtemp(prefix="chromium-profile-", dir=log_path.parent))
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
     argv = chromium_argv(workdir / "profile")

@@ -1,5 +1,6 @@
-//! The sender's own window cap (`TcpConfig::send_window_segments`): never more than N
-//! full segments in flight, on a clean path and across go-back-N after a loss.
+//! The sender's own limits beside the peer's window: a cap on segments in flight
+//! (`TcpConfig::send_window_segments`: never more than N full segments, on a clean path and
+//! across go-back-N after a loss) and pacing (`TcpConfig::pacing_rate_bps`).
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -15,6 +16,11 @@ fn pattern(len: usize) -> Vec<u8> {
 /// The most bytes the server had in flight while sending `len` bytes to the client,
 /// the virtual time the transfer took, and the server's retransmissions.
 fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> (usize, Duration, u64) {
+    let (max, time, retransmissions, _) = transfer_sim(server, b_to_a, len);
+    (max, time, retransmissions)
+}
+
+fn transfer_sim(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> (usize, Duration, u64, Sim) {
     let client: SocketAddr = "10.0.0.2:40000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.0.1:80".parse().unwrap();
     let mut sim = Sim::new(LinkConfig::default(), b_to_a);
@@ -33,7 +39,7 @@ fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> (usize, Durati
     assert!(done, "transfer of {len} bytes did not finish: got {}", sim.a.received.len());
     assert_eq!(sim.a.received, pattern(len), "byte-identical");
     let retransmissions = sim.b.conn.as_ref().unwrap().stats().retransmissions;
-    (max_in_flight, sim.now.saturating_since(start), retransmissions)
+    (max_in_flight, sim.now.saturating_since(start), retransmissions, sim)
 }
 
 fn capped(segments: usize) -> TcpConfig {
@@ -69,4 +75,30 @@ fn a_cap_of_zero_is_rejected() {
     let err = capped(0).validate().unwrap_err();
     assert!(err.contains("send window"), "{err}");
     assert!(capped(1).validate().is_ok());
+}
+
+fn paced(rate_bps: u64) -> TcpConfig {
+    TcpConfig { pacing_rate_bps: Some(rate_bps), ..TcpConfig::bare() }
+}
+
+/// Gaps between the server's consecutive data segments, in microseconds.
+fn data_gaps_us(sim: &Sim) -> Vec<u64> {
+    let times: Vec<_> = sim.b.sent_log.iter().zip(&sim.b.sent_times).filter(|(s, _)| !s.payload.is_empty()).map(|(_, t)| *t).collect();
+    times.windows(2).map(|w| w[1].saturating_since(w[0]).as_micros() as u64).collect()
+}
+
+#[test]
+fn pacing_spaces_data_segments_at_the_rate() {
+    // 10 Mbit/s: a full segment (1460 + 40 bytes) every 1.2 ms, on a 100 Mbit/s link
+    let (_, paced_time, retransmissions, sim) = transfer_sim(paced(10_000_000), LinkConfig::default(), 100 * 1024);
+    assert_eq!(retransmissions, 0);
+    let gaps = data_gaps_us(&sim);
+    assert!(gaps.len() > 60, "{} data segments", gaps.len() + 1);
+    assert!(gaps.iter().all(|&g| g >= 1_199), "a gap below 1.2 ms: {:?}", gaps.iter().min());
+    // 100 KiB at 10 Mbit/s takes at least 84 ms; unpaced it goes out in one burst
+    assert!(paced_time >= Duration::from_millis(84), "{paced_time:?}");
+    let (_, burst_time, _, burst) = transfer_sim(TcpConfig::bare(), LinkConfig::default(), 100 * 1024);
+    assert!(burst_time < paced_time, "{burst_time:?} vs {paced_time:?}");
+    assert!(data_gaps_us(&burst).iter().any(|&g| g < 1_000), "unpaced segments leave back to back");
+    assert!(paced(0).validate().unwrap_err().contains("pacing"));
 }
