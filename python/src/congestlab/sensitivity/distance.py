@@ -13,7 +13,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
+from congestlab.report.claims import HOLDS, NOT_MEASURED
 
 WITHIN_25_PCT = math.log(1.25)
 
@@ -105,5 +105,3 @@ def best(distances: dict[str, Distance]) -> str | None:
     most = max(d.measured for _, d in ranked)
     return min(ranked, key=lambda cd: (cd[1].measured < most, cd[1].median, cd[1].worst))[0]
 
-
-VERDICT_ORDER = [HOLDS, INCONCLUSIVE, FAILS, NOT_MEASURED]
