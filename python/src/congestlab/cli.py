@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
@@ -331,6 +332,68 @@ def compare(
     from congestlab.report.compare import compare_runs
 
     _print_report(compare_runs(run_dirs, out), Console())
+
+
+@app.command()
+def sensitivity(
+    preset: str = typer.Argument(..., help="preset name, e.g. ipv6, or a spec file (.toml)"),
+    axis: list[str] = typer.Option([], "--axis", help="FIELD=V1,V2,... plausible values of one field (repeatable)"),
+    axes: Path = typer.Option(None, "--axes", help="TOML file of [[axes]] (name, fields, values, labels)"),
+    quick: bool = typer.Option(False, "--quick", help="each configuration runs the preset's --quick subset"),
+    out: Path = typer.Option(None, "--out", help="parent directory; an existing one of the same sweep is continued"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the configurations and their points, run nothing"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first, per run"),
+    cluster: str = typer.Option(None, "--cluster", help="run each configuration on a Ray cluster (docs/cluster.md)"),
+) -> None:
+    """Run a preset under every combination of plausible values; distance to the published
+    numbers and robust findings per configuration (docs/fidelity.md)."""
+    from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
+    from congestlab.sensitivity.report import build_sensitivity_report
+    from congestlab.sensitivity.sweep_run import dry_run as print_plan, plan, run_sensitivity
+
+    parsed = (load_axes_file(axes) if axes else []) + [parse_axis_option(a) for a in axis]
+    p = plan(preset, parsed, quick)
+    if dry_run:
+        print_plan(p)
+        return
+    if cluster is None:
+        from congestlab.runner import require_root
+
+        require_root()
+    parent = run_sensitivity(p, out, calibrate, cluster)
+    _print_report(build_sensitivity_report(parent), _console())
+
+
+@app.command("sensitivity-report")
+def sensitivity_report(parent: Path = typer.Argument(..., help="a sensitivity run's parent directory")) -> None:
+    """Rebuild sensitivity.md/.html and plots from a sensitivity run's stored runs (no root)."""
+    from congestlab.sensitivity.report import build_sensitivity_report
+
+    _print_report(build_sensitivity_report(parent), _console())
+
+
+@app.command()
+def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run directories of presets with published values")) -> None:
+    """Each run's distance to the published numbers: median and worst |ln(ours/published)|
+    over the published cells, cells within 25 % (docs/fidelity.md)."""
+    from congestlab.report.data import RunData
+    from congestlab.sensitivity.distance import distance as run_distance
+    from congestlab.sensitivity.report import published_cells
+
+    for run_dir in run_dirs:
+        d = run_distance(published_cells(RunData(run_dir)))
+        if d.median is None:
+            print(f"{run_dir}: no published cell measured")
+            continue
+        print(f"{run_dir}: median {d.median:.2f} (x{math.exp(d.median):.2f}), worst {d.worst:.2f} "
+              f"(x{math.exp(d.worst):.2f}), {d.within()}/{d.measured} cells within 25 %, "
+              f"{len(d.unmeasured)} published cells not measured")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
 
 
 @app.command()

@@ -38,6 +38,22 @@ def parse_spec(text: str, origin: str) -> StudySpec:
     data = _toml(text, origin)
     if "extends" in data:
         data = extend_preset(data, origin)
+    study = validate_spec(data, origin)
+    return apply_settings(study, study.set, f"{origin}: set") if study.set else study
+
+
+def apply_settings(study: StudySpec, settings: dict[str, Any], origin: str) -> StudySpec:
+    """The study with `settings` (dotted field path -> value, spec/fieldpath.py) applied and
+    validated again like a spec file; a wrong path or value is one SpecError line."""
+    from congestlab.spec.fieldpath import FieldPathError, apply
+
+    full = study.model_dump(mode="json")
+    as_set = study.model_dump(mode="json", exclude_unset=True)
+    try:
+        apply(full, settings)  # checks every path against a dump with every field present
+        data = apply(as_set, settings, create=True)
+    except FieldPathError as err:
+        raise SpecError(origin, str(err)) from None
     return validate_spec(data, origin)
 
 

@@ -247,6 +247,9 @@ class QuickSpec(Strict):
 class StudySpec(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     extends: str | None = Field(default=None, description="a preset this file starts from (top-level keys replace)")
+    set: dict[str, Any] = Field(
+        default_factory=dict, description="dotted field path -> value, applied to the study as loaded (a preset's "
+        "variant: extends + set)")
     title: str = ""
     source: str = ""
     topology: TopologySpec

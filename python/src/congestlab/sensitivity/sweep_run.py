@@ -1,0 +1,146 @@
+"""`congestlab sensitivity PRESET --axis ...`: one ordinary run directory per configuration
+under one parent, each run by the one runner (cli._execute: local or --cluster), so every
+configuration has its own full report and `--resume`. The parent's `sensitivity.json` names
+the preset, the axes and the configurations; run again with `--out PARENT` to continue:
+complete configurations are kept, an interrupted one is resumed, the rest run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from congestlab.errors import CongestlabError, Interrupted, RunDirError
+from congestlab.sensitivity.configurations import Configuration, apply_configuration, configurations
+from congestlab.spec.models import AxisSpec, StudySpec
+
+STATE = "sensitivity.json"
+FORMAT = 1
+
+
+@dataclass
+class Plan:
+    preset: str
+    quick: bool
+    axes: list[AxisSpec]
+    configs: list[Configuration]
+    specs: dict[str, StudySpec]  # configuration id -> the preset with its fields set
+
+    def state(self) -> dict:
+        return {"format": FORMAT, "preset": self.preset, "quick": self.quick,
+                "axes": [a.model_dump(mode="json", exclude_defaults=True) for a in self.axes],
+                "configurations": [c.describe() for c in self.configs]}
+
+
+def plan(preset: str, axes: list[AxisSpec], quick: bool) -> Plan:
+    """Every configuration checked (field paths, values, the points of its sweep) before
+    anything runs: a bad one is one SpecError line."""
+    from congestlab.spec import load_preset, load_spec
+
+    if not axes:
+        raise RunDirError("sensitivity needs at least one --axis or --axes file")
+    if preset.endswith(".toml"):  # a spec file: stored absolute, so the sweep continues from anywhere
+        preset = str(Path(preset).absolute())
+    study = load_spec(Path(preset)) if preset.endswith(".toml") else load_preset(preset)
+    configs = configurations(axes)
+    specs = {c.id: apply_configuration(study, c, f"preset {preset}") for c in configs}
+    return Plan(preset, quick, axes, configs, specs)
+
+
+def config_dir(parent: Path, config: Configuration) -> Path:
+    return parent / "configs" / config.id
+
+
+def _open_parent(out: Path | None, p: Plan) -> Path:
+    from congestlab.testbed import new_prefix
+
+    if out is None:
+        parent = Path("runs") / f"sensitivity-{Path(p.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
+    else:
+        parent = Path(out)
+    parent = parent.absolute()
+    state_path = parent / STATE
+    if state_path.exists():
+        stored = json.loads(state_path.read_text())
+        if {k: stored.get(k) for k in ("preset", "quick", "axes")} != {k: p.state()[k] for k in ("preset", "quick", "axes")}:
+            raise RunDirError(f"{parent}: holds a sensitivity run of other axes, preset or --quick; choose a new --out")
+        return parent
+    if parent.exists() and any(parent.iterdir()):
+        raise RunDirError(f"{parent}: exists, is not empty and holds no {STATE}; choose a new --out")
+    parent.mkdir(parents=True, exist_ok=True)
+    state = p.state() | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
+    state_path.write_text(json.dumps(state, indent=1) + "\n")
+    return parent
+
+
+def run_status(run_dir: Path) -> str | None:
+    """complete, another recorded status, or None (no manifest: nothing to keep)."""
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text()).get("status") or "unknown"
+    except ValueError:
+        return None
+
+
+def _record(parent: Path, config_id: str, entry: dict) -> None:
+    state_path = parent / STATE
+    state = json.loads(state_path.read_text())
+    state.setdefault("runs", {})[config_id] = entry
+    tmp = state_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.replace(state_path)
+
+
+def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster: str | None = None,
+                    echo=print) -> Path:
+    """Run every configuration not yet complete; a configuration that fails is recorded and
+    the sweep goes on (its report says so); Ctrl-C/SIGTERM stop the sweep."""
+    from congestlab.cli import _execute
+
+    parent = _open_parent(out, p)
+    echo(f"sensitivity run: {parent} ({len(p.configs)} configurations)")
+    for i, config in enumerate(p.configs, start=1):
+        run_dir = config_dir(parent, config)
+        status = run_status(run_dir)
+        if status == "complete":
+            echo(f"[{i}/{len(p.configs)}] {config.id}: complete, kept")
+            continue
+        echo(f"[{i}/{len(p.configs)}] {config.id}: " + ("resuming" if status else "running"))
+        if status is None and run_dir.exists():
+            shutil.rmtree(run_dir)  # a run that wrote no manifest holds nothing to keep
+        started = time.monotonic()
+        # the machine is shared: the load beside every wall time (docs/notes/sensitivity-ipv6.md)
+        entry = {"dir": str(run_dir.relative_to(parent)), "load_avg_1m_start": round(os.getloadavg()[0], 2)}
+        try:
+            if status is None:
+                _execute(p.specs[config.id], p.quick, run_dir, False, calibrate, None, None, cluster)
+            else:
+                _execute(p.specs[config.id], p.quick, None, False, calibrate, None, run_dir, cluster)
+            entry["status"] = "complete"
+        except Interrupted:
+            _record(parent, config.id, entry | {"status": "interrupted", "wall_s": round(time.monotonic() - started, 1)})
+            raise
+        except CongestlabError as err:
+            entry |= {"status": "failed", "error": str(err)}
+            echo(f"  {config.id} failed: {err}")
+        entry["wall_s"] = round(time.monotonic() - started, 1)
+        entry["load_avg_1m"] = round(os.getloadavg()[0], 2)
+        _record(parent, config.id, entry)
+    return parent
+
+
+def dry_run(p: Plan, echo=print) -> None:
+    from congestlab.spec.sweep import expand
+
+    for config in p.configs:
+        points = expand(p.specs[config.id], p.quick)
+        reps = sum(pt.repetitions for pt in points)
+        sets = ", ".join(f"{k} = {v!r}" for k, v in config.settings.items())
+        echo(f"[configuration] {config.id}: {len(points)} points, {reps} repetitions; sets {sets}")
+    echo(f"# {len(p.configs)} configurations of {p.preset}{' (--quick)' if p.quick else ''}")
