@@ -1,0 +1,141 @@
+"""The rto preset (seed 000 chapter 4) without root: its sweep (full and --quick), the lean
+server's settings per cell, the levels against section 4.1.1, the published values against
+the seed's appendix, and the background kept across a level's cells."""
+
+from __future__ import annotations
+
+import pytest
+
+from congestlab.runner import Runner
+from congestlab.spec import load_preset
+from congestlab.spec.sweep import background_key, expand, run_order
+
+WEIGHTS = [f"W{i}" for i in range(1, 10)]
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_preset("rto")
+
+
+@pytest.fixture(scope="module")
+def points(study):
+    return expand(study)
+
+
+def test_full_study_is_81_e1_cells_8_live_checks_and_3_pairs_at_3_levels(study, points):
+    by_exp = {e: [p for p in points if p.experiment == e] for e in ("e1", "e3", "e4-lean-apache", "e4-apache-iis",
+                                                                    "e4-iis-lean")}
+    assert [len(v) for v in by_exp.values()] == [81, 8, 6, 6, 6]
+    assert {p.repetitions for p in by_exp["e1"] + by_exp["e3"]} == {3}
+    assert {p.repetitions for e in ("e4-lean-apache", "e4-apache-iis", "e4-iis-lean") for p in by_exp[e]} == {6}
+    cells = {(p.labels["level"], p.labels["sampling"], p.labels["weight"]) for p in by_exp["e1"]}
+    assert cells == {(lv, s, w) for lv in ("75", "100", "125") for s in ("all", "one", "some") for w in WEIGHTS}
+    assert {(p.labels["level"], p.labels["rto_min_ms"]) for p in by_exp["e3"]} == {
+        (lv, m) for lv in ("100", "125") for m in ("250", "500", "750", "1000")}
+    assert len(run_order(points, study.order, study.seed)) == 81 * 3 + 8 * 3 + 18 * 6
+
+
+def test_quick_is_w1_w5_w9_all_one_at_75_and_100_with_2_repetitions_and_no_e4(study):
+    quick = expand(study, quick=True)
+    e1 = [p for p in quick if p.experiment == "e1"]
+    assert {(p.labels["level"], p.labels["sampling"], p.labels["weight"]) for p in e1} == {
+        (lv, s, w) for lv in ("75", "100") for s in ("all", "one") for w in ("W1", "W5", "W9")}
+    assert {p.experiment for p in quick} == {"e1", "e3"}
+    assert {p.labels["level"] for p in quick if p.experiment == "e3"} == {"100"}
+    assert {p.repetitions for p in quick} == {2}
+    assert len(run_order(quick, study.order, study.seed)) == (12 + 4) * 2
+
+
+def test_every_cell_runs_the_bare_lean_server_with_its_weight_and_sampling(points):
+    for p in points:
+        if "lean" not in p.servers:
+            continue
+        knobs = p.study.server("lean").knobs
+        assert (knobs["profile"], knobs["cc"], knobs["recovery"]) == ("bare", "none", "go-back-n")
+        assert (knobs["rto_k"], knobs["rto_g_us"], knobs["rto_initial_ms"]) == (4, 250, 1000)
+        assert knobs["weight"] == p.labels.get("weight", "W1")
+        assert knobs["sampling"] == p.labels.get("sampling", "one")  # section 4.1.4: "One"
+        assert knobs["rto_min_ms"] == int(p.labels.get("rto_min_ms", 1000))
+
+
+@pytest.mark.parametrize("level, total", [("75", 75), ("100", 100), ("125", 125)])
+def test_levels_are_10_percent_udp_and_90_percent_http_of_320_kib(points, level, total):
+    s = next(p for p in points if p.labels["level"] == level).study
+    udp, bt = s.workload("udp"), s.workload("bt")
+    assert udp.rate_bps == pytest.approx(0.1 * total * 1e6) and udp.mix == {"udp4": 100}
+    assert bt.rate_mbps == pytest.approx(0.9 * total) and bt.file_kib == 320 and bt.server == "bts"
+    assert bt.fetch_rate_per_s() == pytest.approx(0.9 * total * 1e6 / (320 * 1024 * 8))
+    assert bt.max_connections == 200 and s.workload("get").timeout_s == 120
+    assert s.server("bts").cc == "cubic"
+
+
+def test_e4_pairs_run_both_servers_in_one_unit_per_level_and_iis_is_compound(points):
+    for exp, pair in (("e4-lean-apache", {"lean", "apache"}), ("e4-apache-iis", {"apache", "iis"}),
+                      ("e4-iis-lean", {"iis", "lean"})):
+        mine = [p for p in points if p.experiment == exp]
+        assert {p.labels["server"] for p in mine} == pair
+        for p in mine:
+            assert set(p.servers) == pair | {"bts"}
+            assert p.study.workload("get").requests[0].server == p.labels["server"]
+            assert p.study.server("iis").cc == ("compound" if "iis" in pair else "cubic")
+        # the pair's two servers alternate under one background: one unit per level
+        assert len({p.unit for p in mine}) == 3
+    # E1-E3 need no BPF program: every host's routes are built-in algorithms
+    assert all(p.study.server("iis").cc == "cubic" for p in points if not p.experiment.startswith("e4"))
+
+
+def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them(study):
+    """E1's cells differ only in the lean server's knobs: each is its own unit, but the
+    background (aimed at the BT server) stays the same through the whole level, and into
+    E3's cells of the same level; the bound of a background started at the level's first run
+    covers every run that keeps it."""
+    runner = Runner(study, "/nonexistent", quick=True)
+    keys = [background_key(p) for p, _ in runner.runs]
+    changes = sum(1 for a, b in zip(keys, keys[1:]) if a != b)
+    assert changes == 1  # 75 -> 100; E1 at 100 and E3 at 100 share one background
+    first_100 = next(i for i, (p, _) in enumerate(runner.runs) if p.labels["level"] == "100")
+    point, rep = runner.runs[first_100]
+    kept = len(runner.runs) - first_100
+    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + 120)
+    point75, rep75 = runner.runs[0]
+    assert runner._bound_s(point75, rep75) < runner._bound_s(point, rep)
+
+
+# Spot checks of the published values against seed 000's appendix (Tables 25-38).
+@pytest.mark.parametrize("keys, metric, value", [
+    ({"level": "75", "sampling": "some", "weight": "W1"}, "delay_ms", 59),
+    ({"level": "100", "sampling": "all", "weight": "W1"}, "nrt_mbps", 0.461),
+    ({"level": "100", "sampling": "all", "weight": "W1"}, "delay_ms", 2073.67),
+    ({"level": "125", "sampling": "all", "weight": "W3"}, "delay_ms", 41707.67),
+    ({"level": "125", "sampling": "some", "weight": "W6"}, "delay_ms", 2653.046),
+    ({"level": "100", "sampling": "one", "weight": "W9"}, "delay_ms", 39051.67),
+    ({"level": "125", "sampling": "one", "weight": "W1"}, "nrt_mbps", 0.13),
+])
+def test_published_e1_cells(study, keys, metric, value):
+    entry, = [e for e in study.published if e.get("experiment") == "e1" and all(e.get(k) == v for k, v in keys.items())]
+    assert entry[metric] == value
+
+
+def test_published_e1_has_every_cell_once_and_the_seeds_known_duplicates(study):
+    e1 = [e for e in study.published if e.get("experiment") == "e1"]
+    assert len({(e["level"], e["sampling"], e["weight"]) for e in e1}) == len(e1) == 81
+
+    def cell(level, sampling, weight):
+        return next(e for e in e1 if (e["level"], e["sampling"], e["weight"]) == (level, sampling, weight))
+
+    # T27 W9 = T26 W9; T32 W2 and W6 share a delay (seed data errors, kept as published)
+    assert (cell("125", "some", "W9")["nrt_mbps"], cell("125", "some", "W9")["delay_ms"]) == \
+        (cell("100", "some", "W9")["nrt_mbps"], cell("100", "some", "W9")["delay_ms"])
+    assert cell("100", "all", "W2")["delay_ms"] == cell("100", "all", "W6")["delay_ms"] == 24501.67
+
+
+def test_published_e4_pairs(study):
+    e4 = {(e["experiment"], e["server"], e["level"]): (e["goodput_mbps"], e["delay_s"]) for e in study.published
+          if str(e.get("experiment", "")).startswith("e4")}
+    assert len(e4) == 18
+    assert e4[("e4-lean-apache", "lean", "125")] == (0.04, 31.99)  # T36: bare > Apache goodput at 125
+    assert e4[("e4-lean-apache", "apache", "125")] == (0.03, 15.61)
+    assert e4[("e4-apache-iis", "iis", "100")] == (0.24, 5.50)
+    assert e4[("e4-iis-lean", "lean", "125")] == (0.06, 37.84)
+    assert e4[("e4-iis-lean", "iis", "125")] == (0.30, 4.13)
