@@ -45,6 +45,23 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "connect_mean_ms", "connect_p50_ms", "connect_p99_ms", "continuation_mean_ms", "continuation_p50_ms",
         "continuation_p90_ms", "latency_mean_ms", "throughput_mbps",
     ],
+    # the offline RTO replay (analysis/rto_replay.py) of a lean server's RTT samples, per
+    # source (log: leanweb's own, pcap: the capture's), weight (W1..W9) and sampling (all|one|some)
+    "rto_bins": [
+        "server", "source", "weight", "sampling", "live_settings", "connections", "samples",
+        "rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",
+        "rto_gt_1s_rtt_lt_rto_pct", "rto_gt_1s_rtt_ge_rto_pct",
+    ],
+    # ... and the share of samples a minimum RTO of threshold_s would keep from a spurious
+    # retransmission, in both readings of Tables 34-35 (literal: RTT <= max(RTO, T); seed: RTO <= T)
+    "rto_threshold": [
+        "server", "source", "weight", "sampling", "live_settings", "threshold_s", "reading", "samples", "avoid_pct",
+    ],
+    # every replayed sample of the live weight and sampling (not the overrides)
+    "rto_samples": [
+        "server", "source", "weight", "sampling", "client_port", "sample", "sent_ts", "acked_ts", "rtt_us",
+        "rto_unfloored_us", "rto_us", "logged_rto_us",
+    ],
     "ping": [
         "workload", "client", "server", "family", "sent", "received", "loss", "rtt_min_ms", "rtt_avg_ms",
         "rtt_max_ms", "rtt_mdev_ms", "rtt_median_ms",
