@@ -4,9 +4,12 @@ the seed's appendix, and the background kept across a level's cells."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from congestlab.runner import Runner
+from congestlab.paths import REPO_ROOT
+from congestlab.runner import BACKGROUND_MARGIN_S, Runner
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import background_key, expand, run_order
 
@@ -97,8 +100,10 @@ def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them
     point, rep = runner.runs[first_100]
     kept = len(runner.runs) - first_100
     assert runner._bound_s(point, rep) >= kept * (study.warmup_s + 120)
+    # the 75 Mbit/s background's bound counts its own level's runs, not the next level's
     point75, rep75 = runner.runs[0]
-    assert runner._bound_s(point75, rep75) < runner._bound_s(point, rep)
+    assert runner._bound_s(point75, rep75) == BACKGROUND_MARGIN_S + sum(
+        runner._run_bound_s(p) for p, _ in runner.runs[:first_100])
 
 
 # Spot checks of the published values against seed 000's appendix (Tables 25-38).
@@ -157,3 +162,76 @@ def test_published_table_6_and_tables_34_35(study):
             for t in (1, 0.75, 0.5, 0.25)] == [50, 35, 30, 0]
     assert len([e for e in study.published if "avoid_seed_pct" in e]) == 2 * 4 * 9
     assert len([e for e in study.published if "t6_le_rtt_le_pct" in e]) == 27
+
+
+# --- every published number against the seed text itself ------------------------------------
+SEED_000 = REPO_ROOT.parent / "shared" / "seeds" / "000_13ffb9b466eef558.txt"
+
+
+def _appendix_blocks() -> dict[str, list[list[str]]]:
+    """Seed 000's appendix data blocks by table number; each block comes before its caption."""
+    text = SEED_000.read_text()
+    text = text[text.index("TABLE 24. CLIENTS PERFORMANCE"):text.index("**Chapter5 data tables**")]
+    blocks, rows = {}, []
+    for line in text.splitlines():
+        m = re.match(r"TABLE (\d+)\.", line)
+        if m:
+            blocks[m.group(1)] = rows
+            rows = []
+        elif "<b>" in line and re.match(r"[\d.]+|Apache|Bare|IIS", re.sub(r"</?b>", "", line)):
+            rows.append(re.sub(r"</?b>", "", line).split("\t"))
+    return blocks
+
+
+@pytest.mark.skipif(not SEED_000.exists(), reason=f"seed text not beside the repository ({SEED_000})")
+def test_published_values_are_the_seeds_tables_25_to_38(study):
+    blocks = _appendix_blocks()
+    pub = study.published
+    checked = 0
+    for n, (sampling, level) in enumerate([(s, lv) for s in ("some", "one", "all") for lv in ("75", "100", "125")],
+                                          start=25):
+        for throughput, delay, weight in blocks[str(n)]:
+            entry, = [e for e in pub if "nrt_mbps" in e and (e["level"], e["sampling"], e["weight"]) ==
+                      (level, sampling, weight.strip())]
+            assert (entry["nrt_mbps"], entry["delay_ms"]) == (float(throughput), float(delay)), (n, weight)
+            checked += 1
+    for n, level in (("34", "100"), ("35", "125")):
+        for threshold, *values in blocks[n]:
+            t = float(threshold.strip().split()[0])
+            for value, (sampling, weight) in zip(values, [(s, w) for w in ("W1", "W5", "W9")
+                                                          for s in ("all", "some", "one")]):
+                entry, = [e for e in pub if "avoid_seed_pct" in e and (e["level"], e["sampling"], e["weight"]) ==
+                          (level, sampling, weight) and e["threshold_s"] == t]
+                assert entry["avoid_seed_pct"] == float(value), (n, t, sampling, weight)
+                checked += 1
+    names = {"Apache": "apache", "Bare": "lean", "IIS": "iis"}
+    for n, exp in (("36", "e4-lean-apache"), ("37", "e4-apache-iis"), ("38", "e4-iis-lean")):
+        for label, *values in blocks[n]:
+            server, what = label.split()[:2]
+            metric = "goodput_mbps" if what == "Goodput" else "delay_s"
+            for level, value in zip(("75", "100", "125"), values):
+                entry, = [e for e in pub if metric in e and (e["experiment"], e["server"], e["level"]) ==
+                          (exp, names[server], level)]
+                assert entry[metric] == float(value), (n, label, level)
+                checked += 1
+    assert checked == 81 + 72 + 36
+
+
+@pytest.mark.skipif(not SEED_000.exists(), reason=f"seed text not beside the repository ({SEED_000})")
+def test_published_table_6_is_the_seeds(study):
+    text = SEED_000.read_text()
+    block = text[text.index("TABLE 6. PERCENTAGE OF PACKETS WITHIN MINIMUM RTO"):text.index("The results of investigating")]
+    level, checked = None, 0
+    bins = ["t6_le_rtt_le_pct", "t6_le_rtt_gt_lt1_pct", "t6_le_rtt_gt_ge1_pct", "t6_gt_rtt_lt_pct", "t6_gt_rtt_ge_pct"]
+    for line in block.splitlines():
+        cells = re.sub(r"</?b>", "", line).split("\t")
+        if len(cells) != 17 or not re.fullmatch(r"W\d", cells[1]):
+            continue
+        level = cells[0] or level
+        weight, values = cells[1], [int(v) for v in cells[2:]]
+        for i, sampling in enumerate(("some", "one", "all")):
+            entry, = [e for e in study.published if "t6_le_rtt_le_pct" in e and
+                      (e["level"], e["weight"], e["sampling"]) == (level, weight, sampling)]
+            assert [entry[b] for b in bins] == values[i::3], (level, weight, sampling)
+            checked += 1
+    assert checked == 27
