@@ -216,12 +216,35 @@ impl RetransmitKind {
     }
 }
 
+/// One segment carrying sequence space, as the last `poll_transmit` returned it, with the
+/// RTO state when it left (leanweb logs it once the frame is written).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transmission {
+    pub seq: u32,
+    pub payload_len: usize,
+    pub syn: bool,
+    pub fin: bool,
+    /// Carries sequence space sent before (below SND.MAX).
+    pub retransmission: bool,
+    /// Why it was sent again; meaningful only for a retransmission.
+    pub kind: RetransmitKind,
+    pub sent_at: Instant,
+    pub srtt_us: Option<u64>,
+    pub rttvar_us: u64,
+    /// SRTT + max(G, K·RTTVAR) without floor, cap or backoff; `None` before the first sample.
+    pub rto_unfloored_us: Option<f64>,
+    /// The RTO in force: floored, capped and backed off.
+    pub rto_us: u64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     StateChanged { from: State, to: State },
     RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
     Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
     Retransmit { seq: u32, len: usize, kind: RetransmitKind },
+    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these).
+    NewAck { ack: u32, at: Instant },
     /// Loss recovery began (`entered`) or ended; the window after the change.
     Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
     TailLossProbe { seq: u32, retransmission: bool },
@@ -311,6 +334,7 @@ pub struct Connection {
     duplicate_acks_in_row: u32,
     ack_pending: bool,
     rst_out: Option<Segment>,
+    last_transmission: Option<Transmission>,
     events: VecDeque<Event>,
     stats: ConnectionStats,
 }
@@ -409,6 +433,7 @@ impl Connection {
             duplicate_acks_in_row: 0,
             ack_pending: false,
             rst_out: None,
+            last_transmission: None,
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
             config,
@@ -566,6 +591,11 @@ impl Connection {
     }
     pub fn rtt_stats(&self) -> RttStats {
         RttStats { latest: self.rtt_latest, min: self.rtt_min, srtt: self.rto.srtt(), rttvar: self.rto.rttvar() }
+    }
+
+    /// The segment the last `poll_transmit` returned, if it carried sequence space.
+    pub fn last_transmission(&self) -> Option<Transmission> {
+        self.last_transmission
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -763,6 +793,19 @@ impl Connection {
         self.stats.bytes_sent += seg.payload.len() as u64;
         if seg.seq_len() > 0 {
             self.sampler.on_send(start, end, now, retransmission);
+            self.last_transmission = Some(Transmission {
+                seq: start.0,
+                payload_len: seg.payload.len(),
+                syn: seg.syn,
+                fin: seg.fin,
+                retransmission,
+                kind,
+                sent_at: now,
+                srtt_us: self.rto.srtt().map(|d| d.as_micros() as u64),
+                rttvar_us: self.rto.rttvar().as_micros() as u64,
+                rto_unfloored_us: self.rto.unfloored_rto_us(),
+                rto_us: self.rto.rto().as_micros() as u64,
+            });
             if retransmission {
                 self.stats.retransmissions += 1;
                 self.stats.bytes_retransmitted += seg.payload.len() as u64;
@@ -795,6 +838,7 @@ impl Connection {
 
     /// The next segment to put on the wire, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        self.last_transmission = None;
         if let Some(rst) = self.rst_out.take() {
             self.stats.segments_sent += 1;
             return Some(rst);
@@ -1275,6 +1319,7 @@ impl Connection {
         if self.recovery.uses_scoreboard() {
             self.scoreboard.on_cumulative_ack(ack, &mut self.delivered);
         }
+        self.event(Event::NewAck { ack: ack.0, at: now });
         let mut samples = self.sampler.on_ack(ack, now);
         // RFC 7323 §4.1: the echoed timestamp times an ACK of retransmitted data, where
         // Karn's rule (RFC 6298 §3) leaves the sampler without a sample.

@@ -176,9 +176,7 @@ impl RtoEstimator {
                 self.srtt_us = Some((1.0 - a) * srtt + a * r);
             }
         }
-        let srtt = self.srtt_us.unwrap_or(r);
-        let g = self.config.granularity.as_secs_f64() * 1e6;
-        let rto_us = srtt + g.max(self.config.k * self.rttvar_us);
+        let rto_us = self.unfloored_rto_us().unwrap_or(r);
         self.base_rto = self.clamp(Duration::from_nanos((rto_us * 1000.0).round() as u64));
         self.backoff_shift = 0;
     }
@@ -192,6 +190,13 @@ impl RtoEstimator {
     pub fn rto(&self) -> Duration {
         let factor = 1u32.checked_shl(self.backoff_shift).unwrap_or(u32::MAX);
         self.clamp(self.base_rto.saturating_mul(factor))
+    }
+
+    /// SRTT + max(G, K·RTTVAR) in µs, neither floored nor capped nor backed off: what the
+    /// estimator alone allows (seed 000, Table 6). `None` before the first sample.
+    pub fn unfloored_rto_us(&self) -> Option<f64> {
+        let g = self.config.granularity.as_secs_f64() * 1e6;
+        self.srtt_us.map(|srtt| srtt + g.max(self.config.k * self.rttvar_us))
     }
 
     pub fn srtt(&self) -> Option<Duration> {
@@ -357,6 +362,17 @@ mod tests {
             assert_eq!(us_of(est.rttvar()), rttvar * 1000.0, "{weight:?} rttvar");
             assert_eq!(us_of(est.rto()), rto * 1000.0, "{weight:?} rto");
         }
+    }
+
+    #[test]
+    fn unfloored_rto_ignores_the_floor_and_the_backoff() {
+        let mut est = RtoEstimator::new(RtoConfig::default());
+        assert_eq!(est.unfloored_rto_us(), None);
+        est.on_sample(ms(100));
+        est.on_timeout();
+        // SRTT 100 ms + 4 · 50 ms, while the RTO in force is the 1 s floor doubled.
+        assert_eq!(est.unfloored_rto_us(), Some(300_000.0));
+        assert_eq!(est.rto(), Duration::from_secs(2));
     }
 
     #[test]

@@ -104,9 +104,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         let t = now();
         stack.handle_timeouts(t);
         stack.poll(t);
-        for frame in stack.take_output() {
-            if !matches!(tap.send(&frame), Ok(true)) {
+        for frame in stack.take_frames() {
+            let written = matches!(tap.send(&frame.bytes), Ok(true));
+            if !written {
                 send_failures += 1;
+            }
+            if let Some(tx) = &frame.tx {
+                stack.log_transmission(now().as_micros(), tx, written);
             }
         }
         if t.saturating_since(last_flush) >= LOG_FLUSH_EVERY {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::conn::reset_for;
-use leantcp::{CookieError, Connection, Event, Instant, RetransmitKind, Segment, Seq, State, SynCookies, TcpConfig};
+use leantcp::{CookieError, Connection, Event, Instant, RetransmitKind, Segment, Seq, State, SynCookies, TcpConfig, Transmission};
 use serde_json::json;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
@@ -127,12 +127,27 @@ struct Session {
 
 type Key = (SocketAddr, SocketAddr);
 
+/// A frame for the TAP device; `tx` is the TCP segment it carries, logged once the frame
+/// is written (crates/leanweb/src/main.rs), so the log says what went on the wire.
+pub struct OutFrame {
+    pub bytes: Vec<u8>,
+    pub tx: Option<TxRecord>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct TxRecord {
+    pub conn: u64,
+    pub transmission: Transmission,
+}
+
 pub struct Stack {
     config: StackConfig,
     link_local6: Ipv6Addr,
     neighbors: Neighbors,
     sessions: HashMap<Key, Session>,
-    out: Vec<Vec<u8>>,
+    out: Vec<OutFrame>,
+    /// The segment `send_segment` is emitting, attached to its frame.
+    pending_tx: Option<TxRecord>,
     pub log: EventLog,
     pub counters: Counters,
     iss_key: u64,
@@ -200,6 +215,7 @@ impl Stack {
             neighbors: Neighbors::default(),
             sessions: HashMap::new(),
             out: Vec::new(),
+            pending_tx: None,
             log,
             counters: Counters::default(),
             iss_key,
@@ -229,7 +245,28 @@ impl Stack {
 
     /// Frames produced since the last call.
     pub fn take_output(&mut self) -> Vec<Vec<u8>> {
+        self.take_frames().into_iter().map(|f| f.bytes).collect()
+    }
+
+    /// Frames produced since the last call, with the segments they carry.
+    pub fn take_frames(&mut self) -> Vec<OutFrame> {
         std::mem::take(&mut self.out)
+    }
+
+    /// Logs a segment when its frame was written to the device (`tx`), or when the write
+    /// failed (`tx_dropped`: the connection counts it as sent, the wire never saw it).
+    pub fn log_transmission(&mut self, t_us: u64, tx: &TxRecord, written: bool) {
+        let x = &tx.transmission;
+        let mut fields = json!({"conn": tx.conn, "seq": x.seq, "len": x.payload_len, "syn": x.syn, "fin": x.fin,
+            "retransmission": x.retransmission, "sent_us": x.sent_at.as_micros(), "srtt_us": x.srtt_us,
+            "rttvar_us": x.rttvar_us, "rto_unfloored_us": x.rto_unfloored_us, "rto_us": x.rto_us});
+        if x.retransmission {
+            if let Some(map) = fields.as_object_mut() {
+                map.insert("kind".into(), x.kind.name().into());
+                map.insert("go_back_n".into(), (x.kind == RetransmitKind::GoBackN).into());
+            }
+        }
+        self.log.write(t_us, if written { "tx" } else { "tx_dropped" }, fields);
     }
 
     fn emit_frame(&mut self, dst: EthernetAddress, ethertype: EthernetProtocol, payload: &[u8]) {
@@ -238,7 +275,7 @@ impl Stack {
         let mut frame = EthernetFrame::new_unchecked(&mut buf[..]);
         repr.emit(&mut frame);
         frame.payload_mut().copy_from_slice(payload);
-        self.out.push(buf);
+        self.out.push(OutFrame { bytes: buf, tx: self.pending_tx.take() });
         self.counters.frames_out += 1;
     }
 
@@ -652,7 +689,10 @@ impl Stack {
             let Some(mut session) = self.sessions.remove(&key) else { continue };
             self.serve(&mut session, now);
             while let Some(seg) = session.conn.poll_transmit(now) {
+                let transmission = session.conn.last_transmission();
+                self.pending_tx = transmission.map(|transmission| TxRecord { conn: session.id, transmission });
                 self.send_segment(&seg);
+                self.pending_tx = None; // unsent (next hop unknown): nothing to log
             }
             self.log_events(&mut session, now);
             if session.conn.is_closed() {
@@ -674,7 +714,9 @@ impl Stack {
             match event {
                 Event::RttSample { rtt_us, srtt_us, rttvar_us, rto_us } => self.log.write(t, "rtt_sample", json!({"conn": id, "rtt_us": rtt_us, "srtt_us": srtt_us, "rttvar_us": rttvar_us, "rto_us": rto_us})),
                 Event::Timeout { rto_us, backoff_shift, outstanding_bytes } => self.log.write(t, "timeout", json!({"conn": id, "rto_us": rto_us, "backoff_shift": backoff_shift, "outstanding_bytes": outstanding_bytes})),
-                Event::Retransmit { seq, len, kind } => self.log.write(t, "retransmit", json!({"conn": id, "seq": seq, "len": len, "kind": kind.name(), "go_back_n": kind == RetransmitKind::GoBackN})),
+                // Logged as `tx` when the frame is written, not when the segment is made.
+                Event::Retransmit { .. } => {}
+                Event::NewAck { ack, at } => self.log.write(t, "ack", json!({"conn": id, "ack": ack, "at_us": at.as_micros()})),
                 Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
                 Event::TailLossProbe { seq, retransmission } => self.log.write(t, "tail_loss_probe", json!({"conn": id, "seq": seq, "retransmission": retransmission})),
                 Event::ZeroWindowProbe { seq } => self.log.write(t, "zero_window_probe", json!({"conn": id, "seq": seq})),

@@ -242,6 +242,50 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
         print(f"  {problem}")
 
 
+@app.command("rto-replay")
+def rto_replay(
+    run_dir: Path = typer.Argument(..., help="a run directory with a lean server"),
+    weight: str = typer.Option("", "--weight", help="W1..W9, comma-separated, or 'every'; default: the live one"),
+    sampling: str = typer.Option("", "--sampling", help="all, one, some, comma-separated; default: the live one"),
+    rto_min_ms: str = typer.Option("250,500,750,1000", "--rto-min-ms",
+                                   help="minimum RTOs (thresholds T of Tables 34-35), comma-separated"),
+) -> None:
+    """Replay the lean server's RTO estimator over its RTT samples (log and capture): Table 6
+    and Tables 34-35 (docs/rto-replay.md). Writes results/rto_*.csv."""
+    from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
+    from congestlab.errors import SpecError
+    from congestlab.results import write_results
+    from congestlab.rundir import read_manifest
+
+    weights = list(WEIGHTS) if weight.strip().lower() == "every" else _names(weight.upper(), WEIGHTS, "--weight")
+    samplings = _names(sampling.lower(), SAMPLINGS, "--sampling")
+    try:
+        thresholds = tuple(int(t) for t in rto_min_ms.split(",") if t.strip())
+    except ValueError:
+        raise SpecError("--rto-min-ms", f"{rto_min_ms!r} is not a comma-separated list of milliseconds") from None
+    if not thresholds or min(thresholds) <= 0:
+        raise SpecError("--rto-min-ms", "give at least one minimum RTO > 0 ms")
+    manifest = read_manifest(run_dir)
+    result = replay_run(run_dir, manifest, weights or None, samplings or None, thresholds)
+    print(format_tables(result.rows))
+    for kind, rows in result.rows.items():
+        write_results(run_dir, kind, manifest["axes"], rows)
+    print(f"replayed {result.samples_replayed} samples in {result.seconds} s; wrote "
+          + ", ".join(f"results/{kind}.csv ({len(rows)} rows)" for kind, rows in result.rows.items()))
+    for problem in result.problems:
+        print(f"  {problem}")
+
+
+def _names(text: str, known, option: str) -> list[str]:
+    from congestlab.errors import SpecError
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in known:
+            raise SpecError(option, f"{name!r} is not one of {', '.join(known)}")
+    return names
+
+
 @app.command()
 def report(
     run_dir: Path = typer.Argument(..., help="a complete run directory"),

@@ -62,6 +62,12 @@ class RunDirError(CongestlabError):
     exit_code = 7
 
 
+class LeanLogError(CongestlabError):
+    """A leanweb log (JSON lines) is unreadable, has a corrupt line or lacks its start event."""
+
+    exit_code = 9
+
+
 class Interrupted(CongestlabError):
     """Ctrl-C or SIGTERM during a run; everything was torn down."""
 

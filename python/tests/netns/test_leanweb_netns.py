@@ -208,7 +208,7 @@ def test_leanweb_random_loss_completes_with_timeouts_and_go_back_n(tmp_path, doc
         assert server.pids
     events = read_log(log)
     timeouts = [e for e in events if e["event"] == "timeout"]
-    gbn = [e for e in events if e["event"] == "retransmit" and e["go_back_n"]]
+    gbn = [e for e in events if e["event"] in ("tx", "tx_dropped") and e["retransmission"] and e["go_back_n"]]
     closes = [e for e in events if e["event"] == "close"]
     print(f"timeouts {len(timeouts)}, go-back-N retransmissions {len(gbn)}; iptables:\n{dropped}")
     assert timeouts, "3 % loss must cause retransmission timeouts"
@@ -244,7 +244,7 @@ def test_leanweb_modern_profile_recovers_loss_with_sack_and_no_go_back_n(tmp_pat
         assert server.pids
     events = read_log(log)
     closes = [e for e in events if e["event"] == "close"]
-    retransmits = [e for e in events if e["event"] == "retransmit"]
+    retransmits = [e for e in events if e["event"] in ("tx", "tx_dropped") and e["retransmission"]]
     assert len(closes) == 6 and all(c["sack"] and c["timestamps"] and c["recovery"] == "sack" for c in closes)
     assert retransmits, "5 % loss over 6 x 504 KiB must cause retransmissions"
     assert not [e for e in retransmits if e["go_back_n"]]

@@ -65,6 +65,12 @@ def test_mini_study_end_to_end(tmp_path, within):
     assert lean["settings_effective"]["rto_min_ms"] == 1000  # the preset's knob reached the server
     lean_log = (run_dir / lean["log_dir"] / "leanweb.jsonl").read_text()
     assert lean_log.count('"event":"request"') >= 2 * 2 * 2  # every measured GET, plus ready checks
+    # analyze replayed the lean server's RTO with its live settings: equal to leanweb's own, to the µs
+    replayed = [r for r in read_results(run_dir, "rto_samples") if r["source"] == "log"]
+    assert replayed and all(r["logged_rto_us"] and r["rto_us"] == r["logged_rto_us"] for r in replayed)
+    bins = read_results(run_dir, "rto_bins")
+    assert sorted((r["level"], r["repetition"], r["source"]) for r in bins) == sorted(
+        (level, str(rep), source) for level in ("C0", "L20") for rep in (1, 2) for source in ("log", "pcap"))
     background = [r for r in read_results(run_dir, "background") if r["level"] == "L20"]
     assert len(background) == 2 * 2 * 4  # both servers x 2 repetitions x 4 classes
     checks = {c["name"].split("@")[0]: c for c in manifest["fidelity"]["checks"]}

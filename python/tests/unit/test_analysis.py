@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 from pcap_builder import transfer_with_loss_and_reordering
 
 from congestlab.analysis.connections import group_connections
-from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
+from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ByteRanges, measure_connection
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.errors import TraceError
@@ -98,23 +99,27 @@ def test_not_a_pcap_is_a_trace_error(tmp_path):
         list(read_segments(bad))
 
 
-def test_lean_log_retransmissions_match_rows_by_client_port(tmp_path):
+def test_lean_log_retransmissions_match_the_capture_per_connection(tmp_path):
     events = [
         {"event": "start", "cc": "none"},
-        {"conn": 1, "event": "open", "peer": "10.0.0.10:40000"},
-        {"conn": 2, "event": "open", "peer": "[fd00::a]:40001"},
-        {"conn": 2, "event": "retransmit", "len": 1440, "seq": 1},
-        {"conn": 2, "event": "retransmit", "len": 1440, "seq": 1441},
-        {"conn": 2, "event": "retransmit", "len": 0, "seq": 2881},  # a FIN, not data
-        {"conn": 9, "event": "retransmit", "len": 1440, "seq": 7},  # no open event: ignored
+        {"conn": 1, "event": "open", "peer": "10.0.0.10:40000", "family": "ipv4", "unix_us": 100_000_000},
+        {"conn": 2, "event": "open", "peer": "[fd00::a]:40001", "family": "ipv6", "unix_us": 100_500_000},
+        {"conn": 2, "event": "tx", "len": 1440, "seq": 1, "retransmission": False},
+        {"conn": 2, "event": "tx", "len": 1440, "seq": 1, "retransmission": True},
+        {"conn": 2, "event": "tx_dropped", "len": 1440, "seq": 1441, "retransmission": True},  # never left
+        {"conn": 2, "event": "tx", "len": 0, "seq": 2881, "fin": True, "retransmission": True},  # a FIN, not data
+        {"conn": 2, "event": "retransmit", "len": 1440, "seq": 1441},  # an older leanweb's event
+        {"conn": 9, "event": "tx", "len": 1440, "seq": 7, "retransmission": True},  # no open event: ignored
     ]
     log = tmp_path / "leanweb.jsonl"
     log.write_text("\n".join(json.dumps(e) for e in events) + "\n{\"cut short")
-    logged = retransmissions_by_peer_port(log)
-    assert logged == {40000: 0, 40001: 2}
-    rows = [{"point_id": "C1B", "family": "v4", "repetition": 1, "client_port": 40000, "retransmissions": 0},
-            {"point_id": "C1B", "family": "v6", "repetition": 1, "client_port": 40001, "retransmissions": 3},
-            {"point_id": "C2B", "family": "v6", "repetition": 1, "client_port": 40002, "retransmissions": 0}]
-    agreeing, problems = compare_with_pcap(rows, logged)
+    logged = logged_connections(log)
+    assert [(c.family, c.client_port, c.opened_ts, c.retransmissions) for c in logged] == [
+        ("v4", 40000, 100.0, 0), ("v6", 40001, 100.5, 2)]
+    conns = [SimpleNamespace(key=("v4", 40000), family="v4", client_port=40000, first_ts=100.001, retransmissions=0),
+             SimpleNamespace(key=("v6", 40001), family="v6", client_port=40001, first_ts=100.5, retransmissions=3),
+             SimpleNamespace(key=("v6", 40001), family="v6", client_port=40001, first_ts=160.0, retransmissions=0)]
+    agreeing, problems = compare_with_pcap(conns, logged, "C1B #1")
     assert agreeing == 1
-    assert problems == ["C1B v6 #1: pcap 3 vs log 2 retransmissions", "C2B v6 #1: port 40002 not in the log"]
+    assert problems == ["C1B #1 v6 port 40001: pcap 3 vs log 2 retransmissions",
+                        "C1B #1 v6 port 40001: not in the leanweb log"]

@@ -567,3 +567,50 @@ fn auto_mode_without_recent_cookies_still_resets_strays() {
     stack.handle_frame(&tcp_frame(&stray), Instant::from_millis(2_100));
     assert!(segments_out(stack).iter().any(|s| s.rst));
 }
+
+/// Each frame carrying sequence space names its segment (logged as `tx` once written);
+/// pure ACKs and ARP name none; the RTO state rides along once samples exist.
+#[test]
+fn frames_carry_their_transmission_records() {
+    let mut fx = fixture("tx", |_| {});
+    let mut c = client(false);
+    let mut now = Instant::ZERO;
+    let (mut data_frames, mut with_estimate, mut sent_request) = (0, 0, false);
+    for _ in 0..10_000 {
+        if c.state() == State::Established && !sent_request {
+            c.send(b"GET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            sent_request = true;
+        }
+        while let Some(seg) = c.poll_transmit(now) {
+            fx.stack.handle_frame(&tcp_frame(&seg), now);
+        }
+        fx.stack.handle_timeouts(now);
+        fx.stack.poll(now);
+        for frame in fx.stack.take_frames() {
+            let eth = EthernetFrame::new_checked(&frame.bytes[..]).unwrap();
+            let seg = Segment::parse_ip(eth.payload()).unwrap();
+            match frame.tx {
+                Some(tx) => {
+                    let x = tx.transmission;
+                    assert_eq!((x.seq, x.payload_len, x.syn, x.fin), (seg.seq.0, seg.payload.len(), seg.syn, seg.fin));
+                    assert!(!x.retransmission && x.sent_at == now && x.rto_us >= 1_000_000);
+                    data_frames += 1;
+                    with_estimate += usize::from(x.rto_unfloored_us.is_some() && x.srtt_us.is_some());
+                }
+                None => assert_eq!(seg.seq_len(), 0, "only frames without sequence space lack a record"),
+            }
+            c.handle_segment(&seg, now);
+        }
+        c.recv(usize::MAX);
+        if c.peer_finished() && c.state() == State::CloseWait {
+            c.close(now);
+        }
+        if c.is_closed() || c.state() == State::TimeWait {
+            break;
+        }
+        now = now + Duration::from_millis(1);
+    }
+    // the SYN-ACK, the response head and 320 KiB in 1460-byte segments, and the FIN
+    assert!(data_frames > (320 * 1024usize).div_ceil(1460), "{data_frames}");
+    assert!(with_estimate >= data_frames - 11, "after the first window every segment carries an estimate");
+}

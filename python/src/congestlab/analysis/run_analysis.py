@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.analysis.lean_log import compare_with_pcap, retransmissions_by_peer_port
+from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
-from congestlab.errors import RunDirError
+from congestlab.errors import LeanLogError, RunDirError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
 from congestlab.workloads.get import RAW_KIND
@@ -46,7 +46,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     problems: list[str] = []
     pcap_read: dict[str, dict] = {}
     raw_requests = 0
-    lean_checks: dict[str, list[tuple[dict, Path]]] = {}
+    lean = _lean_logs(run_dir, manifest)
+    lean_checks: dict[str, list[tuple[str, list[PcapConnection], Path]]] = {}
     for point_id, rep, rep_dir in completed_repetitions(run_dir):
         if point_id not in points:
             raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
@@ -66,6 +67,9 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
                                                        "skipped": stats.skipped}
             rows["port"].append(common | {"server": server} | _port_row(measured.port))
+            log = lean.get((server, info.get("servers", {}).get(server)))
+            if log is not None:
+                lean_checks.setdefault(server, []).append((f"{point_id} #{rep}", measured.connections, log))
         for record in records:
             kind, row = record["kind"], record["row"]
             if kind != RAW_KIND:
@@ -81,13 +85,10 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             m = _measure(conns_by_server.get(row["server"], []), row, where, problems)
             if m is not None:
                 out |= _metrics(m) | {"ok": True}
-                if row.get("server_kind") == "lean":
-                    instance = info.get("servers", {}).get(row["server"])
-                    log = run_dir / "logs" / "servers" / f"{row['server']}-{instance}" / "leanweb.jsonl"
-                    lean_checks.setdefault(row["server"], []).append((out, log))
             else:
                 out["ok"] = False
             rows["request"].append(out)
+    replay = _rto_replay(run_dir, manifest, rows, problems) if lean else None
     for kind, kind_rows in rows.items():
         if kind_rows or kind == "request" and raw_requests:
             write_results(run_dir, kind, axes, kind_rows)
@@ -99,6 +100,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     checks += _lean_log_checks(lean_checks)
     summary = {"rows": {k: len(v) for k, v in rows.items() if v}, "problems": problems, "pcap_read": pcap_read,
                "analysis_s": round(time.monotonic() - start, 3)}
+    if replay is not None:
+        summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds}
     return AnalysisResult(summary, checks, rows)
 
 
@@ -153,25 +156,50 @@ def _metrics(m: ConnectionMetrics) -> dict:
     }
 
 
-def _lean_log_checks(by_server: dict[str, list[tuple[dict, Path]]]) -> list[Check]:
-    """The lean server's log of its own retransmissions against what the pcap analysis found."""
+def _lean_logs(run_dir: Path, manifest: dict) -> dict[tuple[str, str], Path]:
+    """(server, instance) -> leanweb's log, for every lean server of the run."""
+    from congestlab.analysis.rto_replay import lean_servers
+
+    return {(server, instance): run_dir / record["log_dir"] / "leanweb.jsonl"
+            for server, instances in lean_servers(manifest).items() for instance, record in instances.items()}
+
+
+def _lean_log_checks(by_server: dict[str, list[tuple[str, list[PcapConnection], Path]]]) -> list[Check]:
+    """Per connection on a lean server's port: the capture's retransmissions == leanweb's log."""
     checks = []
     for server, entries in by_server.items():
-        by_log: dict[Path, list[dict]] = {}
-        for row, log in entries:
-            by_log.setdefault(log, []).append(row)
         agreeing, problems, total = 0, [], 0
-        for log, rows in by_log.items():
-            total += len(rows)
+        logged: dict[Path, list] = {}
+        for where, conns, log in entries:
+            total += len(conns)
             if not log.exists():
-                problems.append(f"{log.name}: missing")
+                problems.append(f"{where}: {log.name} missing")
                 continue
-            ok, bad = compare_with_pcap(rows, retransmissions_by_peer_port(log))
+            if log not in logged:
+                logged[log] = logged_connections(log)
+            ok, bad = compare_with_pcap(conns, logged[log], where)
             agreeing += ok
             problems += bad
         checks.append(Check(f"retransmissions_pcap_vs_log_{server}", agreeing == total, f"{agreeing}/{total}",
-                            "every measured connection: pcap count == leanweb log count", "; ".join(problems[:3])))
+                            "every connection at the lean server's port: pcap count == leanweb log count",
+                            f"{server}: {total - agreeing} of {total} connections disagree: " + "; ".join(problems[:3])
+                            if problems else ""))
     return checks
+
+
+def _rto_replay(run_dir: Path, manifest: dict, rows: dict[str, list[dict]], problems: list[str]):
+    """The RTO replay with each lean server's live settings (analysis/rto_replay.py)."""
+    from congestlab.analysis.rto_replay import replay_run
+
+    try:
+        result = replay_run(run_dir, manifest)
+    except LeanLogError as err:
+        problems.append(f"RTO replay: {err}")
+        return None
+    for kind, kind_rows in result.rows.items():
+        rows[kind] += kind_rows
+    problems += [f"RTO replay: {p}" for p in result.problems]
+    return result
 
 
 def is_number(value) -> bool:

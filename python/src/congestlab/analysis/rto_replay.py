@@ -1,0 +1,253 @@
+"""The offline RTO replay (seed 000 ch. 4, Tables 6, 34, 35; docs/rto-replay.md).
+
+For every lean server of a run: take each connection's send/ACK stream from leanweb's log
+and, independently, from the capture (analysis/rto_streams.py); re-run leantcp's sampler
+for a sampling strategy and its estimator for a weight (analysis/rto_estimator.py); give
+each sample the *unfloored* RTO in force when its segment was sent; bin the samples into
+Table 6's columns and Tables 34-35's thresholds in both readings. Pure apart from reading
+the run directory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from congestlab.analysis.rto_estimator import SAMPLINGS, WEIGHTS, Estimator, RtoSettings, Sampler, weight_of
+from congestlab.analysis.rto_streams import ConnStream, LeanLog, pcap_streams, read_lean_log
+from congestlab.errors import RunDirError
+
+ONE_S_US = 1_000_000
+THRESHOLDS_MS = (250, 500, 750, 1000)
+READINGS = ("literal", "seed")
+SOURCES = ("log", "pcap")
+BIN_COLUMNS = ("rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",
+               "rto_gt_1s_rtt_lt_rto_pct", "rto_gt_1s_rtt_ge_rto_pct")
+
+
+@dataclass(frozen=True)
+class Sample:
+    sent_us: int
+    acked_us: int
+    rtt_us: int
+    rto_unfloored_us: float  # in force when the segment was sent; the initial RTO before any sample
+    rto_us: int  # the replayed RTO after this sample, floored and capped
+    logged_rto_us: int | None = None  # leanweb's, after the same sample (log source, live settings)
+
+
+def settings_of(start_event: dict, weight: str | None = None) -> RtoSettings:
+    """The estimator knobs leanweb logged in its start event, with another weight if given."""
+    alpha, beta = float(start_event["rto_alpha"]), float(start_event["rto_beta"])
+    if weight is not None:
+        alpha, beta = (float(x) for x in WEIGHTS[weight])
+    return RtoSettings(alpha=alpha, beta=beta, k=float(start_event["rto_k"]), g_us=int(start_event["rto_g_us"]),
+                       initial_us=int(start_event["rto_initial_ms"]) * 1000,
+                       min_us=int(start_event["rto_min_ms"]) * 1000, max_us=int(start_event["rto_max_ms"]) * 1000)
+
+
+def sample_stream(stream: ConnStream, sampling: str) -> list[tuple[int, int, int]]:
+    """(sent µs, acked µs, index of the first sample not yet taken when the segment left) per
+    RTT sample, in the order leantcp's sampler yields them."""
+    sampler = Sampler(sampling)
+    out: list[tuple[int, int, int]] = []
+    acked: list[int] = []  # ACK times of `out`, for the older logs' samples
+    for event in stream.events:
+        kind, t_us = event[0], event[1]
+        if kind == "send":
+            sampler.on_send(event[2], event[3], t_us, event[4], tag=len(out))
+        elif kind == "ack":
+            for rtt_us, sent_us, taken in sampler.on_ack(event[2], t_us):
+                out.append((sent_us, sent_us + rtt_us, taken))
+        elif kind == "timeout":
+            sampler.on_retransmit_all()
+        elif kind == "sample":  # an older log without transmissions: the live samples as logged
+            sent_us = t_us - event[2]
+            out.append((sent_us, t_us, bisect.bisect_right(acked, sent_us)))
+            acked.append(t_us)
+    return out
+
+
+def replay_stream(timed: list[tuple[int, int, int]], settings: RtoSettings,
+                  logged: list[tuple[int, int, int, int]] | None = None) -> list[Sample]:
+    """Runs the estimator over one connection's samples in order."""
+    est = Estimator(settings)
+    in_force = [float(settings.initial_us)]  # unfloored RTO after 0, 1, 2, … samples
+    samples = []
+    pair = logged if logged is not None and len(logged) == len(timed) else None
+    for i, (sent_us, acked_us, taken) in enumerate(timed):
+        est.on_sample(acked_us - sent_us)
+        in_force.append(est.unfloored_us())
+        samples.append(Sample(sent_us, acked_us, acked_us - sent_us, in_force[taken], est.rto_us(),
+                              pair[i][3] if pair else None))
+    return samples
+
+
+def table6_bins(samples: list[Sample]) -> dict[str, float | None]:
+    """Table 6's five columns as % of the samples."""
+    counts = dict.fromkeys(BIN_COLUMNS, 0)
+    for s in samples:
+        if s.rto_unfloored_us <= ONE_S_US:
+            if s.rtt_us <= s.rto_unfloored_us:
+                counts["rto_le_1s_rtt_le_rto_pct"] += 1
+            elif s.rtt_us < ONE_S_US:
+                counts["rto_le_1s_rtt_gt_rto_lt_1s_pct"] += 1
+            else:
+                counts["rto_le_1s_rtt_gt_rto_ge_1s_pct"] += 1
+        elif s.rtt_us < s.rto_unfloored_us:
+            counts["rto_gt_1s_rtt_lt_rto_pct"] += 1
+        else:
+            counts["rto_gt_1s_rtt_ge_rto_pct"] += 1
+    return {k: _pct(v, len(samples)) for k, v in counts.items()}
+
+
+def avoid_pct(samples: list[Sample], threshold_us: int, reading: str) -> float | None:
+    """Tables 34-35: % of samples a minimum RTO of `threshold_us` keeps from retransmission.
+    literal: RTT <= max(RTO, T); seed: RTO <= T (what the published cells are)."""
+    if reading == "literal":
+        hits = sum(1 for s in samples if s.rtt_us <= max(s.rto_unfloored_us, threshold_us))
+    elif reading == "seed":
+        hits = sum(1 for s in samples if s.rto_unfloored_us <= threshold_us)
+    else:
+        raise ValueError(f"reading {reading!r} is not one of {READINGS}")
+    return _pct(hits, len(samples))
+
+
+def _pct(n: int, total: int) -> float | None:
+    return round(100.0 * n / total, 4) if total else None
+
+
+# --- a run directory ------------------------------------------------------------------
+
+
+@dataclass
+class ReplayResult:
+    rows: dict[str, list[dict]]
+    samples_replayed: int
+    seconds: float
+    problems: list[str]
+
+
+def lean_servers(manifest: dict) -> dict[str, dict[str, dict]]:
+    """server name -> instance -> its manifest record, for every lean server of the run."""
+    out: dict[str, dict[str, dict]] = {}
+    for name, records in manifest.get("servers", {}).items():
+        for record in records:
+            if record.get("kind") == "lean":
+                out.setdefault(name, {})[record["instance"]] = record
+    return out
+
+
+def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, samplings: list[str] | None = None,
+               thresholds_ms: tuple[int, ...] = THRESHOLDS_MS) -> ReplayResult:
+    """Replays every repetition with a lean server; weights/samplings default to the live ones."""
+    from congestlab.analysis.run_analysis import completed_repetitions
+
+    started = time.monotonic()
+    run_dir = Path(run_dir)
+    servers = lean_servers(manifest)
+    if not servers:
+        raise RunDirError(f"{run_dir}: no lean server in this run (the RTO replay reads leanweb's log)")
+    points = {p["id"]: p for p in manifest["points"]}
+    axes = manifest["axes"]
+    rows: dict[str, list[dict]] = {"rto_bins": [], "rto_threshold": [], "rto_samples": []}
+    problems: list[str] = []
+    logs: dict[Path, LeanLog] = {}
+    replayed = 0
+    for point_id, rep, rep_dir in completed_repetitions(run_dir):
+        point = points.get(point_id)
+        if point is None:
+            raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
+        info = json.loads((rep_dir / "rep.json").read_text())
+        common = {"point_id": point_id, "experiment": point["experiment"], "repetition": rep} | {
+            axis: point["axes"].get(axis, "") for axis in axes}
+        for server, instances in servers.items():
+            record = instances.get(info.get("servers", {}).get(server, ""))
+            pcap = rep_dir / "pcap" / f"{server}.pcap"
+            if record is None or not pcap.exists():
+                continue
+            log_path = run_dir / record["log_dir"] / "leanweb.jsonl"
+            if log_path not in logs:
+                logs[log_path] = read_lean_log(log_path)
+            log = logs[log_path]
+            go_back_n = log.settings.get("recovery") == "go-back-n"
+            from_pcap = pcap_streams(pcap, int(record["port"]), go_back_n)
+            by_source = {"log": _log_conns_of(log, from_pcap), "pcap": from_pcap}
+            live_weight = weight_of(float(log.settings["rto_alpha"]), float(log.settings["rto_beta"]))
+            live_sampling = log.settings["sampling"]
+            for sampling in samplings or [live_sampling]:
+                for weight in weights or [live_weight]:
+                    live = weight == live_weight and sampling == live_sampling
+                    settings = settings_of(log.settings, weight)
+                    for source, streams in by_source.items():
+                        if source == "log" and not log.has_tx and sampling != live_sampling:
+                            problems.append(f"{log_path}: no transmissions logged; the log replays only "
+                                            f"its live sampling {live_sampling!r}")
+                            continue
+                        per_conn = [(s, replay_stream(sample_stream(s, sampling), settings,
+                                                      s.logged_samples if source == "log" and live else None))
+                                    for s in streams]
+                        samples = [x for _, conn_samples in per_conn for x in conn_samples]
+                        replayed += len(samples)
+                        key = common | {"server": server, "source": source, "weight": weight or "custom",
+                                        "sampling": sampling}
+                        rows["rto_bins"].append(key | {"live_settings": live, "connections": len(streams),
+                                                       "samples": len(samples)} | table6_bins(samples))
+                        for threshold in thresholds_ms:
+                            for reading in READINGS:
+                                rows["rto_threshold"].append(key | {
+                                    "live_settings": live, "threshold_s": threshold / 1000, "reading": reading,
+                                    "samples": len(samples), "avoid_pct": avoid_pct(samples, threshold * 1000, reading)})
+                        if live:
+                            rows["rto_samples"] += _sample_rows(key, per_conn)
+    return ReplayResult(rows, replayed, round(time.monotonic() - started, 3), sorted(set(problems)))
+
+
+def _log_conns_of(log: LeanLog, from_pcap: list[ConnStream]) -> list[ConnStream]:
+    """The log's connections that the repetition's capture saw (a leanweb process may serve
+    many repetitions): same family and client port, opened within a second of the capture's."""
+    wanted = {}
+    for s in from_pcap:
+        wanted.setdefault(s.key, []).append(s.opened_unix_us)
+    return [c for c in log.conns
+            if any(abs(c.opened_unix_us - t) <= ONE_S_US for t in wanted.get(c.key, ()))]
+
+
+def _sample_rows(key: dict, per_conn: list[tuple[ConnStream, list[Sample]]]) -> list[dict]:
+    rows = []
+    for stream, samples in per_conn:
+        offset_us = stream.unix_offset_us
+        for i, s in enumerate(samples, 1):
+            rows.append(key | {"client_port": stream.client_port, "sample": i,
+                               "sent_ts": (s.sent_us + offset_us) / 1e6, "acked_ts": (s.acked_us + offset_us) / 1e6,
+                               "rtt_us": s.rtt_us, "rto_unfloored_us": round(s.rto_unfloored_us, 3),
+                               "rto_us": s.rto_us, "logged_rto_us": s.logged_rto_us})
+    return rows
+
+
+def format_tables(rows: dict[str, list[dict]]) -> str:
+    """Table 6's columns and the thresholds, one line per repetition x server x source x weight x sampling."""
+    out = ["Table 6 (% of samples; RTO = unfloored RTO in force when the segment was sent)",
+           f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'n':>6} "
+           "  RTO<=1s: RTT<=RTO  RTT>RTO,<1s  RTT>RTO,>=1s | RTO>1s: RTT<RTO  RTT>=RTO"]
+    for r in rows["rto_bins"]:
+        cells = " ".join(f"{'-' if r[c] is None else format(r[c], '.2f'):>12}" for c in BIN_COLUMNS)
+        out.append(f"{r['point_id'][:40]:40} {r['repetition']:>3} {r['server'][:8]:8} {r['source']:6} "
+                   f"{r['weight']:3} {r['sampling']:4} {r['samples']:>6} {cells}")
+    out += ["", "Tables 34-35 (% of samples avoiding retransmission with minimum RTO T)",
+            f"{'point':40} {'rep':>3} {'server':8} {'source':6} {'wt':3} {'samp':4} {'reading':8} "
+            + " ".join(f"{'T=' + format(t / 1000, 'g') + 's':>9}" for t in THRESHOLDS_MS)]
+    grouped: dict[tuple, dict] = {}
+    for r in rows["rto_threshold"]:
+        key = (r["point_id"], r["repetition"], r["server"], r["source"], r["weight"], r["sampling"], r["reading"])
+        grouped.setdefault(key, {})[r["threshold_s"]] = r["avoid_pct"]
+    for (point, rep, server, source, weight, sampling, reading), cells in grouped.items():
+        values = " ".join(f"{'-' if v is None else format(v, '.2f'):>9}" for v in cells.values())
+        out.append(f"{point[:40]:40} {rep:>3} {server[:8]:8} {source:6} {weight:3} {sampling:4} {reading:8} {values}")
+    return "\n".join(out)
+
+
+__all__ = ["SAMPLINGS", "WEIGHTS", "Sample", "replay_run", "replay_stream", "sample_stream", "table6_bins",
+           "avoid_pct", "format_tables", "settings_of"]
