@@ -44,7 +44,7 @@ from congestlab.rundir import FORMAT_VERSION, environment, write_manifest
 from congestlab.servers.files import url_path, write_files
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, StudySpec
-from congestlab.spec.sweep import Point, expand, run_order
+from congestlab.spec.sweep import Point, background_key, expand, run_order
 from congestlab.spec.workloads import BACKGROUND_KINDS
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
@@ -55,6 +55,9 @@ from congestlab.workloads.base import Background, Context, RunningServer
 
 BUILTIN_CC = ("cubic", "reno", "bbr")
 PROBE_FILE_KIB = 504
+# a new server must answer its ready check within this long (quiet path / under a background)
+READY_S = 10.0
+READY_UNDER_LOAD_S = 60.0
 # a background process stops by itself this long after it starts, whatever happens to us
 BACKGROUND_MARGIN_S = 120.0
 
@@ -323,7 +326,7 @@ class Runner:
         self._stop_stale_backgrounds(point)  # before servers start: their ready check needs a quiet path
         self._reconcile_servers(tb, point)
         ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in self.servers.items()},
-                      bound_s=self._bound_s(point))
+                      bound_s=self._bound_s(point, rep))
         started = self._reconcile_backgrounds(ctx, point)
         self._last_point = point.id
         rep_dir = self.run_dir / "points" / point.id / f"r{rep}"
@@ -386,10 +389,22 @@ class Runner:
                 fh.write(json.dumps({"kind": kind, "row": row}) + "\n")
         (rep_dir / "rep.json").write_text(json.dumps(info, indent=1) + "\n")  # last: the repetition is complete
 
-    def _bound_s(self, point: Point) -> float:
-        """How long a long-lived background may run: this point's unit, all of it, at most."""
+    def _bound_s(self, point: Point, rep: int) -> float:
+        """How long a long-lived background started now may run: every run from this one on
+        that would keep it (the same background settings, one run after another: its unit,
+        and the next units while only their servers differ), all of them, at most."""
+        key = background_key(point)
+        first = self.runs.index((point, rep))
+        total = BACKGROUND_MARGIN_S
+        for later, _ in self.runs[first:]:
+            if background_key(later) != key:
+                break
+            total += self._run_bound_s(later)
+        return total
+
+    @staticmethod
+    def _run_bound_s(point: Point) -> float:
         study = point.study
-        unit_runs = [(p, r) for p, r in self.runs if p.unit == point.unit]  # this execution's
         per_run = study.warmup_s + study.gap_s + 10
         for name in point.workloads:
             spec = study.workload(name)
@@ -397,7 +412,7 @@ class Runner:
                 per_run += runner_for(spec).time_bound_s(spec, study)
             else:
                 per_run += getattr(spec, "duration_s", 0)
-        return len(unit_runs) * per_run + BACKGROUND_MARGIN_S
+        return per_run
 
     def _measure(self, ctx: Context, point: Point, rep: int, rep_dir: Path):
         """The measuring workloads of the point, all at once; with none, the background
@@ -470,7 +485,9 @@ class Runner:
         handle.wait_started()
         record["argv"] = handle.argv
         client = self._probe_client(point, spec)
-        self._ready_check(tb, spec, client)
+        # a server started while a long-lived background loads the path (e.g. the rto preset's
+        # lean server per cell at 125 Mbit/s) may lose its first SYN-ACKs: give it longer
+        self._ready_check(tb, spec, client, READY_UNDER_LOAD_S if self.backgrounds else READY_S)
         if user_stack:  # leanweb's own account of the settings it runs with (first log line)
             record["settings_effective"] = handle.effective_settings()
             record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
@@ -507,7 +524,7 @@ class Runner:
             except Exception:  # noqa: BLE001 - teardown kills what is left by namespace
                 pass
 
-    def _ready_check(self, tb: Testbed, server: ServerSpec, client: str, timeout_s: float = 10.0) -> None:
+    def _ready_check(self, tb: Testbed, server: ServerSpec, client: str, timeout_s: float = READY_S) -> None:
         """Both families answer 200 with the whole file before anything is measured."""
         size = min(server.files_kib)
         for fam in ("v4", "v6"):
@@ -609,6 +626,8 @@ class Runner:
         captures = []
         for name, server in self.servers.items():
             spec = server.spec
+            if not spec.capture:
+                continue
             iface = tb.layout.nodes[spec.node].interfaces[0].dev
             argv = tcpdump_argv(iface, rep_dir / "pcap" / f"{name}.pcap", f"tcp port {spec.port}")
             err_path = rep_dir / "logs" / f"tcpdump-{name}.log"

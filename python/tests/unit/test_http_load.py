@@ -101,3 +101,18 @@ def test_the_cap_reaches_dualbench_and_the_manifest(tmp_path):
     spec = HttpLoadWorkload(kind="http_load", name="bt", client="c", server="s", rate_mbps=40.0, max_connections=64)
     described = HttpLoadRunner(spec, ctx=None, log_dir=tmp_path).describe()
     assert described["max_connections"] == 64 and described["configured_fetches_per_s"] == pytest.approx(15.2587890625)
+
+
+def test_skipped_fetches_count_as_due_when_the_overload_is_by_design(tmp_path):
+    """The rto preset's 100 and 125 Mbit/s levels overload the path on purpose: the cap's
+    skipped fetches are shown in load.csv, and the schedule check counts them as due."""
+    spec = HttpLoadWorkload(kind="http_load", name="bt", client="c", server="s", file_kib=320, rate_mbps=50.0,
+                            max_connections=200, skipped_as_due=True)
+    r = HttpLoadRunner(spec, ctx=None, log_dir=tmp_path)
+    r.stdout_path.write_text(CAPPED.decode())
+    r.proc = _Ended()
+    r.started_epoch_s = START
+    (_, row), = r.measure((START + 0.5, START + 1.5))[0]
+    assert (row["fetches_skipped"], row["offered_fetches_per_s"]) == (7, 15.5)
+    (check,) = r.measure((START + 0.5, START + 1.5))[1]
+    assert check.ok, check  # 31 started + 7 skipped = 38 due against 38.1 configured

@@ -244,3 +244,49 @@ def test_a_gap_compared_between_pairs_decides_claim_4(tmp_path):
 def test_subtract_is_validated(metric, error):
     with pytest.raises(ValueError, match=error):
         MetricSpec(kind="load", column="shared_bandwidth_pct", **metric)
+
+
+def _best_claim(**rule) -> dict:
+    claim = {"id": "9", "title": "the best cell", "seed": "words", "rule": "best", "metric": "throughput_mbps",
+             "among": ["server", "family"]}
+    claim.update(rule)
+    return {"metrics": METRICS, "claims": [claim]}
+
+
+BEST_VALUES = {("apache", "C1B", "v4"): [30.1, 29.5, 30.8], ("apache", "C1B", "v6"): [24.0, 24.9, 23.7],
+               ("lean", "C1B", "v4"): [5.0, 5.2, 4.9], ("lean", "C1B", "v6"): [4.1, 4.4, 4.0],
+               ("apache", "C2B", "v4"): [20.1, 20.5, 20.8], ("apache", "C2B", "v6"): [24.0, 24.9, 23.7],
+               ("lean", "C2B", "v4"): [5.0, 5.2, 4.9], ("lean", "C2B", "v6"): [4.1, 4.4, 4.0]}
+
+
+def test_best_holds_for_the_best_cell_and_fails_when_another_is_significantly_better(tmp_path):
+    result = _verdict(tmp_path, BEST_VALUES, _best_claim(a={"server": "apache", "family": "v4"}, for_each=["level"]))
+    assert [c.verdict for c in result.checks] == [HOLDS, FAILS]
+    assert "best apache, v6" in result.checks[1].ours and "of 4 cells" in result.checks[1].ours
+    lowest = _verdict(tmp_path / "low", BEST_VALUES, _best_claim(a={"server": "lean", "family": "v6"},
+                                                                 for_each=["level"], best="lowest"))
+    assert lowest.verdict == HOLDS
+
+
+def test_best_is_inconclusive_when_the_better_cell_is_not_significantly_better(tmp_path):
+    values = {("apache", "C1B", "v4"): [30.0, 26.0, 34.0], ("apache", "C1B", "v6"): [29.0, 33.0, 31.5]}
+    result = _verdict(tmp_path, values, _best_claim(a={"server": "apache", "family": "v4"}))
+    assert result.verdict == INCONCLUSIVE
+
+
+def test_best_along_a_dimension_holds_when_the_winner_changes_and_fails_when_it_does_not(tmp_path):
+    changes = _verdict(tmp_path / "c", BEST_VALUES, _best_claim(along="level"))
+    assert changes.verdict == HOLDS and changes.checks[0].ours == "C1B: apache, v4; C2B: apache, v6"
+    same = dict(BEST_VALUES) | {("apache", "C2B", "v4"): [40.0, 41.0, 39.0]}
+    assert _verdict(tmp_path / "s", same, _best_claim(along="level")).verdict == FAILS
+    one_level = {k: v for k, v in BEST_VALUES.items() if k[1] == "C1B"}
+    assert _verdict(tmp_path / "o", one_level, _best_claim(along="level")).verdict == INCONCLUSIVE
+
+
+def test_best_needs_among_and_either_a_or_along():
+    from congestlab.report.declaration import ReportSpec
+
+    for bad in ({"among": []}, {"a": {"server": "apache"}, "along": "level"}, {}):
+        with pytest.raises(ValueError, match="rule 'best' needs among"):
+            ReportSpec.model_validate(_best_claim(among=["server"], **bad) if "among" not in bad
+                                      else _best_claim(**bad, along="level"))

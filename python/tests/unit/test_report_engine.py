@@ -97,6 +97,23 @@ def test_anma_report(tmp_path):
     assert "| A | 1000 | 5000 | 1000 | 4536 | 0 | 464 | 0 |" in md  # ours beside the slides (v6: sent, NORMAL, RESET, TIMEOUT)
 
 
+def test_a_quick_run_without_an_experiment_still_reports_that_experiments_tables(tmp_path):
+    """--quick may leave whole experiments out (the rto preset's E3 and E4): their axes are
+    not the run's, but the spec declares them, so their tables render as not measured."""
+    report = {"metrics": {"t": {"kind": "request", "column": "delay_ms"}},
+              "tables": [{"id": "run", "title": "Run", "metrics": ["t"], "rows": "level"},
+                         {"id": "left-out", "title": "Left out", "metrics": ["t"], "rows": "rto_min_ms"}]}
+    builder = RunBuilder("s", ["level"], report)
+    builder.spec["experiments"] = [{"name": "main", "axes": [{"name": "level"}]},
+                                   {"name": "e3", "axes": [{"name": "rto_min_ms"}]}]
+    builder.add("request", {"level": "C1"}, 1, delay_ms=5.0, ok=True)
+    md = build_report(builder.write(tmp_path / "run")).markdown_path.read_text()
+    assert "Left out" in md and "5.00" in md
+    builder.spec["experiments"] = builder.spec["experiments"][:1]  # not declared anywhere: an error
+    with pytest.raises(SpecError, match="'rto_min_ms' is neither an axis"):
+        build_report(builder.write(tmp_path / "run2"))
+
+
 def test_unknown_dimension_in_a_declaration_is_a_spec_error(tmp_path):
     report = {"metrics": {"t": {"kind": "request", "column": "delay_ms"}},
               "tables": [{"id": "x", "title": "x", "metrics": ["t"], "rows": "levle"}]}

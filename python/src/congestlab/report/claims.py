@@ -24,6 +24,11 @@ shape     least-squares fits of the samples against the numeric values of `along
           inconclusive; fewer than 4 values of `along` is inconclusive.
 share     in every point x repetition, each record's value within `tolerance_pct` of the
           group's total / n (TCP sessions sharing r/n).
+best      the cells are the combinations of the `among` dimensions' values. With `a`: cell a
+          has the best (`best` = highest or lowest) mean; another cell better by a significant
+          difference (Welch, >= 3 samples each) or a ratio beyond `margin` does not hold, else
+          inconclusive. With `along`: the best cell at each value of `along` is not the same
+          cell at every value (fewer than two values: inconclusive).
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ def run_check(data: RunData, check: CheckSpec) -> list[CheckResult]:
         stated = [c for c in combos if data.published_value(check.metric, {**check.where, **c}) is not None]
         combos = stated or combos
     rule = {"compare": _compare, "matches": _matches, "monotone": _monotone, "shape": _shape,
-            "share": _share}[check.rule]
+            "share": _share, "best": _best}[check.rule]
     out = []
     for combo in combos:
         selection = {**check.where, **combo}
@@ -376,3 +381,49 @@ def _share(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selec
     ours = f"largest deviation from r/n {worst:.1f} % ({len(groups)} point×repetition groups, up to {n_max} records)"
     return CheckResult(label, verdict, ours, "r/n", f"tolerance ±{check.tolerance_pct:g} %; worst in {worst_key[0]} "
                                                     f"r{worst_key[1]}")
+
+
+def _cells_among(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selector) -> list[tuple[dict, Stats]]:
+    """(cell, stats) for every combination of the `among` values the selection has samples of."""
+    where = {**metric.where, **selection}
+    lists = [data.values(dim, [metric.kind], where) for dim in check.among]
+    cells = [dict(zip(check.among, vals)) for vals in itertools.product(*lists)]
+    out = [(cell, data.stats(metric, {**selection, **cell})) for cell in cells]
+    return [(c, s) for c, s in out if s.n]
+
+
+def _best_of(cells: list[tuple[dict, Stats]], highest: bool) -> tuple[dict, Stats]:
+    return (max if highest else min)(cells, key=lambda cs: cs[1].mean)
+
+
+def _best(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selector, label: str) -> CheckResult:
+    highest = check.best == "highest"
+    if check.a:
+        cells = _cells_among(data, check, metric, selection)
+        claimed = [(c, s) for c, s in cells if all(matches(c, {k: v}) for k, v in check.a.items())]
+        if not claimed:
+            return CheckResult(label, NOT_MEASURED, "–", "", "no samples of the claimed cell")
+        cell_a, stats_a = _best_of(claimed, highest)
+        top, stats_top = _best_of(cells, highest)
+        ours = f"{_short(check.a)} {fmt_stats(stats_a, metric.digits)}; best {_short(top)} " \
+               f"{fmt_stats(stats_top, metric.digits)} of {len(cells)} cells"
+        if top == cell_a:
+            return CheckResult(label, HOLDS, ours, "", f"the {check.best} mean")
+        verdict, how = decide_compare(stats_top, stats_a, ">" if highest else "<", check.margin, check.alpha,
+                                      check.tolerance_pct)
+        return CheckResult(label, FAILS if verdict == HOLDS else INCONCLUSIVE, ours, "",
+                           f"{_short(top)} is better: {how}")
+    values = data.values(check.along, [metric.kind], {**metric.where, **selection})
+    winners = []
+    for value in values:
+        cells = _cells_among(data, check, metric, {**selection, check.along: value})
+        if cells:
+            winners.append((value, _best_of(cells, highest)[0]))
+    ours = "; ".join(f"{v}: {_short(c)}" for v, c in winners) or "–"
+    if not winners:
+        return CheckResult(label, NOT_MEASURED, ours, "", "no samples")
+    if len(winners) < 2:
+        return CheckResult(label, INCONCLUSIVE, ours, "", f"one value of {check.along}")
+    same = all(c == winners[0][1] for _, c in winners)
+    return CheckResult(label, FAILS if same else HOLDS, ours, "",
+                       f"the {check.best} cell per {check.along}" + (": always the same" if same else ": differs"))

@@ -136,9 +136,9 @@ class PlotSpec(_Strict):
 
 
 Relation = Literal[">", "<", ">=", "<=", "~"]
-Rule = Literal["compare", "matches", "monotone", "shape", "share"]
+Rule = Literal["compare", "matches", "monotone", "shape", "share", "best"]
 _CHECK_FIELDS = ("rule", "metric", "where", "for_each", "a", "b", "relation", "margin", "alpha", "tolerance_pct",
-                 "expected", "along", "direction", "shape", "label")
+                 "expected", "along", "direction", "shape", "among", "best", "label")
 
 
 class PartSpec(_Strict):
@@ -162,6 +162,10 @@ class PartSpec(_Strict):
     along: str | None = None
     direction: Literal["increasing", "decreasing"] = "decreasing"
     shape: Literal["linear", "exponential"] | None = None
+    # best: the cells are the combinations of `among`; with `a`, that cell is the best one;
+    # with `along` (and no a), no one cell is the best at every value of `along`
+    among: list[str] = Field(default_factory=list, description="best: dimensions whose combinations are the cells")
+    best: Literal["highest", "lowest"] = Field(default="highest", description="best: which end is the best")
 
 
 class CheckSpec(PartSpec):
@@ -181,6 +185,9 @@ class CheckSpec(PartSpec):
             raise ValueError(f"rule {self.rule!r} needs along (the dimension swept)")
         if self.rule == "shape" and not self.shape:
             raise ValueError("rule 'shape' needs shape (\"linear\" or \"exponential\")")
+        if self.rule == "best" and (not self.among or bool(self.a) == bool(self.along)):
+            raise ValueError("rule 'best' needs among (the cells' dimensions) and either a (the claimed best cell) "
+                             "or along (no one cell best at every value of it)")
         return self
 
 
@@ -280,7 +287,7 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
             check(f"plot {plot.id!r}", metric, [plot.x, plot.series, plot.facets, *plot.where])
     for claim in report.claims:
         for c in claim.checks():
-            check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b])
+            check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b, *c.among])
     for i, entry in enumerate(published or []):
         if not any(k in report.metrics for k in entry):
             raise ValueError(f"published[{i}] names no declared metric: {entry}")

@@ -145,6 +145,9 @@ class ServerSpec(Strict):
     port: int = Field(default=80, ge=1, le=65535)
     cc: CongestionControl = Field(default="cubic", description="kernel congestion control (apache, nginx)")
     files_kib: list[int] = Field(default=[160, 320, 504], min_length=1, description="files served, KiB each")
+    # a background's server (e.g. the rto preset's BT server at 125 Mbit/s: ~200 MB of pcap
+    # per repetition) need not be captured when no table reads its port
+    capture: bool = Field(default=True, description="capture this server's port in every repetition")
     # knobs passed to the lean server (rto_alpha, sampling, weight, ...)
     knobs: dict[str, Scalar] = Field(default_factory=dict, description="lean server flags (docs/leanweb.md)")
 

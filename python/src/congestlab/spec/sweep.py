@@ -148,13 +148,25 @@ def _load_is_off(w) -> bool:
     return w.rate_mbps == 0
 
 
+def _background_specs(point: Point) -> dict:
+    study = point.study
+    return {name: study.workload(name).model_dump(mode="json") for name in point.workloads
+            if study.workload(name).kind in BACKGROUND_KINDS and study.workload(name).lifetime == "block"}
+
+
+def background_key(point: Point) -> str:
+    """The point's long-lived background settings: the runner keeps a background running from
+    one point to the next while they are equal, also across units (e.g. a lean server's knobs
+    changing under one level's load)."""
+    return json.dumps(_background_specs(point), sort_keys=True)
+
+
 def unit_key(point: Point) -> str:
     """What must stay the same for long-lived parts to keep running across points."""
     study = point.study
     servers = {name: study.server(name).model_dump(mode="json") for name in point.servers}
-    background = {name: study.workload(name).model_dump(mode="json") for name in point.workloads
-                  if study.workload(name).kind in BACKGROUND_KINDS and study.workload(name).lifetime == "block"}
-    return json.dumps({"experiment": point.experiment, "servers": servers, "background": background}, sort_keys=True)
+    return json.dumps({"experiment": point.experiment, "servers": servers, "background": _background_specs(point)},
+                      sort_keys=True)
 
 
 def _assign_units(points: list[Point]) -> None:
