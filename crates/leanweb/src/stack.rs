@@ -569,10 +569,7 @@ impl Stack {
             return self.accept_cookie(seg, now);
         }
         if !is_syn || !to_listener {
-            if let Some(rst) = reset_for(&seg) {
-                self.counters.resets_sent += 1;
-                self.send_segment(&rst);
-            }
+            self.reset(&seg);
             return;
         }
         let half_open = self.sessions.values().filter(|s| s.conn.state() == State::SynReceived).count();
@@ -591,20 +588,31 @@ impl Stack {
         }
         if self.sessions.len() >= self.config.max_connections {
             self.counters.syn_refused_connection_cap += 1;
-            if let Some(rst) = reset_for(&seg) {
-                self.counters.resets_sent += 1;
-                self.send_segment(&rst);
-            }
+            self.reset(&seg);
             return;
         }
-        let mut tcp = self.config.tcp;
-        tcp.mtu = tcp.mtu.max(1280);
+        let tcp = self.listener_tcp();
         let Some(conn) = Connection::accept(&seg, tcp, self.iss_for(&seg, now)) else { return };
         let id = self.next_id;
         self.next_id += 1;
         self.counters.connections_accepted += 1;
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": seg.mss, "peer_window_scale": seg.window_scale}));
         self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now });
+    }
+
+    /// The TCP settings of a connection the listener makes (IPv6's minimum MTU at least).
+    fn listener_tcp(&self) -> TcpConfig {
+        let mut tcp = self.config.tcp;
+        tcp.mtu = tcp.mtu.max(1280);
+        tcp
+    }
+
+    /// Answers `seg` with a RST where RFC 793 allows one, and counts it.
+    fn reset(&mut self, seg: &Segment) {
+        if let Some(rst) = reset_for(seg) {
+            self.counters.resets_sent += 1;
+            self.send_segment(&rst);
+        }
     }
 
     /// Whether an ACK reaching the listener without a connection may carry a cookie.
@@ -619,8 +627,7 @@ impl Stack {
 
     /// Answers a SYN with a cookie SYN-ACK; nothing about the SYN is kept (RFC 4987 §3.6).
     fn send_cookie(&mut self, syn: &Segment, now: Instant) {
-        let mut tcp = self.config.tcp;
-        tcp.mtu = tcp.mtu.max(1280);
+        let tcp = self.listener_tcp();
         let options = SynCookies::options_for(syn, tcp.sack, tcp.timestamps);
         let iss = self.cookies.make(syn, &options, now);
         if let Some(syn_ack) = Connection::cookie_syn_ack(syn, &options, tcp, iss, now) {
@@ -646,14 +653,10 @@ impl Stack {
         };
         if self.sessions.len() >= self.config.max_connections {
             self.counters.syn_cookies_refused_connection_cap += 1;
-            if let Some(rst) = reset_for(&seg) {
-                self.counters.resets_sent += 1;
-                self.send_segment(&rst);
-            }
+            self.reset(&seg);
             return;
         }
-        let mut tcp = self.config.tcp;
-        tcp.mtu = tcp.mtu.max(1280);
+        let tcp = self.listener_tcp();
         let iss = Seq(seg.ack.map_or(0, |a| a.0.wrapping_sub(1)));
         let Some(conn) = Connection::accept_cookie(&seg, &options, tcp, iss, now) else {
             self.counters.syn_cookies_invalid += 1;
