@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::conn::reset_for;
-use leantcp::{CookieError, Connection, Event, Instant, RetransmitKind, Segment, Seq, State, SynCookies, TcpConfig, Transmission};
+use leantcp::{CookieError, Connection, Event, Instant, Segment, Seq, State, SynCookies, TcpConfig, Transmission};
 use serde_json::json;
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
@@ -20,6 +20,7 @@ use smoltcp::wire::{
 
 use crate::http::{self, HttpError, Method, Parse};
 use crate::log::EventLog;
+use segment_lines::{AckLine, RttSampleLine, TxLine};
 use crate::neighbors::Neighbors;
 
 const HOP_LIMIT: u8 = 64;
@@ -256,20 +257,10 @@ impl Stack {
     /// Logs a segment when its frame was written to the device (`tx`), or when the write
     /// failed (`tx_dropped`: the connection counts it as sent, the wire never saw it).
     pub fn log_transmission(&mut self, t_us: u64, tx: &TxRecord, written: bool) {
-        if !self.log.enabled() {
-            return;
+        if self.log.enabled() {
+            let line = TxLine::new(tx.conn, &tx.transmission, written, t_us, self.log.unix_us(t_us));
+            self.log.write_line(&line);
         }
-        let x = &tx.transmission;
-        let mut fields = json!({"conn": tx.conn, "seq": x.seq, "len": x.payload_len, "syn": x.syn, "fin": x.fin,
-            "retransmission": x.retransmission, "sent_us": x.sent_at.as_micros(), "srtt_us": x.srtt_us,
-            "rttvar_us": x.rttvar_us, "rto_unfloored_us": x.rto_unfloored_us, "rto_us": x.rto_us});
-        if x.retransmission {
-            if let Some(map) = fields.as_object_mut() {
-                map.insert("kind".into(), x.kind.name().into());
-                map.insert("go_back_n".into(), (x.kind == RetransmitKind::GoBackN).into());
-            }
-        }
-        self.log.write(t_us, if written { "tx" } else { "tx_dropped" }, fields);
     }
 
     fn emit_frame(&mut self, dst: EthernetAddress, ethertype: EthernetProtocol, payload: &[u8]) {
@@ -718,11 +709,17 @@ impl Stack {
         let id = session.id;
         while let Some(event) = session.conn.poll_event() {
             match event {
-                Event::RttSample { rtt_us, srtt_us, rttvar_us, rto_us } => self.log.write(t, "rtt_sample", json!({"conn": id, "rtt_us": rtt_us, "srtt_us": srtt_us, "rttvar_us": rttvar_us, "rto_us": rto_us})),
+                Event::RttSample { rtt_us, srtt_us, rttvar_us, rto_us } => {
+                    let line = RttSampleLine { conn: id, event: "rtt_sample", rto_us, rtt_us, rttvar_us, srtt_us, t_us: t, unix_us: self.log.unix_us(t) };
+                    self.log.write_line(&line)
+                }
                 Event::Timeout { rto_us, backoff_shift, outstanding_bytes } => self.log.write(t, "timeout", json!({"conn": id, "rto_us": rto_us, "backoff_shift": backoff_shift, "outstanding_bytes": outstanding_bytes})),
                 // Logged as `tx` when the frame is written, not when the segment is made.
                 Event::Retransmit { .. } => {}
-                Event::NewAck { ack, at } => self.log.write(t, "ack", json!({"conn": id, "ack": ack, "at_us": at.as_micros()})),
+                Event::NewAck { ack, at } => {
+                    let line = AckLine { ack, at_us: at.as_micros(), conn: id, event: "ack", t_us: t, unix_us: self.log.unix_us(t) };
+                    self.log.write_line(&line)
+                }
                 Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
                 Event::TailLossProbe { seq, retransmission } => self.log.write(t, "tail_loss_probe", json!({"conn": id, "seq": seq, "retransmission": retransmission})),
                 Event::ZeroWindowProbe { seq } => self.log.write(t, "zero_window_probe", json!({"conn": id, "seq": seq})),
@@ -907,5 +904,6 @@ impl Stack {
     }
 }
 
+mod segment_lines;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! In-memory tests of the frame path: a leantcp client talks to the stack through
 //! Ethernet frames, exactly as a peer on the TAP link would.
 use super::*;
+use leantcp::RetransmitKind;
 
 const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x99]);
 const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
@@ -613,4 +614,50 @@ fn frames_carry_their_transmission_records() {
     // the SYN-ACK, the response head and 320 KiB in 1460-byte segments, and the FIN
     assert!(data_frames > (320 * 1024usize).div_ceil(1460), "{data_frames}");
     assert!(with_estimate >= data_frames - 11, "after the first window every segment carries an estimate");
+}
+
+/// The per-segment lines (segment_lines.rs) against the generic map path they replaced:
+/// the same bytes, for a first transmission, a retransmission of each kind and the ACK lines.
+#[test]
+fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
+    fn both<T: serde::Serialize>(line: &T, t_us: u64, kind: &str, fields: serde_json::Value) -> (String, String) {
+        let (fast, generic) = (SharedLog::default(), SharedLog::default());
+        let mut fast_log = EventLog::to_writer(Box::new(fast.clone()), 1_700_000_000_000_000);
+        let mut generic_log = EventLog::to_writer(Box::new(generic.clone()), 1_700_000_000_000_000);
+        fast_log.write_line(line);
+        generic_log.write(t_us, kind, fields);
+        fast_log.flush();
+        generic_log.flush();
+        let text = |s: &SharedLog| String::from_utf8(s.0.lock().unwrap().clone()).unwrap();
+        (text(&fast), text(&generic))
+    }
+    let unix = |t_us: u64| 1_700_000_000_000_000 + t_us;
+    let first = Transmission {
+        seq: 4_000_000_000, payload_len: 1448, syn: false, fin: true, retransmission: false, kind: RetransmitKind::GoBackN,
+        sent_at: Instant::from_micros(1234), srtt_us: None, rttvar_us: 0, rto_unfloored_us: None, rto_us: 1_000_000,
+    };
+    let mut cases = vec![(first.clone(), true)];
+    for kind in [RetransmitKind::GoBackN, RetransmitKind::Handshake, RetransmitKind::Timeout, RetransmitKind::Recovery] {
+        let x = Transmission { retransmission: true, kind, srtt_us: Some(812), rttvar_us: 97, rto_unfloored_us: Some(1200.25), ..first.clone() };
+        cases.push((x, false));
+    }
+    for (x, written) in cases {
+        let t_us = 98_765;
+        let mut fields = json!({"conn": 7, "seq": x.seq, "len": x.payload_len, "syn": x.syn, "fin": x.fin,
+            "retransmission": x.retransmission, "sent_us": x.sent_at.as_micros(), "srtt_us": x.srtt_us,
+            "rttvar_us": x.rttvar_us, "rto_unfloored_us": x.rto_unfloored_us, "rto_us": x.rto_us});
+        if x.retransmission {
+            let map = fields.as_object_mut().unwrap();
+            map.insert("kind".into(), x.kind.name().into());
+            map.insert("go_back_n".into(), (x.kind == RetransmitKind::GoBackN).into());
+        }
+        let (fast, generic) = both(&TxLine::new(7, &x, written, t_us, unix(t_us)), t_us, if written { "tx" } else { "tx_dropped" }, fields);
+        assert_eq!(fast, generic);
+    }
+    let ack = AckLine { ack: 17, at_us: 5, conn: 3, event: "ack", t_us: 9, unix_us: unix(9) };
+    let (fast, generic) = both(&ack, 9, "ack", json!({"conn": 3, "ack": 17, "at_us": 5}));
+    assert_eq!(fast, generic);
+    let rtt = RttSampleLine { conn: 3, event: "rtt_sample", rto_us: 200_000, rtt_us: 410, rttvar_us: 120, srtt_us: 500, t_us: 9, unix_us: unix(9) };
+    let (fast, generic) = both(&rtt, 9, "rtt_sample", json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}));
+    assert_eq!(fast, generic);
 }
