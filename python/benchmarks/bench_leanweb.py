@@ -47,6 +47,7 @@ from congestlab.errors import ToolError
 from congestlab.servers.apache import ApacheServer
 from congestlab.servers.files import file_name, write_files
 from congestlab.servers.lean import LeanServer
+from congestlab.testbed.plan import BRIDGE_NETFILTER_OFF
 
 LEAN4, KERNEL4, ROUTER_S4, ROUTER_C4, CLIENT4 = "10.9.0.1", "10.9.0.3", "10.9.0.254", "10.9.1.254", "10.9.1.2"
 LEAN6, KERNEL6, ROUTER_S6, ROUTER_C6, CLIENT6 = "fd09::1", "fd09::3", "fd09::fe", "fd19::fe", "fd19::2"
@@ -113,6 +114,7 @@ class BenchNet:
             self._no_offloads(ns, dev)
             sh("ip", "-n", ns, "link", "set", dev, "up")
         self.ns(r, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+        self.ns(s, "sh", "-ec", BRIDGE_NETFILTER_OFF)  # as the testbed does for a user-stack node
         # Kernel senders in the server ns use CUBIC, as the studies' Linux did.
         sh("ip", "-n", s, "route", "add", "default", "via", ROUTER_S4, "congctl", "cubic")
         sh("ip", "-n", s, "-6", "route", "add", "default", "via", ROUTER_S6, "congctl", "cubic")

@@ -6,7 +6,7 @@ import pytest
 
 from congestlab.spec import load_preset
 from congestlab.testbed.layout import build_layout
-from congestlab.testbed.plan import build_plan
+from congestlab.testbed.plan import BRIDGE_NETFILTER_OFF, build_plan
 
 SPEC = load_preset("ipv6")
 
@@ -51,3 +51,11 @@ def test_plan_never_targets_the_root_namespace():
     congctl = [s for s in plan if "congctl" in s.argv]
     assert {s.argv[2] for s in congctl} == {"cl0a1b2c-server", "cl0a1b2c-client"}
     assert any("reno" in s.argv for s in congctl if s.argv[2] == "cl0a1b2c-client")
+
+
+def test_bridge_netfilter_is_off_in_user_stack_nodes_only():
+    layout = build_layout(SPEC.topology, "cl0a1b2c")
+    plan = build_plan(layout, {"server": "cubic", "client": "reno"})
+    off = {s.argv[3] for s in plan if s.argv[:3] == ("ip", "netns", "exec") and BRIDGE_NETFILTER_OFF in s.argv}
+    assert off == {layout.nodes[n].namespace for n, node in layout.nodes.items() if node.stack == "user"}
+    assert off == {"cl0a1b2c-bare", "cl0a1b2c-modern"}
