@@ -9,6 +9,9 @@ Pairings, each two bulk flows started together through the same bottleneck, for
                      removed at the end)                          goal: lean 40-60 %
   nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: the
                      share leanweb's own per-frame cost leaves it on this machine
+  modern-alone       reference: one leanweb `modern` flow alone on the bottleneck: its
+                     rate ceiling on this machine (a share goal it cannot reach alone
+                     is out of its controller's hands)
 
 Topology (congestlab.testbed, one Testbed for the whole run, names `cl<hex>-*`): the server
 side switch `ss` holds two user-stack nodes (leanweb on a TAP each) and a kernel host; the
@@ -21,7 +24,7 @@ exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic] [--json OUT]
+        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,modern-alone] [--json OUT]
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md.
 """
 
@@ -76,8 +79,8 @@ class Flow:
     cc: str | None = None
 
 
-def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow, tuple[float, float]]]:
-    """name -> (flow A, flow B, the goal for A's share in %)."""
+def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow | None, tuple[float, float]]]:
+    """name -> (flow A, flow B or None for A alone, the goal for A's share in %)."""
     modern = {"profile": "modern"}
     out = {
         "modern-modern": (Flow("lean modern", "l1", modern), Flow("lean modern", "l2", modern), (45.0, 55.0)),
@@ -88,6 +91,7 @@ def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow, tu
     # per-frame cost leaves it on this machine.
     out["nocc-cubic"] = (Flow("lean modern --cc none", "l1", {"profile": "modern", "cc": "none"}),
                          Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["modern-alone"] = (Flow("lean modern", "l1", modern), None, (0.0, 100.0))
     if compound_kernel_name:
         out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
                                     Flow("kernel compound", "k", cc=compound_kernel_name), (40.0, 60.0))
@@ -146,19 +150,20 @@ def wait_listening(tb: Testbed, port: int, timeout_s: float = 5.0) -> None:
     raise CongestlabError(f"iperf3 server in the client did not listen on {port} within {timeout_s} s")
 
 
-def run_pair(tb: Testbed, a: Flow, b: Flow, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
-    """Both flows at once; the receivers' byte counts and A's share. leanweb's logs go to
-    run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
-    servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in (a, b) if f.cc is None]
+def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
+    """Both flows at once (or A alone); the receivers' byte counts and A's share. leanweb's
+    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
+    flows = [f for f in (a, b) if f is not None]
+    servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in flows if f.cc is None]
     try:
         for server in servers:
             server.start()
         for server in servers:
             server.wait_started()
-        for f in (a, b):
+        for f in flows:
             if f.cc is None:
                 tb.ping("c", f.node, "v4", count=1)
-        runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate((a, b))]
+        runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate(flows)]
         got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
     finally:
         for server in servers:
@@ -182,7 +187,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic")
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -213,9 +218,9 @@ def main() -> int:
                         row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}")
                         row["loadavg"] = os.getloadavg()
                         results.setdefault(name, []).append(row)
-                        print(f"{name} rep {rep + 1}: {a.label} {row['mbps'][0]:.1f} Mbit/s, {b.label} "
-                              f"{row['mbps'][1]:.1f} Mbit/s, share of A {row['share_a_pct']:.1f} % "
-                              f"(load {row['loadavg'][0]:.1f})", flush=True)
+                        other = f"{b.label} {row['mbps'][1]:.1f} Mbit/s" if b else "alone"
+                        print(f"{name} rep {rep + 1}: {a.label} {row['mbps'][0]:.1f} Mbit/s, {other}, share of A "
+                              f"{row['share_a_pct']:.1f} % (load {row['loadavg'][0]:.1f})", flush=True)
     finally:
         if compound:
             registry.remove(compound)

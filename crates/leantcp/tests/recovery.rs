@@ -533,3 +533,17 @@ fn a_lost_probe_is_followed_by_the_timeout_not_another_probe() {
     let stats = sim.b.conn.as_ref().unwrap().stats();
     assert_eq!((stats.tail_loss_probes, stats.timeouts), (1, 1));
 }
+
+/// RFC 8985 §7.2 with Linux's 2 ms slack (rack.rs `PTO_SLACK`): on a sub-millisecond path
+/// (handshake SRTT ~0.2 ms) the client's ACKs of a 4-segment response come back 1.5 ms
+/// late, as on a loaded host. 2·SRTT alone would probe before they arrive (a spurious
+/// retransmission on every response); with the slack the ACKs win and nothing is resent.
+#[test]
+fn tail_loss_probe_waits_out_ack_jitter_at_sub_millisecond_srtt() {
+    let fast = LinkConfig { delay: Duration::from_micros(100), ..link() };
+    let late_acks = LinkConfig { delay_indices: (2..20).map(|i| (i, Duration::from_micros(1500))).collect(), ..fast.clone() };
+    let (mut sim, _) = transfer_with(client(), TcpConfig::modern(), late_acks, fast, false, 4 * 1448);
+    let stats = sim.b.conn.as_ref().unwrap().stats();
+    let evs = server_events(&mut sim);
+    assert_eq!((stats.tail_loss_probes, stats.timeouts, stats.retransmissions), (0, 0, 0), "{:?}", retransmits(&evs));
+}

@@ -24,6 +24,12 @@ use crate::time::Instant;
 /// RFC 8985 §7.2: worst-case delayed-ACK time added to the PTO when one segment is out.
 pub const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
+/// Added to 2·SRTT when more than one segment is out, as Linux's TLP timer adds its 2 ms
+/// minimum timeout: at a sub-millisecond SRTT, 2·SRTT alone is shorter than the ordinary
+/// jitter of a loaded host (its ACK arrives after ~1.5 ms), and the probe fires on nearly
+/// every response (docs/notes/leantcp-sending-speed.md).
+pub const PTO_SLACK: Duration = Duration::from_millis(2);
+
 #[derive(Debug, Clone, Default)]
 pub struct Rack {
     xmit_ts: Option<Instant>,
@@ -103,10 +109,11 @@ impl Rack {
         (marked, timer)
     }
 
-    /// §7.2 TLP_calc_PTO, capped by the time left until the RTO fires.
+    /// §7.2 TLP_calc_PTO (plus `PTO_SLACK` where it adds no delayed-ACK allowance), capped
+    /// by the time left until the RTO fires.
     pub fn pto(rtt: &RttStats, one_segment_in_flight: bool, rto_left: Duration) -> Duration {
         let pto = match rtt.srtt {
-            Some(srtt) => srtt * 2 + if one_segment_in_flight { WORST_CASE_DELAYED_ACK } else { Duration::ZERO },
+            Some(srtt) => srtt * 2 + if one_segment_in_flight { WORST_CASE_DELAYED_ACK } else { PTO_SLACK },
             None => Duration::from_secs(1),
         };
         pto.min(rto_left)
@@ -180,9 +187,11 @@ mod tests {
     }
 
     #[test]
-    fn pto_is_two_srtt_plus_delayed_ack_for_one_segment_capped_by_rto() {
+    fn pto_is_two_srtt_plus_delayed_ack_for_one_segment_or_slack_for_more_capped_by_rto() {
         let rtt = stats(10, 10);
-        assert_eq!(Rack::pto(&rtt, false, Duration::from_secs(1)), Duration::from_millis(20));
+        assert_eq!(Rack::pto(&rtt, false, Duration::from_secs(1)), Duration::from_millis(22));
+        let sub_ms = RttStats { srtt: Some(Duration::from_micros(300)), ..stats(0, 0) };
+        assert_eq!(Rack::pto(&sub_ms, false, Duration::from_secs(1)), Duration::from_micros(2600));
         assert_eq!(Rack::pto(&rtt, true, Duration::from_secs(1)), Duration::from_millis(220));
         assert_eq!(Rack::pto(&rtt, true, Duration::from_millis(150)), Duration::from_millis(150));
         assert_eq!(Rack::pto(&RttStats::default(), false, Duration::from_secs(3)), Duration::from_secs(1));
