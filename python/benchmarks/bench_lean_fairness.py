@@ -7,8 +7,12 @@ Pairings, each two bulk flows started together through the same bottleneck, for
   compound-compound  leanweb `--cc compound` (else modern) vs kernel Compound (the BPF
                      struct_ops of bpf/ctcp.bpf.c, registered under a unique name and
                      removed at the end)                          goal: lean 40-60 %
-  nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: the
-                     share leanweb's own per-frame cost leaves it on this machine
+  nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: bounded
+                     only by its send buffer and the client's window
+  bigbuf-cubic       reference: leanweb modern with a 4 MiB send buffer (Linux's tcp_wmem
+                     maximum; leanweb's default is 256 KiB) vs kernel CUBIC: the buffer
+                     caps the lean flow's bytes in flight, i.e. its rate once CUBIC has
+                     filled the FIFO (RTT ~100 ms: 256 KiB / 100 ms = 21 Mbit/s)
   modern-alone       reference: one leanweb `modern` flow alone on the bottleneck: its
                      rate ceiling on this machine (a share goal it cannot reach alone
                      is out of its controller's hands)
@@ -24,7 +28,7 @@ exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,modern-alone] [--json OUT]
+        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone] [--json OUT]
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md.
 """
 
@@ -86,11 +90,12 @@ def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow | N
         "modern-modern": (Flow("lean modern", "l1", modern), Flow("lean modern", "l2", modern), (45.0, 55.0)),
         "modern-cubic": (Flow("lean modern", "l1", modern), Flow("kernel cubic", "k", cc="cubic"), (40.0, 60.0)),
     }
-    # Reference, no goal: the same lean stack without a congestion window (bounded by the
-    # client's receive window only) against kernel CUBIC shows what share leanweb's own
-    # per-frame cost leaves it on this machine.
+    # References, no goal: the lean stack without a congestion window, with a Linux-sized send
+    # buffer, and alone tell its controller, its bytes-in-flight cap and its rate ceiling apart.
     out["nocc-cubic"] = (Flow("lean modern --cc none", "l1", {"profile": "modern", "cc": "none"}),
                          Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["bigbuf-cubic"] = (Flow("lean modern, 4 MiB send buffer", "l1", {**modern, "send_buffer_bytes": 4 << 20}),
+                           Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
     out["modern-alone"] = (Flow("lean modern", "l1", modern), None, (0.0, 100.0))
     if compound_kernel_name:
         out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
@@ -187,7 +192,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,modern-alone")
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
     args = ap.parse_args()
     if os.geteuid() != 0:
