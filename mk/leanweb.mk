@@ -30,8 +30,9 @@ bench-leanweb: install
 bench-lean-loss: install
 	$(PY) python/benchmarks/bench_lean_loss.py
 
-# Not part of `make test` (root, ~6 min): leantcp's congestion controls sharing the 100 Mbit/s
-# bottleneck: modern vs modern, modern vs kernel CUBIC, Compound vs kernel Compound (BPF).
+# Not part of `make test` (root, ~10 min): leantcp's congestion controls sharing the 100 Mbit/s
+# bottleneck: modern vs modern, modern vs kernel CUBIC, Compound vs kernel Compound (BPF), and
+# references (no cwnd, a 4 MiB send buffer, one lean flow alone).
 bench-lean-fairness: install
 	$(PY) python/benchmarks/bench_lean_fairness.py
 
