@@ -29,7 +29,8 @@ exit, Ctrl-C and SIGTERM.
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
         [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone] [--json OUT]
-(`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md.
+(`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md,
+docs/notes/leantcp-sending-speed.md (the references).
 """
 
 from __future__ import annotations

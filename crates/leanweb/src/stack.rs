@@ -20,8 +20,8 @@ use smoltcp::wire::{
 
 use crate::http::{self, HttpError, Method, Parse};
 use crate::log::EventLog;
-use segment_lines::{AckLine, RttSampleLine, TxLine};
 use crate::neighbors::Neighbors;
+use segment_lines::{AckLine, RttSampleLine, TxLine};
 
 const HOP_LIMIT: u8 = 64;
 const NDP_HOP_LIMIT: u8 = 255;

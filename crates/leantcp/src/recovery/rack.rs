@@ -26,8 +26,8 @@ pub const WORST_CASE_DELAYED_ACK: Duration = Duration::from_millis(200);
 
 /// Added to 2·SRTT when more than one segment is out, as Linux's TLP timer adds its 2 ms
 /// minimum timeout: at a sub-millisecond SRTT, 2·SRTT alone is shorter than the ordinary
-/// jitter of a loaded host (its ACK arrives after ~1.5 ms), and the probe fires on nearly
-/// every response (docs/notes/leantcp-sending-speed.md).
+/// jitter of a loaded host, and a probe goes out before an ACK that was merely late
+/// (docs/notes/leantcp-sending-speed.md).
 pub const PTO_SLACK: Duration = Duration::from_millis(2);
 
 #[derive(Debug, Clone, Default)]
