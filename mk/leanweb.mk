@@ -11,7 +11,7 @@ LEANWEB_FUZZ_DIR := crates/leanweb/fuzz
 APT_PACKAGES += wrk
 TEST_TARGETS += test-leanweb-fuzz
 
-.PHONY: test-leanweb-fuzz fuzz-long bench-leanweb bench-lean-loss bench-lean-fairness
+.PHONY: test-leanweb-fuzz fuzz-long bench-leanweb bench-lean-loss bench-lean-fairness bench-lean-frame-cost
 test-leanweb-fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
@@ -29,6 +29,11 @@ bench-leanweb: install
 # leanweb --profile modern vs nginx (kernel TCP, CUBIC) vs --profile bare; medians and ratios.
 bench-lean-loss: install
 	$(PY) python/benchmarks/bench_lean_loss.py
+
+# Not part of `make test` (root, ~1 min): loss-free 320 KiB fetches, leanweb modern vs nginx,
+# and leanweb's CPU per fetch; add ARGS="--perf FILE" for a profile.
+bench-lean-frame-cost: install
+	$(PY) python/benchmarks/bench_lean_frame_cost.py $(ARGS)
 
 # Not part of `make test` (root, ~10 min): leantcp's congestion controls sharing the 100 Mbit/s
 # bottleneck: modern vs modern, modern vs kernel CUBIC, Compound vs kernel Compound (BPF), and
