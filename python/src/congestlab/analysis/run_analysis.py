@@ -224,8 +224,8 @@ def _lean_log_checks(by_server: dict[str, list[tuple]]) -> list[Check]:
             continued += compared.continued
             problems += compared.disagreements
         compared_total = total - continued
-        note = (f"{continued} connection(s) open before their capture started (a timed-out GET the server "
-                "kept retransmitting into the next repetition) not compared" if continued else "")
+        note = (f"{continued} connection(s) already open when their capture started (a timed-out GET the server "
+                "kept retransmitting, a ready check's closing) not compared" if continued else "")
         message = "; ".join(m for m in (f"{server}: {compared_total - agreeing} of {compared_total} connections "
                                         "disagree: " + "; ".join(problems[:3]) if problems else "", note) if m)
         checks.append(Check(f"retransmissions_pcap_vs_log_{server}", agreeing == compared_total,
