@@ -49,6 +49,18 @@ def test_quick_is_w1_w5_w9_all_one_at_75_and_100_with_2_repetitions_and_no_e4(st
     assert len(run_order(quick, study.order, study.seed)) == 12 * 2
 
 
+def test_quicks_get_timeout_exceeds_the_seeds_longest_delay_at_its_levels(study, points):
+    """--quick waits 45 s for a GET (the full study 120 s); the seed's longest delay at 75 and
+    100 Mbit/s (Table 29 W9/One, 39.05 s) must still fit, or the quick would censor cells the
+    seed measured."""
+    quick = expand(study, quick=True)
+    longest_s = max(e["delay_ms"] for e in study.published if e.get("level") in ("75", "100") and "delay_ms" in e) / 1000
+    assert longest_s == pytest.approx(39.05167)
+    assert {p.study.workload("get").timeout_s for p in quick} == {45}
+    assert {p.study.workload("get").timeout_s for p in points if "get" in p.workloads} == {120}
+    assert 45 > longest_s
+
+
 def test_every_cell_runs_the_bare_lean_server_with_its_weight_and_sampling(points):
     for p in points:
         if "lean" not in p.servers:
@@ -99,7 +111,7 @@ def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them
     first_100 = next(i for i, (p, _) in enumerate(runner.runs) if p.labels["level"] == "100")
     point, rep = runner.runs[first_100]
     kept = len(runner.runs) - first_100
-    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + 120)
+    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + point.study.workload("get").timeout_s)
     # the 75 Mbit/s background's bound counts its own level's runs, not the next level's
     point75, rep75 = runner.runs[0]
     assert runner._bound_s(point75, rep75) == BACKGROUND_MARGIN_S + sum(
