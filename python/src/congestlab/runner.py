@@ -42,6 +42,7 @@ from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
 from congestlab.rundir import FORMAT_VERSION, environment, write_manifest
 from congestlab.servers.files import url_path, write_files
+from congestlab.servers.lean import requested_cc
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, StudySpec
 from congestlab.spec.sweep import Point, background_key, expand, run_order
@@ -474,7 +475,7 @@ class Runner:
         user_stack = spec.kind == "lean"
         record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
                   "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
-                  "cc_requested": f"leanweb --cc {spec.knobs.get('cc', 'none')}" if user_stack else spec.cc,
+                  "cc_requested": f"leanweb --cc {requested_cc(spec.knobs)}" if user_stack else spec.cc,
                   "cc_kernel": None if user_stack else self._kernel_cc(point.study).get(spec.node),
                   "files_sha256": {str(k): v for k, v in digests.items()},
                   "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}")}
