@@ -20,7 +20,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# A log connection is the capture's when it opened within this of the capture's first packet.
+# A log connection is the capture's when it was open (from its opening to its last event, with
+# this margin either side) at the capture's first packet of it.
 SAME_CONNECTION_S = 1.0
 
 
