@@ -501,17 +501,21 @@ class Runner:
                                f"not the requested {wanted!r}")
 
     def _probe_client(self, point: Point, server: ServerSpec) -> str:
-        """A kernel host that talks to this server in the point (for ready and cc checks)."""
-        study = point.study
-        for name in point.workloads:
-            w = study.workload(name)
-            if w.kind == "get":
-                for req in w.requests:
-                    if req.server == server.name:
-                        return req.client
-            elif w.kind in ("http_load", "anma") and w.server == server.name:
-                return w.client
-        raise SpecError(f"servers.{server.name}", "no workload of this point talks to it (nothing to probe it from)")
+        """A kernel host that talks to this server in the point, else in another point of its
+        unit (for ready and cc checks): the rto preset's E4 starts both servers of a pair at
+        the unit's first point, whose GET goes to one of them."""
+        for candidate in [point] + [p for p in self.points if p.unit == point.unit and p is not point]:
+            study = candidate.study
+            for name in candidate.workloads:
+                w = study.workload(name)
+                if w.kind == "get":
+                    for req in w.requests:
+                        if req.server == server.name:
+                            return req.client
+                elif w.kind in ("http_load", "anma") and w.server == server.name:
+                    return w.client
+        raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
+                        "(nothing to probe it from)")
 
     def _stop_server(self, name: str) -> None:
         server = self.servers.pop(name)

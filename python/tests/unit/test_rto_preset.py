@@ -271,3 +271,14 @@ def test_e5_runs_the_lean_server_bare_and_modern_under_each_levels_background(po
                 else ("bare", "none", "go-back-n", 1000, "one"))
         assert (knobs["profile"], knobs["cc"], knobs["recovery"], knobs["rto_min_ms"], knobs["sampling"]) == want
         assert knobs["weight"] == "W1" and p.repetitions == 3
+
+
+def test_e4_probes_the_pairs_other_server_from_the_units_other_point(study):
+    """Both servers of an E4 pair start at the unit's first point, whose GET goes to one of
+    them: the other's ready check uses the client of the unit's other point."""
+    runner = Runner(study, "/nonexistent")
+    for exp, first, other in (("e4-lean-apache", "lean", "apache"), ("e4-apache-iis", "apache", "iis"),
+                              ("e4-iis-lean", "iis", "lean")):
+        point = next(p for p in runner.points if p.experiment == exp and p.labels["server"] == first)
+        assert runner._probe_client(point, point.study.server(other)) == "client"
+        assert runner._probe_client(point, point.study.server("bts")) == "btcli"
