@@ -42,6 +42,7 @@ from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
 from congestlab.rundir import FORMAT_VERSION, environment, write_manifest
 from congestlab.servers.files import url_path, write_files
+from congestlab.servers.lean import requested_cc
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, StudySpec
 from congestlab.spec.sweep import Point, background_key, expand, run_order
@@ -474,7 +475,7 @@ class Runner:
         user_stack = spec.kind == "lean"
         record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
                   "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
-                  "cc_requested": f"leanweb --cc {spec.knobs.get('cc', 'none')}" if user_stack else spec.cc,
+                  "cc_requested": f"leanweb --cc {requested_cc(spec.knobs)}" if user_stack else spec.cc,
                   "cc_kernel": None if user_stack else self._kernel_cc(point.study).get(spec.node),
                   "files_sha256": {str(k): v for k, v in digests.items()},
                   "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}")}
@@ -500,17 +501,21 @@ class Runner:
                                f"not the requested {wanted!r}")
 
     def _probe_client(self, point: Point, server: ServerSpec) -> str:
-        """A kernel host that talks to this server in the point (for ready and cc checks)."""
-        study = point.study
-        for name in point.workloads:
-            w = study.workload(name)
-            if w.kind == "get":
-                for req in w.requests:
-                    if req.server == server.name:
-                        return req.client
-            elif w.kind in ("http_load", "anma") and w.server == server.name:
-                return w.client
-        raise SpecError(f"servers.{server.name}", "no workload of this point talks to it (nothing to probe it from)")
+        """A kernel host that talks to this server in the point, else in another point of its
+        unit (for ready and cc checks): the rto preset's E4 starts both servers of a pair at
+        the unit's first point, whose GET goes to one of them."""
+        for candidate in [point] + [p for p in self.points if p.unit == point.unit and p is not point]:
+            study = candidate.study
+            for name in candidate.workloads:
+                w = study.workload(name)
+                if w.kind == "get":
+                    for req in w.requests:
+                        if req.server == server.name:
+                            return req.client
+                elif w.kind in ("http_load", "anma") and w.server == server.name:
+                    return w.client
+        raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
+                        "(nothing to probe it from)")
 
     def _stop_server(self, name: str) -> None:
         server = self.servers.pop(name)
@@ -635,11 +640,14 @@ class Runner:
                 proc = tb.start(spec.node, argv, stderr=err)
             captures.append((name, proc, err_path, argv))
             wait_listening(err_path, proc, argv)
+        self._capture_started_s = time.time()
         return captures
 
     def _stop_captures(self, tb: Testbed, captures, info: dict) -> None:
         if captures:
             time.sleep(0.2)  # the last ACKs and FINs reach the capture
+            # the lean log/capture check counts the log's transmissions inside this span
+            info["capture_epoch_s"] = [self._capture_started_s, time.time()]
         info["captures"] = {}
         for name, proc, err_path, argv in captures:
             tb.stop(proc)

@@ -66,7 +66,8 @@ def test_log_matches_capture_and_replay_matches_logged_rto_under_loss(tmp_path, 
     # 1. per connection: retransmissions in the capture == retransmissions leanweb wrote
     conns = measure_pcap(pcap, server_port=80).connections
     logged = logged_connections(log)
-    agreeing, problems = compare_with_pcap(conns, logged, "loss")
+    compared = compare_with_pcap(conns, logged, "loss")
+    agreeing, problems = compared.agreeing, compared.disagreements
     retransmitted = sum(c.retransmissions for c in conns)
     print(f"connections {len(conns)}, retransmissions in the capture {retransmitted}")
     assert retransmitted > 0, "4 % loss must cause retransmissions"

@@ -14,7 +14,7 @@ from congestlab.report.declarations import declaration_names, load_declaration
 from congestlab.paths import REPO_ROOT
 
 AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"],
-        "cubic-compound": ["pair", "level", "size_kib"], "rto": ["level", "sampling", "weight", "rto_min_ms", "server"]}
+        "cubic-compound": ["pair", "level", "size_kib"], "rto": ["level", "sampling", "weight", "rto_min_ms", "server", "profile"]}
 METRIC = {"t": {"kind": "request", "column": "delay_ms"}}
 
 

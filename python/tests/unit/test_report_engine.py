@@ -147,3 +147,32 @@ def test_a_run_that_did_not_finish_is_refused(tmp_path):
     (run / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(RunDirError, match="not complete"):
         build_report(run)
+
+
+def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
+    """The rto preset's delays: a failed GET is not in the mean but shows as "> T s", T its
+    point's timeout (the quick's 45 s from the point's settings, else the spec's 120 s)."""
+    metric = {"kind": "request", "column": "delay_ms", "where": {"ok": True}, "digits": 0,
+              "censored": {"ok": False}, "censored_at": "workloads.get.timeout_s"}
+    report = {"metrics": {"d": metric}, "tables": [{"id": "t", "title": "Delays", "metrics": ["d"], "rows": "level"}]}
+    builder = RunBuilder("s", ["level"], report)
+    builder.spec["workloads"] = [{"name": "get", "kind": "get", "timeout_s": 120.0}]
+    builder.add("request", {"level": "75"}, 1, delay_ms=100.0, ok=True)
+    builder.add("request", {"level": "75"}, 2, delay_ms=300.0, ok=True)
+    builder.add("request", {"level": "100"}, 1, delay_ms=2000.0, ok=True)
+    builder.add("request", {"level": "100"}, 2, delay_ms="", ok=False)
+    builder.add("request", {"level": "125"}, 1, delay_ms="", ok=False)
+    builder.add("request", {"level": "125"}, 2, delay_ms="", ok=False)
+    run = builder.write(tmp_path / "run")
+    manifest = json.loads((run / "manifest.json").read_text())
+    for point in manifest["points"]:
+        point["settings"] = {"workloads.get.timeout_s": 45} if point["axes"]["level"] == "125" else {}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    md = build_report(run).markdown_path.read_text()
+    assert "| 75 | 200 ± 141 (2) |" in md
+    assert "| 100 | 2000 (1); > 120 s |" in md
+    assert "| 125 | > 45 s ×2 |" in md
+    assert "did not complete within T s" in md
+    with pytest.raises(SpecError, match="censored and censored_at go together"):
+        bad = dict(report, metrics={"d": {k: v for k, v in metric.items() if k != "censored_at"}})
+        build_report(RunBuilder("s", ["level"], bad).write(tmp_path / "run2"))

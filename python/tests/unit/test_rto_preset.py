@@ -26,17 +26,17 @@ def points(study):
     return expand(study)
 
 
-def test_full_study_is_81_e1_cells_8_live_checks_and_3_pairs_at_3_levels(study, points):
+def test_full_study_is_81_e1_cells_8_live_checks_3_pairs_and_bare_or_modern_at_3_levels(study, points):
     by_exp = {e: [p for p in points if p.experiment == e] for e in ("e1", "e3", "e4-lean-apache", "e4-apache-iis",
-                                                                    "e4-iis-lean")}
-    assert [len(v) for v in by_exp.values()] == [81, 8, 6, 6, 6]
+                                                                    "e4-iis-lean", "e5-modern")}
+    assert [len(v) for v in by_exp.values()] == [81, 8, 6, 6, 6, 6]
     assert {p.repetitions for p in by_exp["e1"] + by_exp["e3"]} == {3}
     assert {p.repetitions for e in ("e4-lean-apache", "e4-apache-iis", "e4-iis-lean") for p in by_exp[e]} == {6}
     cells = {(p.labels["level"], p.labels["sampling"], p.labels["weight"]) for p in by_exp["e1"]}
     assert cells == {(lv, s, w) for lv in ("75", "100", "125") for s in ("all", "one", "some") for w in WEIGHTS}
     assert {(p.labels["level"], p.labels["rto_min_ms"]) for p in by_exp["e3"]} == {
         (lv, m) for lv in ("100", "125") for m in ("250", "500", "750", "1000")}
-    assert len(run_order(points, study.order, study.seed)) == 81 * 3 + 8 * 3 + 18 * 6
+    assert len(run_order(points, study.order, study.seed)) == 81 * 3 + 8 * 3 + 18 * 6 + 6 * 3
 
 
 def test_quick_is_w1_w5_w9_all_one_at_75_and_100_with_2_repetitions_and_no_e4(study):
@@ -49,9 +49,21 @@ def test_quick_is_w1_w5_w9_all_one_at_75_and_100_with_2_repetitions_and_no_e4(st
     assert len(run_order(quick, study.order, study.seed)) == 12 * 2
 
 
+def test_quicks_get_timeout_exceeds_the_seeds_longest_delay_at_its_levels(study, points):
+    """--quick waits 45 s for a GET (the full study 120 s); the seed's longest delay at 75 and
+    100 Mbit/s (Table 29 W9/One, 39.05 s) must still fit, or the quick would censor cells the
+    seed measured."""
+    quick = expand(study, quick=True)
+    longest_s = max(e["delay_ms"] for e in study.published if e.get("level") in ("75", "100") and "delay_ms" in e) / 1000
+    assert longest_s == pytest.approx(39.05167)
+    assert {p.study.workload("get").timeout_s for p in quick} == {45}
+    assert {p.study.workload("get").timeout_s for p in points if "get" in p.workloads} == {120}
+    assert 45 > longest_s
+
+
 def test_every_cell_runs_the_bare_lean_server_with_its_weight_and_sampling(points):
     for p in points:
-        if "lean" not in p.servers:
+        if "lean" not in p.servers or p.labels.get("profile") == "modern":
             continue
         knobs = p.study.server("lean").knobs
         assert (knobs["profile"], knobs["cc"], knobs["recovery"]) == ("bare", "none", "go-back-n")
@@ -99,7 +111,7 @@ def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them
     first_100 = next(i for i, (p, _) in enumerate(runner.runs) if p.labels["level"] == "100")
     point, rep = runner.runs[first_100]
     kept = len(runner.runs) - first_100
-    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + 120)
+    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + point.study.workload("get").timeout_s)
     # the 75 Mbit/s background's bound counts its own level's runs, not the next level's
     point75, rep75 = runner.runs[0]
     assert runner._bound_s(point75, rep75) == BACKGROUND_MARGIN_S + sum(
@@ -235,3 +247,38 @@ def test_published_table_6_is_the_seeds(study):
             assert [entry[b] for b in bins] == values[i::3], (level, weight, sampling)
             checked += 1
     assert checked == 27
+
+
+def test_rto_seed_fit_preset_is_rto_with_a_deep_bottleneck_queue(study):
+    fit = load_preset("rto-seed-fit")
+    assert next(n for n in fit.topology.nodes if n.name == "r1").links[0].queue_packets == 4000
+    assert next(n for n in study.topology.nodes if n.name == "r1").links[0].queue_packets == 1000
+    assert fit.report == study.report and fit.published == study.published  # both variants report the claims
+    assert fit.name == "rto-seed-fit" and fit.levels == study.levels and fit.quick == study.quick
+    assert [p.id for p in expand(fit, quick=True)] == [p.id for p in expand(study, quick=True)]
+
+
+def test_e5_runs_the_lean_server_bare_and_modern_under_each_levels_background(points):
+    """E5 (not in the seed): the modern cells are leanweb's modern profile as
+    crates/leantcp/src/conn.rs TcpConfig::modern() has it (CUBIC, SACK, 200 ms, every ACK
+    sampled), the bare ones the study's standard W1/One server."""
+    e5 = [p for p in points if p.experiment == "e5-modern"]
+    assert {(p.labels["level"], p.labels["profile"]) for p in e5} == {
+        (lv, pr) for lv in ("75", "100", "125") for pr in ("bare", "modern")}
+    for p in e5:
+        knobs = p.study.server("lean").knobs
+        want = (("modern", "cubic", "sack", 200, "all") if p.labels["profile"] == "modern"
+                else ("bare", "none", "go-back-n", 1000, "one"))
+        assert (knobs["profile"], knobs["cc"], knobs["recovery"], knobs["rto_min_ms"], knobs["sampling"]) == want
+        assert knobs["weight"] == "W1" and p.repetitions == 3
+
+
+def test_e4_probes_the_pairs_other_server_from_the_units_other_point(study):
+    """Both servers of an E4 pair start at the unit's first point, whose GET goes to one of
+    them: the other's ready check uses the client of the unit's other point."""
+    runner = Runner(study, "/nonexistent")
+    for exp, first, other in (("e4-lean-apache", "lean", "apache"), ("e4-apache-iis", "apache", "iis"),
+                              ("e4-iis-lean", "iis", "lean")):
+        point = next(p for p in runner.points if p.experiment == exp and p.labels["server"] == first)
+        assert runner._probe_client(point, point.study.server(other)) == "client"
+        assert runner._probe_client(point, point.study.server("bts")) == "btcli"

@@ -3,7 +3,7 @@ value beside ours; rendered to Markdown and HTML by render.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from congestlab.report.data import RunData, Stats, norm
 from congestlab.report.declaration import MetricSpec, TableSpec
@@ -14,14 +14,20 @@ class Cell:
     stats: Stats
     published: float | None
     digits: int
+    censored_s: list[float] = field(default_factory=list)  # limits of the samples known only to exceed them
 
     def ours(self, show_n: bool) -> str:
+        censored = ""
+        if self.censored_s:
+            count = f" ×{len(self.censored_s)}" if len(self.censored_s) > 1 else ""
+            censored = f"> {min(self.censored_s):g} s{count}"
         if not self.stats.n:
-            return "–"
+            return censored or "–"
         text = f"{self.stats.mean:.{self.digits}f}"
         if self.stats.sd is not None:
             text += f" ± {self.stats.sd:.{self.digits}f}"
-        return text + (f" ({self.stats.n})" if show_n else "")
+        text += f" ({self.stats.n})" if show_n or censored else ""
+        return text + (f"; {censored}" if censored else "")
 
     def seed(self) -> str:
         return "–" if self.published is None else f"{self.published:g}"
@@ -80,9 +86,11 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
                 if spec.columns:
                     sel[spec.columns] = g
                 pub = data.published_value(name, sel) if spec.published else None
-                cells[(r, g, name)] = Cell(data.stats(metric, sel), pub, metric.digits)
+                cells[(r, g, name)] = Cell(data.stats(metric, sel), pub, metric.digits,
+                                           data.censored_limits_s(metric, sel))
     if not spec.row_values:  # a row nothing was measured in is left out (the seed's value alone says nothing here)
-        rows = [r for r in rows if any(cells[(r, g, name)].stats.n for g in groups for name, _ in metrics)]
+        rows = [r for r in rows if any(cells[(r, g, name)].stats.n or cells[(r, g, name)].censored_s
+                                        for g in groups for name, _ in metrics)]
     with_seed = {name for name, _ in metrics if any(cells[(r, g, name)].published is not None
                                                    for r in rows for g in groups)}
     ns = {c.stats.n for c in cells.values() if c.stats.n}
@@ -100,14 +108,16 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
             cell = cells[(r, col.group, col.metric)]
             texts.append(cell.seed() if col.seed else cell.ours(show_n))
         body.append((r, texts))
-    measured = any(c.stats.n for c in cells.values())
+    measured = any(c.stats.n or c.censored_s for c in cells.values())
     if not ns:
-        caption = "not measured in this run"
+        caption = "not measured in this run" if not measured else "every sample censored"
     elif show_n:
         caption = "mean ± sd over repetitions; (n) = repetitions in the cell"
     else:
         n = ns.pop()
         caption = f"mean ± sd over n = {n} repetition{'s' if n > 1 else ''}" if n > 1 else "one repetition (no sd)"
+    if any(c.censored_s for c in cells.values()):
+        caption += "; > T s = did not complete within T s (×k: k repetitions), not in the mean"
     if with_seed:
         caption += "; seed = the study's published value"
     if len(metrics) == 1:

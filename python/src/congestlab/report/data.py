@@ -169,6 +169,24 @@ class RunData:
     def stats(self, metric: MetricSpec, selection: Selector) -> Stats:
         return Stats([s.value for s in self.samples(metric, selection)])
 
+    def censored_limits_s(self, metric: MetricSpec, selection: Selector) -> list[float]:
+        """One limit (s) per point x repetition with a censored record (MetricSpec.censored):
+        the value is known only to exceed it, e.g. a GET that timed out."""
+        if not metric.censored:
+            return []
+        from congestlab.spec.fieldpath import get_field
+
+        where = {**metric.where, **metric.censored, **selection}
+        settings = {p["id"]: p.get("settings") or {} for p in self.points}
+        limits: dict[tuple[str, str], float] = {}
+        for row in self.rows(metric.kind):
+            if matches(row, where):
+                point = row.get("point_id", "")
+                own = settings.get(point, {})
+                limit = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
+                limits[(point, row.get("repetition", ""))] = float(limit)
+        return list(limits.values())
+
     def published_value(self, metric_name: str, coords: dict) -> float | None:
         """The seed's value for a cell: the most specific published entry whose keys (other
         than metric names) all match the cell's coordinates."""

@@ -55,6 +55,11 @@ class MetricSpec(_Strict):
     absolute: bool = Field(default=False, description="the sample's absolute value, e.g. |a - b| with subtract")
     scale: float = Field(default=1.0, description="the sample is multiplied by this (e.g. 100 for a percentage)")
     digits: int = Field(default=2, ge=0, le=6, description="decimals shown")
+    censored: Selector = Field(
+        default_factory=dict, description="records known only to exceed a limit, e.g. {ok = false} for a GET that "
+        "timed out: the metric's where with these keys replaced; a table cell counts them as \"> limit\"")
+    censored_at: str = Field(default="", description="field path of that limit in seconds (e.g. "
+                             "workloads.get.timeout_s), read from each point's settings or the spec")
 
     @model_validator(mode="after")
     def _columns(self) -> "MetricSpec":
@@ -69,6 +74,8 @@ class MetricSpec(_Strict):
             raise ValueError("subtract_where needs subtract")
         if self.divide_by and self.subtract:
             raise ValueError("give divide_by or subtract, not both")
+        if bool(self.censored) != bool(self.censored_at):
+            raise ValueError("censored and censored_at go together")
         return self
 
     def operand(self) -> tuple[str | None, Selector]:

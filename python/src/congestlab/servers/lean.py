@@ -58,6 +58,16 @@ KNOB_FLAGS = {
 }
 
 
+# a profile's congestion control when the knobs name none (crates/leantcp/src/conn.rs:
+# TcpConfig::bare() and modern())
+PROFILE_CC = {"bare": "none", "modern": "cubic"}
+
+
+def requested_cc(knobs: dict) -> str:
+    """The congestion control a lean server's knobs ask for: `cc`, else its profile's."""
+    return str(knobs.get("cc") or PROFILE_CC.get(str(knobs.get("profile", "bare")), "none"))
+
+
 def knob_args(knobs: dict) -> list[str]:
     """The leanweb flags of a server's knobs (also the simulated server's: simulate/mapping.py)."""
     argv: list[str] = []
