@@ -547,7 +547,7 @@ class Runner:
     def _effective_cc(self, tb: Testbed, server: ServerSpec, client: str) -> str:
         """The algorithm of a live server-side connection, from `ss -ti` in the server's
         namespace while a rate-limited download keeps the connection open."""
-        import re
+        from congestlab.workloads.iperf import ss_algorithm
 
         url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB))
         probe = tb.start(client, ["curl", "-s", "-4", "--limit-rate", "20k", "--max-time", "10", "-o", "/dev/null",
@@ -556,10 +556,9 @@ class Runner:
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 out = tb.run(server.node, ["ss", "-tinH", "state", "established", f"( sport = :{server.port} )"]).stdout
-                match = re.search(r"^\s+(?:ts\s+)?(?:sack\s+)?(?:ecn\s+)?(?:ecnseen\s+)?(?:fastopen\s+)?(\w+)\s+wscale",
-                                  out, re.M)
-                if match:
-                    return match.group(1)
+                algorithm = next(filter(None, map(ss_algorithm, out.splitlines())), None)
+                if algorithm:
+                    return algorithm
                 time.sleep(0.1)
         finally:
             tb.stop(probe)

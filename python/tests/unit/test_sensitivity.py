@@ -84,6 +84,30 @@ def test_example_axes_file_applies_to_ipv6():
     assert sink.sysctls == {"net.ipv4.tcp_window_scaling": 0, "net.ipv4.tcp_rmem": "4096 65535 65535"}
 
 
+def test_swept_field_wins_over_the_quick_section():
+    # cubic-compound's [quick] sets warmup_s = 20: a swept warm-up must hold under --quick too
+    from congestlab.spec.sweep import expand
+
+    study = load_preset("cubic-compound")
+    assert study.quick.set["warmup_s"] == 20.0
+    config = configurations([parse_axis_option("warmup_s=60")])[0]
+    applied = apply_configuration(study, config, "preset cubic-compound")
+    assert {p.study.warmup_s for p in expand(applied, quick=True)} == {60.0}
+    assert {p.study.warmup_s for p in expand(study, quick=True)} == {20.0}
+
+
+@pytest.mark.parametrize("axes_file, count", [("sensitivity-ipv6-client.toml", 3), ("sensitivity-cubic-compound.toml", 4)])
+def test_example_axes_files_of_the_client_windows_apply(axes_file, count):
+    from congestlab.paths import REPO_ROOT
+
+    configs = configurations(load_axes_file(REPO_ROOT / "examples" / axes_file))
+    assert len(configs) == count
+    study = load_preset("ipv6-seed-fit" if "ipv6" in axes_file else "cubic-compound")
+    for config in configs:
+        client = next(n for n in apply_configuration(study, config, "t").topology.nodes if n.name == "client")
+        assert client.sysctls["net.ipv4.tcp_window_scaling"] in (0, 1)
+
+
 def test_cli_rejects_a_bad_axis_before_anything_runs(tmp_path):
     out = tmp_path / "sens"
     proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "sensitivity", "ipv6", "--quick", "--out", str(out),

@@ -128,6 +128,13 @@ def test_ss_algorithm_of_the_busiest_connection_per_port():
     assert seen == {5201: (99999999, "cubic"), 5202: (5000000, "compound")}
 
 
+def test_ss_algorithm_without_window_scaling():
+    # a peer with tcp_window_scaling = 0 (an XP-like receive window): ss prints no wscale
+    assert iperf.ss_algorithm("\t ts sack cubic rto:204 rtt:0.1/0.05 mss:1448") == "cubic"
+    assert iperf.ss_algorithm("\t sack compound wscale:7,7 rto:204") == "compound"
+    assert iperf.ss_algorithm("0      0   10.1.0.1:80   10.2.0.1:40000") is None
+
+
 PING = """PING 10.203.2.2 (10.203.2.2) 56(84) bytes of data.
 64 bytes from 10.203.2.2: icmp_seq=1 ttl=63 time=40.3 ms
 64 bytes from 10.203.2.2: icmp_seq=2 ttl=63 time=40.1 ms

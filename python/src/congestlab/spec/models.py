@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from congestlab.servers.lean import KNOB_FLAGS
+from congestlab.servers.lean import KNOB_FLAGS, knob_value_problem
 from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
@@ -161,6 +161,9 @@ class ServerSpec(Strict):
         unknown = sorted(set(self.knobs) - set(LEAN_KNOBS))
         if unknown:
             raise ValueError(f"unknown lean knob {unknown[0]!r}; known: {', '.join(LEAN_KNOBS)}")
+        problem = knob_value_problem(self.knobs)
+        if problem:
+            raise ValueError(problem)
         return self
 
 

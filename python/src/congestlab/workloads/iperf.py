@@ -224,6 +224,13 @@ def parse_iperf3_json(text: str) -> Iperf3Result:
 _SS_ALGORITHM = re.compile(r"(?:^|\s)(?!ts\s|sack\s|ecn\s|ecnseen\s|fastopen\s)([a-z_][a-z0-9_]*)\s+(?:wscale|rto):")
 
 
+def ss_algorithm(line: str) -> str | None:
+    """The congestion control named on one info line of `ss -ti` (also without window
+    scaling, where ss prints no wscale: "ts sack cubic rto:204 ...")."""
+    match = _SS_ALGORITHM.search(line)
+    return match.group(1) if match else None
+
+
 def parse_ss_algorithms(out: str, peer_addr: str) -> dict[int, tuple[int, str]]:
     """`ss -tinH state established` -> {remote port: (bytes_acked, algorithm)} of the busiest
     connection to `peer_addr` per remote port (iperf3 also opens a control connection)."""
@@ -237,8 +244,7 @@ def parse_ss_algorithms(out: str, peer_addr: str) -> dict[int, tuple[int, str]]:
             continue
         if port is not None and fields:
             acked = next((int(f.split(":")[1]) for f in fields if f.startswith("bytes_acked:")), 0)
-            match = _SS_ALGORITHM.search(line)
-            algorithm = match.group(1) if match else "?"
+            algorithm = ss_algorithm(line) or "?"
             if port not in best or acked >= best[port][0]:
                 best[port] = (acked, algorithm)
             port = None
