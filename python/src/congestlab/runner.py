@@ -504,18 +504,12 @@ class Runner:
         """A kernel host that talks to this server in the point, else in another point of its
         unit (for ready and cc checks): the rto preset's E4 starts both servers of a pair at
         the unit's first point, whose GET goes to one of them."""
-        for candidate in [point] + [p for p in self.points if p.unit == point.unit and p is not point]:
-            study = candidate.study
-            for name in candidate.workloads:
-                w = study.workload(name)
-                if w.kind == "get":
-                    for req in w.requests:
-                        if req.server == server.name:
-                            return req.client
-                elif w.kind in ("http_load", "anma") and w.server == server.name:
-                    return w.client
-        raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
-                        "(nothing to probe it from)")
+        unit = [point] + [p for p in self.points if p.unit == point.unit and p is not point]
+        client = next(filter(None, (_client_of(candidate, server.name) for candidate in unit)), None)
+        if client is None:
+            raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
+                            "(nothing to probe it from)")
+        return client
 
     def _stop_server(self, name: str) -> None:
         server = self.servers.pop(name)
@@ -749,3 +743,16 @@ class Runner:
 
 def _utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _client_of(point: Point, server_name: str) -> str | None:
+    """The client of the first workload of `point` that talks to `server_name`."""
+    for name in point.workloads:
+        w = point.study.workload(name)
+        if w.kind == "get":
+            client = next((req.client for req in w.requests if req.server == server_name), None)
+            if client:
+                return client
+        elif w.kind in ("http_load", "anma") and w.server == server_name:
+            return w.client
+    return None
