@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -109,6 +110,14 @@ def wanted_cc(study: StudySpec) -> dict[str, str]:
 def flow_cc(study: StudySpec) -> set[str]:
     """Congestion controls the study's iperf flows select per socket (iperf3 -C)."""
     return {flow.cc for w in study.workloads if w.kind == "iperf" for flow in w.flows if flow.cc}
+
+
+@dataclass
+class Captures:
+    """A repetition's tcpdumps (name, process, stderr path, argv) and when they all listened:
+    the lean log/capture check counts the log inside [started_s, stop]."""
+    running: list[tuple[str, object, Path, list[str]]] = field(default_factory=list)
+    started_s: float = 0.0
 
 
 class _Server:
@@ -336,7 +345,7 @@ class Runner:
         (rep_dir / "logs").mkdir(parents=True)
         (rep_dir / "pcap").mkdir()
         point_backgrounds: list[Background] = []
-        captures = []
+        captures = Captures()
         q0 = self._qdisc_snapshot(tb)
         linkem0 = tb.linkem_stats()
         cpu0 = fidelity.read_cpu_jiffies()
@@ -620,8 +629,8 @@ class Runner:
                 pass
 
     # --- capture ------------------------------------------------------------------
-    def _start_captures(self, tb: Testbed, rep_dir: Path) -> list[tuple[str, object, Path, list[str]]]:
-        captures = []
+    def _start_captures(self, tb: Testbed, rep_dir: Path) -> Captures:
+        captures = Captures()
         for name, server in self.servers.items():
             spec = server.spec
             if not spec.capture:
@@ -631,18 +640,18 @@ class Runner:
             err_path = rep_dir / "logs" / f"tcpdump-{name}.log"
             with open(err_path, "wb") as err:
                 proc = tb.start(spec.node, argv, stderr=err)
-            captures.append((name, proc, err_path, argv))
+            captures.running.append((name, proc, err_path, argv))
             wait_listening(err_path, proc, argv)
-        self._capture_started_s = time.time()
+        captures.started_s = time.time()
         return captures
 
-    def _stop_captures(self, tb: Testbed, captures, info: dict) -> None:
-        if captures:
+    def _stop_captures(self, tb: Testbed, captures: Captures, info: dict) -> None:
+        if captures.running:
             time.sleep(0.2)  # the last ACKs and FINs reach the capture
             # the lean log/capture check counts the log's transmissions inside this span
-            info["capture_epoch_s"] = [self._capture_started_s, time.time()]
+            info["capture_epoch_s"] = [captures.started_s, time.time()]
         info["captures"] = {}
-        for name, proc, err_path, argv in captures:
+        for name, proc, err_path, argv in captures.running:
             tb.stop(proc)
             info["captures"][name] = {"argv": argv, "tcpdump": parse_drop_counts(err_path.read_text(errors="replace"))}
 
