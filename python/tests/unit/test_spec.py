@@ -145,3 +145,42 @@ def test_dry_run_prints_every_command_and_touches_nothing():
     assert any("htb rate 100000000bit" in line for line in out)
     assert any("pfifo limit 1000" in line for line in out)
     assert sum(line.startswith("[namespaces] ip netns add") for line in out) == 17  # r1-r4, client, server, bare, modern, 4 MGEN hosts, 5 switches
+
+
+# --- variants: extends + [set] ---------------------------------------------------------------
+
+def _warmups(study, quick):
+    return {p.study.warmup_s for p in expand(study, quick=quick)}
+
+
+def test_a_variants_set_wins_over_the_quick_section_it_inherits():
+    # cubic-compound's [quick] sets warmup_s = 20; a variant's warm-up must hold under --quick too
+    variant = parse_spec('extends = "cubic-compound"\nname = "v"\n[set]\nwarmup_s = 60\n', "v.toml")
+    assert _warmups(variant, quick=False) == _warmups(variant, quick=True) == {60.0}
+    assert _warmups(load_preset("cubic-compound"), quick=True) == {20.0}
+    # a per-experiment quick setting (tcp-lab's check_rtt count = 200) yields the same way
+    variant = parse_spec('extends = "tcp-lab"\nname = "v"\n[set]\n"workloads.rtt.count" = 50\n', "v.toml")
+    rtt = [p for p in expand(variant, quick=True) if p.experiment == "check_rtt"]
+    assert rtt and {p.study.workload("rtt").count for p in rtt} == {50}
+
+
+def test_a_quick_section_written_in_the_variant_itself_stands():
+    text = 'extends = "cubic-compound"\nname = "v"\n[set]\nwarmup_s = 60\n[quick]\nset = { warmup_s = 30 }\n'
+    variant = parse_spec(text, "v.toml")
+    assert _warmups(variant, quick=False) == {60.0} and _warmups(variant, quick=True) == {30.0}
+
+
+def test_a_file_may_extend_a_preset_that_extends_another():
+    # ipv6-seed-fit = ipv6 + [set]; a variant of it keeps those settings and adds its own
+    text = 'extends = "ipv6-seed-fit"\nname = "v"\nrepetitions = 4\n[set]\n"workloads.get.timeout_s" = 12\n'
+    variant, fit = parse_spec(text, "v.toml"), load_preset("ipv6-seed-fit")
+    r1 = next(n for n in variant.topology.nodes if n.name == "r1")
+    assert r1.links[0].queue_packets == 64 and variant.server("lean").knobs["send_window_segments"] == 4
+    assert variant.workload("get").timeout_s == 12 and variant.repetitions == 4
+    assert variant.report == fit.report and variant.published == fit.published
+    assert [p.id for p in expand(variant, quick=True)] == [p.id for p in expand(fit, quick=True)]
+
+
+def test_a_variant_of_a_variant_with_a_wrong_field_names_the_file():
+    with pytest.raises(SpecError, match=r"^v.toml: set: nodes.r1.links.s0.queue: no field 'queue'"):
+        parse_spec('extends = "ipv6-seed-fit"\nname = "v"\n[set]\n"nodes.r1.links.s0.queue" = 64\n', "v.toml")

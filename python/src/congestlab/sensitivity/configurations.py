@@ -127,16 +127,6 @@ def apply_configuration(study: StudySpec, config: Configuration, origin: str) ->
     clash = sorted(set(config.settings) & swept_fields(study))
     if clash:
         raise SpecError(f"{origin}: {clash[0]}", "the study's own axes or levels set this field; sweep another")
-    return _quick_keeps_configuration(apply_settings(study, config.settings, f"{origin} [{config.id}]"), config)
-
-
-def _quick_keeps_configuration(study: StudySpec, config: Configuration) -> StudySpec:
-    """The configuration's values also under --quick: [quick] settings of the same fields
-    (e.g. cubic-compound's quick warmup_s = 20) would otherwise override a swept value."""
-    def without(settings: dict) -> dict:
-        return {k: v for k, v in settings.items() if k not in config.settings}
-
-    quick = study.quick
-    per_experiment = {name: own.model_copy(update={"set": without(own.set)}) for name, own in quick.per_experiment.items()}
-    return study.model_copy(update={"quick": quick.model_copy(update={"set": without(quick.set),
-                                                                      "per_experiment": per_experiment})})
+    # over_quick: a swept value holds under --quick too (cubic-compound's [quick] warmup_s = 20
+    # would otherwise replace a swept warmup_s)
+    return apply_settings(study, config.settings, f"{origin} [{config.id}]", over_quick=True)

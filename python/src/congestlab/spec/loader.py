@@ -35,16 +35,27 @@ def load_spec(path: Path) -> StudySpec:
 
 
 def parse_spec(text: str, origin: str) -> StudySpec:
-    data = _toml(text, origin)
+    return _resolve(_toml(text, origin), origin, ())
+
+
+def _resolve(data: dict[str, Any], origin: str, chain: tuple[str, ...]) -> StudySpec:
+    """The file's study: its preset (resolved the same way, so a variant of a variant works),
+    its own top-level keys, then its `[set]`. A `[set]` value wins over the `[quick]`
+    settings the file inherits (a variant's warmup_s = 60 stays 60 under --quick); a
+    `[quick]` the file writes itself stands as written."""
+    inherits_quick = "extends" in data and "quick" not in data
     if "extends" in data:
-        data = extend_preset(data, origin)
+        data = extend_preset(data, origin, chain)
     study = validate_spec(data, origin)
-    return apply_settings(study, study.set, f"{origin}: set") if study.set else study
+    if not study.set:
+        return study
+    return apply_settings(study, study.set, f"{origin}: set", over_quick=inherits_quick)
 
 
-def apply_settings(study: StudySpec, settings: dict[str, Any], origin: str) -> StudySpec:
+def apply_settings(study: StudySpec, settings: dict[str, Any], origin: str, over_quick: bool = False) -> StudySpec:
     """The study with `settings` (dotted field path -> value, spec/fieldpath.py) applied and
-    validated again like a spec file; a wrong path or value is one SpecError line."""
+    validated again like a spec file; a wrong path or value is one SpecError line.
+    `over_quick`: the settings hold under --quick too (the same fields leave `[quick]`)."""
     from congestlab.spec.fieldpath import FieldPathError, apply
 
     full = study.model_dump(mode="json")
@@ -54,7 +65,28 @@ def apply_settings(study: StudySpec, settings: dict[str, Any], origin: str) -> S
         data = apply(as_set, settings, create=True)
     except FieldPathError as err:
         raise SpecError(origin, str(err)) from None
-    return validate_spec(data, origin)
+    applied = validate_spec(data, origin)
+    return _quick_without(applied, settings) if over_quick else applied
+
+
+def _quick_without(study: StudySpec, settings: dict[str, Any]) -> StudySpec:
+    """The study whose `[quick]` settings (global and per experiment) no longer touch the
+    fields of `settings` nor anything inside them."""
+    paths = {_canonical(path) for path in settings}
+
+    def keep(path: str) -> bool:
+        path = _canonical(path)
+        return not any(path == p or path.startswith(p + ".") for p in paths)
+
+    quick = study.quick
+    per_experiment = {name: own.model_copy(update={"set": {k: v for k, v in own.set.items() if keep(k)}})
+                      for name, own in quick.per_experiment.items()}
+    return study.model_copy(update={"quick": quick.model_copy(update={
+        "set": {k: v for k, v in quick.set.items() if keep(k)}, "per_experiment": per_experiment})})
+
+
+def _canonical(path: str) -> str:
+    return "topology." + path if path.split(".", 1)[0] == "nodes" else path
 
 
 def _toml(text: str, origin: str) -> dict[str, Any]:
@@ -64,16 +96,23 @@ def _toml(text: str, origin: str) -> dict[str, Any]:
         raise SpecError(origin, f"not valid TOML: {err}") from None
 
 
-def extend_preset(data: dict[str, Any], origin: str) -> dict[str, Any]:
+def extend_preset(data: dict[str, Any], origin: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:
     """`extends = "ipv6"`: the preset, with every top-level key the user's file gives
     replaced whole (e.g. its own experiments and [quick], the preset's network and
     workloads). A preset's report and published values stay only if the user keeps
-    its experiments, since they are declared over them."""
+    its experiments, since they are declared over them. A preset that extends another
+    (ipv6-seed-fit) is resolved first, its own `[set]` applied."""
     name = data["extends"]
-    resource = resources.files(PRESETS) / f"{name}.toml"
-    if not isinstance(name, str) or not resource.is_file():
+    resource = resources.files(PRESETS) / f"{name}.toml" if isinstance(name, str) else None
+    if resource is None or not resource.is_file():
         raise SpecError(f"{origin}: extends", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    if name in chain:
+        raise SpecError(f"{origin}: extends", f"preset {name!r} extends itself through {' -> '.join(chain)}")
     base = _toml(resource.read_text(), f"preset {name}")
+    if "extends" in base:
+        resolved = _resolve(base, f"preset {name}", (*chain, name))
+        # its [set] is applied; the derived file's own [set] (if any) comes on top
+        base = resolved.model_dump(mode="json", exclude_unset=True, exclude={"extends", "set"})
     if "experiments" in data:
         for key in ("report", "published"):
             base.pop(key, None)

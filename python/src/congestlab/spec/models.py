@@ -255,7 +255,7 @@ class StudySpec(Strict):
     extends: str | None = Field(default=None, description="a preset this file starts from (top-level keys replace)")
     set: dict[str, Any] = Field(
         default_factory=dict, description="dotted field path -> value, applied to the study as loaded (a preset's "
-        "variant: extends + set)")
+        "variant: extends + set); also under --quick, over the [quick] settings the file inherits")
     title: str = ""
     source: str = ""
     topology: TopologySpec

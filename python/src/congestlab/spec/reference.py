@@ -60,6 +60,11 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   congestion controls; a point may not change the network's structure.
 - **`[quick]`** declares what `--quick` runs: which experiments, which labels of which axes,
   how many repetitions, and field values to change (e.g. shorter durations).
+- **Variants**: `extends = "PRESET"` plus a `[set]` table of field paths makes a preset's
+  variant (e.g. the `*-seed-fit` presets). `[set]` is applied after the file's own top-level
+  keys, and its values hold under `--quick` too: the `[quick]` settings the file inherits no
+  longer touch those fields (a `[quick]` the file writes itself stands as written). A file
+  may extend a preset that is itself a variant; the variant's `[set]` is applied first.
 
 ## Reference
 """
