@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -373,21 +374,33 @@ def sensitivity_report(parent: Path = typer.Argument(..., help="a sensitivity ru
 
 
 @app.command()
-def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run directories of presets with published values")) -> None:
+def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run directories of presets with published values"),
+             by_metric: bool = typer.Option(False, "--by-metric", help="also one line per metric: ours/published, "
+                                            "median and range")) -> None:
     """Each run's distance to the published numbers: median and worst |ln(ours/published)|
     over the published cells, cells within 25 % (docs/fidelity.md)."""
     from congestlab.report.data import RunData
+    from congestlab.sensitivity.distance import by_metric as per_metric
     from congestlab.sensitivity.distance import distance as run_distance
     from congestlab.sensitivity.report import published_cells
 
     for run_dir in run_dirs:
-        d = run_distance(published_cells(RunData(run_dir)))
+        cells = published_cells(RunData(run_dir))
+        d = run_distance(cells)
         if d.median is None:
             print(f"{run_dir}: no published cell measured")
             continue
         print(f"{run_dir}: median {d.median:.2f} (x{math.exp(d.median):.2f}), worst {d.worst:.2f} "
               f"(x{math.exp(d.worst):.2f}), {d.within()}/{d.measured} cells within 25 %, "
               f"{len(d.unmeasured)} published cells not measured")
+        if by_metric:
+            for metric, m in per_metric(cells).items():
+                ratios = sorted(c.ratio for c in m.cells if c.ratio is not None)
+                if not ratios:
+                    print(f"  {metric}: no cell measured ({len(m.unmeasured)} published)")
+                    continue
+                print(f"  {metric}: ours/published median {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-"
+                      f"{ratios[-1]:.2f}x), |ln| median {m.median:.2f}, {m.within()}/{m.measured} cells within 25 %")
 
 
 def _console():

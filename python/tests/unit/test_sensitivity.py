@@ -14,7 +14,8 @@ from congestlab.errors import SpecError
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
 from congestlab.sensitivity.configurations import (apply_configuration, configurations, load_axes_file,
                                                    parse_axis_option)
-from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, CellDistance, best, distance, robustness)
+from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, CellDistance, best, by_metric, distance,
+                                             robustness)
 from congestlab.sensitivity.report import build_sensitivity_report
 from congestlab.sensitivity.sweep_run import STATE, Plan
 from congestlab.spec import load_preset
@@ -133,6 +134,17 @@ def test_distance_median_worst_and_unmeasured():
     assert d.within() == 2  # a and d (ln 1.25 itself counts as within)
 
 
+def test_distance_by_metric_keeps_the_delays_apart_from_the_throughputs():
+    # near throughputs must not hide delays at a tenth of the seed's
+    cells = [CellDistance(f"c{i}", "mbps", 50, 50) for i in range(5)] + [
+        CellDistance("a", "delay_s", 20, 2), CellDistance("b", "delay_s", 20, 4), CellDistance("c", "delay_s", 20, None)]
+    assert distance(cells).median == 0
+    per = by_metric(cells)
+    assert list(per) == ["mbps", "delay_s"] and per["mbps"].median == 0
+    assert per["delay_s"].measured == 2 and len(per["delay_s"].unmeasured) == 1
+    assert per["delay_s"].worst == pytest.approx(math.log(10))
+
+
 def test_distance_of_nothing_measured():
     d = distance([CellDistance("a", "m", 10, None), CellDistance("b", "m", 10, 0.0)])
     assert d.median is None and d.measured == 0 and len(d.unmeasured) == 2
@@ -243,6 +255,10 @@ def test_distance_command_of_one_run(tmp_path):
     assert proc.returncode == 0, proc.stderr
     # |ln| = ln 2 and 0: median ln2 / 2 = 0.35, worst 0.69
     assert "median 0.35 (x1.41), worst 0.69 (x2.00), 1/2 cells within 25 %" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "distance", "--by-metric",
+                           str(tmp_path / "configs" / "one")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "  delay_ms: ours/published median 1.50x (1.00-2.00x), |ln| median 0.35, 1/2 cells within 25 %" in proc.stdout
 
 
 def test_ipv6_seed_fit_preset_is_ipv6_with_its_settings():

@@ -61,6 +61,13 @@ def distance(cells: list[CellDistance]) -> Distance:
     return Distance(cells, statistics.median(logs), max(logs), len(logs), unmeasured)
 
 
+def by_metric(cells: list[CellDistance]) -> dict[str, Distance]:
+    """The distance of each metric's cells alone (e.g. the delays apart from the throughputs,
+    which a preset's configured rates bring near by themselves)."""
+    metrics = dict.fromkeys(c.metric for c in cells)
+    return {m: distance([c for c in cells if c.metric == m]) for m in metrics}
+
+
 ROBUST, DEPENDS, NEVER = "robust", "depends on the configuration", "never reproduces"
 
 
