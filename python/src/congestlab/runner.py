@@ -46,7 +46,7 @@ from congestlab.servers.files import url_path, write_files
 from congestlab.servers.lean import requested_cc
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, StudySpec
-from congestlab.spec.sweep import Point, background_key, expand, run_order
+from congestlab.spec.sweep import Point, block_backgrounds, expand, run_order
 from congestlab.spec.workloads import BACKGROUND_KINDS
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
@@ -401,13 +401,16 @@ class Runner:
 
     def _bound_s(self, point: Point, rep: int) -> float:
         """How long a long-lived background started now may run: every run from this one on
-        that would keep it (the same background settings, one run after another: its unit,
-        and the next units while only their servers differ), all of them, at most."""
-        key = background_key(point)
+        that could keep one of them (the same workload with the same settings, one run after
+        another: its unit, and the next units while it stays unchanged, even when the other
+        backgrounds change, e.g. the same MGEN rate under new HTTP loads), all of them, at most."""
+        kept = block_backgrounds(point)
         first = self.runs.index((point, rep))
         total = BACKGROUND_MARGIN_S
         for later, _ in self.runs[first:]:
-            if background_key(later) != key:
+            there = block_backgrounds(later)
+            kept = {name: spec for name, spec in kept.items() if there.get(name) == spec}
+            if not kept:
                 break
             total += self._run_bound_s(later)
         return total

@@ -229,3 +229,30 @@ def test_report_declaration_is_valid_for_the_report_engine(study):
     report = declaration.validate_report(study.report, ["pair", "level", "size_kib"], study.published)
     assert {t.id for t in report.tables} >= {"t2", "t3", "t4", "t8", "t13", "t14", "t15", "t19-21-23", "t20-22-24"}
     assert [c.id for c in report.claims] == ["1", "2", "3", "4", "5", "6", "7"]
+
+
+@pytest.mark.parametrize("preset, quick", [("cubic-compound", True), ("cubic-compound", False)])
+def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(preset, quick):
+    """The MGEN UDP of 10 Mbit/s stays the same from the last `different` unit through the
+    competing and four-server units while the HTTP loads change around it; the runner keeps
+    it running, so its own end (MGEN's OFF, the loads' --seconds) must lie beyond all of
+    those runs, not only its first unit's (with the seed-fit's 60 s warm-ups it ran out
+    before the last unit)."""
+    from congestlab.runner import Runner
+    from congestlab.spec.sweep import block_backgrounds
+
+    runner = Runner(load_preset(preset), "/nonexistent", quick=quick)
+    runs = runner.runs
+    checked = 0
+    for i, (point, rep) in enumerate(runs):
+        before = block_backgrounds(runs[i - 1][0]) if i else {}
+        for name, spec in block_backgrounds(point).items():
+            if before.get(name) == spec:
+                continue  # kept from the previous run, not started here
+            end = next((j for j in range(i, len(runs)) if block_backgrounds(runs[j][0]).get(name) != spec), len(runs))
+            assert runner._bound_s(point, rep) >= sum(runner._run_bound_s(p) for p, _ in runs[i:end]), (name, point.id)
+            checked += 1
+    udp_starts = [p.id for i, (p, _) in enumerate(runs) if
+                  block_backgrounds(p).get("udp") != (block_backgrounds(runs[i - 1][0]).get("udp") if i else None)]
+    assert udp_starts[-1].startswith("different.pair-Apache-IIS.level-C3")  # then kept through 6 more units
+    assert checked > 18

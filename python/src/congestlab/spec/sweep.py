@@ -148,7 +148,8 @@ def _load_is_off(w) -> bool:
     return w.rate_mbps == 0
 
 
-def _background_specs(point: Point) -> dict:
+def block_backgrounds(point: Point) -> dict:
+    """The point's long-lived (`lifetime = "block"`) backgrounds: name -> settings."""
     study = point.study
     return {name: study.workload(name).model_dump(mode="json") for name in point.workloads
             if study.workload(name).kind in BACKGROUND_KINDS and study.workload(name).lifetime == "block"}
@@ -158,14 +159,14 @@ def background_key(point: Point) -> str:
     """The point's long-lived background settings: the runner keeps a background running from
     one point to the next while they are equal, also across units (e.g. a lean server's knobs
     changing under one level's load)."""
-    return json.dumps(_background_specs(point), sort_keys=True)
+    return json.dumps(block_backgrounds(point), sort_keys=True)
 
 
 def unit_key(point: Point) -> str:
     """What must stay the same for long-lived parts to keep running across points."""
     study = point.study
     servers = {name: study.server(name).model_dump(mode="json") for name in point.servers}
-    return json.dumps({"experiment": point.experiment, "servers": servers, "background": _background_specs(point)},
+    return json.dumps({"experiment": point.experiment, "servers": servers, "background": block_backgrounds(point)},
                       sort_keys=True)
 
 
