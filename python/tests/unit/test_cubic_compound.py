@@ -231,7 +231,8 @@ def test_report_declaration_is_valid_for_the_report_engine(study):
     assert [c.id for c in report.claims] == ["1", "2", "3", "4", "5", "6", "7"]
 
 
-@pytest.mark.parametrize("preset, quick", [("cubic-compound", True), ("cubic-compound", False)])
+@pytest.mark.parametrize("preset, quick", [("cubic-compound", True), ("cubic-compound", False),
+                                           ("cubic-compound-seed-fit", True)])
 def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(preset, quick):
     """The MGEN UDP of 10 Mbit/s stays the same from the last `different` unit through the
     competing and four-server units while the HTTP loads change around it; the runner keeps
@@ -256,3 +257,20 @@ def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(pr
                   block_backgrounds(p).get("udp") != (block_backgrounds(runs[i - 1][0]).get("udp") if i else None)]
     assert udp_starts[-1].startswith("different.pair-Apache-IIS.level-C3")  # then kept through 6 more units
     assert checked > 18
+
+
+def test_seed_fit_preset_is_cubic_compound_with_a_longer_warm_up_and_the_loads_cap_also_under_quick(study):
+    fit = load_preset("cubic-compound-seed-fit")
+    r1 = next(n for n in fit.topology.nodes if n.name == "r1")
+    assert r1.links[0].queue_packets == 1000  # the preset's: 64 was farther from the seed
+    loads = [w for w in fit.workloads if w.kind == "http_load"]
+    assert len(loads) == 5 and {w.max_connections for w in loads} == {1000}
+    assert {w.max_connections for w in study.workloads if w.kind == "http_load"} == {200}
+    assert fit.report == study.report and fit.published == study.published  # both variants report the claims
+    assert fit.name == "cubic-compound-seed-fit" and fit.levels == study.levels
+    # the same points and repetitions; the seed-fit warm-up also in --quick, where the
+    # preset's own [quick] shortens it to 20 s
+    for quick in (False, True):
+        assert [p.id for p in expand(fit, quick=quick)] == [p.id for p in expand(study, quick=quick)]
+        assert {p.study.warmup_s for p in expand(fit, quick=quick)} == {120.0}
+    assert {p.study.warmup_s for p in expand(study, quick=True)} == {20.0}
