@@ -55,6 +55,7 @@ from congestlab.servers.files import file_name
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, TopologySpec
 from congestlab.testbed import Testbed
+from fairness_trace import Tracer
 
 BULK_FILE_KIB = 400 * 1024  # > 100 Mbit/s x 30 s
 IPERF_PORT = 5201
@@ -156,11 +157,22 @@ def wait_listening(tb: Testbed, port: int, timeout_s: float = 5.0) -> None:
     raise CongestlabError(f"iperf3 server in the client did not listen on {port} within {timeout_s} s")
 
 
-def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
+def bottleneck_dev(tb: Testbed) -> str:
+    return next(i.dev for i in tb.layout.nodes["r"].interfaces if i.rate_bps)
+
+
+def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str,
+             trace_dir: Path | None = None) -> dict:
     """Both flows at once (or A alone); the receivers' byte counts and A's share. leanweb's
-    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
+    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl. With `trace_dir`, the time
+    series of both flows and the FIFO (fairness_trace.py) go there as <tag>.json / .png."""
     flows = [f for f in (a, b) if f is not None]
     servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in flows if f.cc is None]
+    kernel = next((f for f in flows if f.cc is not None), None)
+    tracer = None
+    if trace_dir is not None:
+        tracer = Tracer(tb, trace_dir, tag, kernel.node if kernel else None, "r", bottleneck_dev(tb),
+                        IPERF_PORT + flows.index(kernel) if kernel else IPERF_PORT)
     try:
         for server in servers:
             server.start()
@@ -169,14 +181,26 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
         for f in flows:
             if f.cc is None:
                 tb.ping("c", f.node, "v4", count=1)
-        runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate(flows)]
+        if tracer:
+            tracer.start()
+        runs = []
+        for i, f in enumerate(flows):
+            if tracer:
+                tracer.flow_started(f.node)
+            runs.append(FlowRun(tb, f, seconds, IPERF_PORT + i))
         got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
     finally:
+        if tracer:
+            tracer.stop()
         for server in servers:
             server.stop()
     total = sum(got)
     share_a = 100.0 * got[0] / total if total else 0.0
-    return {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+    row = {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+    if tracer:
+        lean_nodes = [f.node for f in flows if f.cc is None]
+        row["trace"] = tracer.report({node: s.log_path for node, s in zip(lean_nodes, servers)})
+    return row
 
 
 def register_compound() -> str:
@@ -195,6 +219,7 @@ def main() -> int:
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
+    ap.add_argument("--trace", type=Path, help="also record each pairing's time series here (fairness_trace.py)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_lean_fairness: needs root (network namespaces)", file=sys.stderr)
@@ -221,7 +246,7 @@ def main() -> int:
                 for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
                     for name in wanted:
                         a, b, _ = table[name]
-                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}")
+                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}", args.trace)
                         row["loadavg"] = os.getloadavg()
                         results.setdefault(name, []).append(row)
                         other = f"{b.label} {row['mbps'][1]:.1f} Mbit/s" if b else "alone"

@@ -1,0 +1,289 @@
+"""Time series of one fairness pairing (bench_lean_fairness.py --trace DIR): why a share is what it is.
+
+While both flows run it samples, every `interval_s`:
+  - the kernel flow's TCP state in its namespace (`ss -tinH`: cwnd, ssthresh, RTT, unacked,
+    retransmissions, bytes acknowledged);
+  - the bottleneck FIFO on the router (`tc -s qdisc`: backlog in packets, drops so far).
+Before and after it reads the kernel namespace's counters (`nstat -az`: HyStart's exits, the
+retransmitted segments) and the FIFO's totals. The lean flow's side comes from leanweb's own
+log: bytes in flight (highest sequence sent minus the cumulative ACK, from its `tx` and `ack`
+lines), RTT samples, recovery entries with cwnd/ssthresh, slow-start exits, retransmissions by
+kind. Everything is aligned on wall-clock time (the log's `unix_us`, the samplers' `date`).
+
+Writes DIR/<tag>.json (summary + series) and DIR/<tag>.png (window, RTT, FIFO over time).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+SS_FIELDS = {"cwnd": int, "ssthresh": int, "unacked": int, "bytes_acked": int, "lost": int, "mss": int}
+HYSTART_COUNTERS = ("TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
+                    "TcpExtTCPHystartDelayCwnd", "TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPTimeouts")
+
+
+def sampler_argv(command: str, interval_s: float) -> list[str]:
+    """A shell loop printing `T <unix time>` and then `command`'s output, every interval."""
+    return ["sh", "-c", f'while :; do echo "T $(date +%s.%N)"; {command}; sleep {interval_s}; done']
+
+
+def parse_ss(text: str, port: int) -> list[dict]:
+    """`ss -tinH` samples -> the data connection's state per sample (the one with most bytes acked:
+    iperf3 also keeps a control connection on the same port)."""
+    out: list[dict] = []
+    t = None
+    best: dict | None = None
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("T "):
+            if t is not None and best is not None:
+                out.append(best)
+            t, best = float(line.split()[1]), None
+            i += 1
+            continue
+        if f":{port}" in line and i + 1 < len(lines):
+            info = lines[i + 1]
+            row: dict = {"t": t}
+            for key, conv in SS_FIELDS.items():
+                m = re.search(rf"\b{key}:(\d+)", info)
+                if m:
+                    row[key] = conv(m.group(1))
+            m = re.search(r"\brtt:([\d.]+)/", info)
+            if m:
+                row["rtt_ms"] = float(m.group(1))
+            m = re.search(r"\bretrans:\d+/(\d+)", info)
+            row["retrans_total"] = int(m.group(1)) if m else 0
+            if best is None or row.get("bytes_acked", 0) > best.get("bytes_acked", 0):
+                best = row
+            i += 2
+            continue
+        i += 1
+    if t is not None and best is not None:
+        out.append(best)
+    return out
+
+
+def parse_fifo(text: str) -> list[dict]:
+    """`tc -s qdisc show dev X` samples -> the pfifo's backlog (packets) and drops so far."""
+    out: list[dict] = []
+    t = None
+    in_fifo = False
+    row: dict = {}
+    for line in text.splitlines():
+        if line.startswith("T "):
+            t = float(line.split()[1])
+            continue
+        if line.startswith("qdisc "):
+            in_fifo = line.split()[1] in ("pfifo", "bfifo", "tbf")
+            row = {"t": t}
+            continue
+        if not in_fifo:
+            continue
+        m = re.search(r"\(dropped (\d+)", line)
+        if m:
+            row["dropped"] = int(m.group(1))
+        m = re.search(r"backlog \S+ (\d+)p", line)
+        if m:
+            row["backlog_packets"] = int(m.group(1))
+            out.append(row)
+            in_fifo = False
+    return out
+
+
+def nstat(tb, node: str) -> dict[str, int]:
+    text = tb.run(node, ["nstat", "-az", "--json"], check=False).stdout
+    try:
+        counters = json.loads(text)["kernel"]
+    except (ValueError, KeyError):
+        return {}
+    return {k: int(v) for k, v in counters.items() if k in HYSTART_COUNTERS}
+
+
+def fifo_totals(tb, router: str, dev: str) -> dict:
+    rows = parse_fifo("T 0\n" + tb.run(router, ["tc", "-s", "qdisc", "show", "dev", dev], check=False).stdout)
+    return rows[-1] if rows else {}
+
+
+def unwrap(seq: int, base: int) -> int:
+    return (seq - base) % (1 << 32)
+
+
+def lean_series(log_path: Path) -> dict:
+    """The bulk connection of a leanweb log: in-flight bytes over time and its loss responses."""
+    conns: dict[int, dict] = {}
+    for raw in log_path.open():
+        if '"conn"' not in raw:
+            continue
+        e = json.loads(raw)
+        c = conns.setdefault(e["conn"], {"base": None, "max": 0, "una": 0, "inflight": [], "rtt": [], "recovery": [],
+                                         "ss_exit": [], "retrans": {}, "bytes": 0, "first_tx_unix": None})
+        kind = e["event"]
+        if kind == "tx" and not e["syn"]:
+            if c["base"] is None:
+                c["base"] = e["seq"]
+                c["first_tx_unix"] = e["unix_us"] / 1e6
+            end = unwrap(e["seq"], c["base"]) + e["len"] + (1 if e["fin"] else 0)
+            if e["retransmission"]:
+                c["retrans"][e["kind"]] = c["retrans"].get(e["kind"], 0) + 1
+            c["max"] = max(c["max"], end)
+            c["bytes"] += e["len"]
+        elif kind == "ack" and c["base"] is not None:
+            una = unwrap(e["ack"], c["base"])
+            if una < 1 << 31:
+                c["una"] = max(c["una"], una)
+            c["inflight"].append((e["unix_us"] / 1e6, c["max"] - c["una"]))
+        elif kind == "rtt_sample":
+            c["rtt"].append((e["unix_us"] / 1e6, e["rtt_us"] / 1000))
+        elif kind == "recovery":
+            c["recovery"].append({"t": e["unix_us"] / 1e6, "entered": e["entered"], "cwnd_bytes": e["cwnd_bytes"],
+                                  "ssthresh_bytes": e["ssthresh_bytes"]})
+        elif kind == "slow_start_exit":
+            c["ss_exit"].append({k: v for k, v in e.items() if k not in ("event", "conn", "t_us")})
+        elif kind == "timeout":
+            c["retrans"]["timeouts"] = c["retrans"].get("timeouts", 0) + 1
+    if not conns:
+        return {}
+    bulk = max(conns.values(), key=lambda c: c["bytes"])
+    return bulk
+
+
+def thin(points: list, step_s: float) -> list:
+    """One point per `step_s` (the last in each step), so a 30 s series stays small."""
+    out: list = []
+    for p in points:
+        if out and p[0] - out[-1][0] < step_s:
+            out[-1] = p
+        else:
+            out.append(p)
+    return out
+
+
+class Tracer:
+    """Samplers for one pairing; `stop` then `report` once the flows have ended."""
+
+    def __init__(self, tb, out_dir: Path, tag: str, kernel_node: str | None, router: str, router_dev: str,
+                 port: int, interval_s: float = 0.1):
+        self.tb, self.out_dir, self.tag = tb, out_dir, tag
+        self.kernel_node, self.router, self.router_dev, self.port = kernel_node, router, router_dev, port
+        self.interval_s = interval_s
+        self.procs: list = []
+        self.files: dict[str, Path] = {}
+        self.before: dict = {}
+        self.flow_starts: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.before = {"fifo": fifo_totals(self.tb, self.router, self.router_dev),
+                       "nstat": nstat(self.tb, self.kernel_node) if self.kernel_node else {}}
+        samplers = {"fifo": (self.router, f"tc -s qdisc show dev {self.router_dev}")}
+        if self.kernel_node:
+            samplers["ss"] = (self.kernel_node, f"ss -tinH '( dport = :{self.port} )'")
+        for name, (node, command) in samplers.items():
+            path = self.out_dir / f"{self.tag}.{name}.txt"
+            self.files[name] = path
+            with path.open("w") as out:
+                self.procs.append(self.tb.start(node, sampler_argv(command, self.interval_s), stdout=out))
+
+    def flow_started(self, label: str) -> None:
+        self.flow_starts[label] = time.time()
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            self.tb.stop(proc, grace_s=1.0)
+        self.procs = []
+
+    def report(self, lean_logs: dict[str, Path]) -> dict:
+        after = {"fifo": fifo_totals(self.tb, self.router, self.router_dev),
+                 "nstat": nstat(self.tb, self.kernel_node) if self.kernel_node else {}}
+        kernel = parse_ss(self.files["ss"].read_text(), self.port) if "ss" in self.files else []
+        fifo = parse_fifo(self.files["fifo"].read_text())
+        t0 = min(self.flow_starts.values()) if self.flow_starts else (fifo[0]["t"] if fifo else 0.0)
+        summary: dict = {
+            "flow_start_offsets_s": {k: round(v - t0, 3) for k, v in self.flow_starts.items()},
+            "fifo_drops": after["fifo"].get("dropped", 0) - self.before["fifo"].get("dropped", 0),
+            "kernel_counters": {k: after["nstat"].get(k, 0) - self.before["nstat"].get(k, 0)
+                                for k in HYSTART_COUNTERS if not k.endswith("Cwnd")},
+            "kernel_hystart_exit_cwnd": {k: after["nstat"].get(k, 0) - self.before["nstat"].get(k, 0)
+                                         for k in HYSTART_COUNTERS if k.endswith("Cwnd")},
+        }
+        series: dict = {"fifo": [(round(r["t"] - t0, 3), r.get("backlog_packets"), r.get("dropped")) for r in fifo],
+                        "kernel": [(round(r["t"] - t0, 3), r.get("cwnd"), r.get("ssthresh"), r.get("unacked"),
+                                    r.get("rtt_ms"), r.get("retrans_total")) for r in kernel]}
+        if kernel:
+            summary["kernel"] = {"retransmitted_segments": kernel[-1]["retrans_total"],
+                                 "cwnd_max": max(r.get("cwnd", 0) for r in kernel),
+                                 "first_ssthresh_seen": next((r["ssthresh"] for r in kernel if "ssthresh" in r), None),
+                                 "first_ssthresh_at_s": next((round(r["t"] - t0, 3) for r in kernel
+                                                              if "ssthresh" in r), None)}
+        for label, path in lean_logs.items():
+            bulk = lean_series(path) if path.exists() else {}
+            if not bulk:
+                continue
+            mss = 1448
+            summary[label] = {
+                "first_tx_s": round(bulk["first_tx_unix"] - t0, 3) if bulk["first_tx_unix"] else None,
+                "retransmissions": bulk["retrans"],
+                "recoveries": sum(1 for r in bulk["recovery"] if r["entered"]),
+                "first_recovery": next((dict(r, t=round(r["t"] - t0, 3)) for r in bulk["recovery"] if r["entered"]), None),
+                "slow_start_exit": [dict({k: v for k, v in x.items() if k != "unix_us"}, t=round(x["unix_us"] / 1e6 - t0, 3)) for x in bulk["ss_exit"]],
+                "inflight_max_segments": max((b for _, b in bulk["inflight"]), default=0) // mss,
+            }
+            series[label] = {
+                "inflight_segments": [(round(t - t0, 3), b // mss) for t, b in thin(bulk["inflight"], self.interval_s)],
+                "rtt_ms": [(round(t - t0, 3), r) for t, r in thin(bulk["rtt"], self.interval_s)],
+                "recovery": [(round(r["t"] - t0, 3), r["entered"], r["cwnd_bytes"] // mss, r["ssthresh_bytes"] // mss)
+                             for r in bulk["recovery"]],
+            }
+        out = {"summary": summary, "series": series}
+        (self.out_dir / f"{self.tag}.json").write_text(json.dumps(out, indent=1))
+        try:
+            plot(series, self.out_dir / f"{self.tag}.png", self.tag)
+        except Exception as err:  # noqa: BLE001 - a plot is a convenience, the JSON is the record
+            print(f"trace plot {self.tag}: {err}")
+        for path in self.files.values():
+            subprocess.run(["gzip", "-f", str(path)], check=False)
+        return summary
+
+
+def plot(series: dict, path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    win, rtt, fifo = axes
+    if series.get("kernel"):
+        k = series["kernel"]
+        win.plot([r[0] for r in k], [r[1] for r in k], label="kernel cwnd", lw=1)
+        win.plot([r[0] for r in k], [r[3] for r in k], label="kernel unacked", lw=0.8, ls=":")
+        rtt.plot([r[0] for r in k if r[4]], [r[4] for r in k if r[4]], label="kernel srtt", lw=1)
+    for label, s in series.items():
+        if label in ("kernel", "fifo"):
+            continue
+        win.plot([p[0] for p in s["inflight_segments"]], [p[1] for p in s["inflight_segments"]],
+                 label=f"{label} in flight", lw=1)
+        rtt.plot([p[0] for p in s["rtt_ms"]], [p[1] for p in s["rtt_ms"]], label=f"{label} rtt", lw=0.8)
+        ent = [r for r in s["recovery"] if r[1]]
+        win.scatter([r[0] for r in ent], [r[2] for r in ent], marker="v", s=12, label=f"{label} cwnd at recovery")
+    win.set_ylabel("segments")
+    win.legend(fontsize=7)
+    rtt.set_ylabel("RTT, ms")
+    rtt.legend(fontsize=7)
+    f = series.get("fifo", [])
+    fifo.plot([r[0] for r in f], [r[1] for r in f], label="FIFO backlog, packets", lw=1)
+    ax2 = fifo.twinx()
+    if f and f[0][2] is not None:
+        ax2.plot([r[0] for r in f], [(r[2] or 0) - (f[0][2] or 0) for r in f], color="red", lw=0.8, label="drops")
+    ax2.set_ylabel("drops so far")
+    fifo.set_ylabel("packets")
+    fifo.set_xlabel("s since the first flow started")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
