@@ -675,7 +675,8 @@ impl Stack {
                    "timestamp_rtt_samples": s.timestamp_rtt_samples, "recoveries": s.recoveries,
                    "tail_loss_probes": s.tail_loss_probes, "rack_marked_lost": s.rack_marked_lost,
                    "out_of_order_segments": s.out_of_order_segments, "sack": session.conn.sack_in_use(),
-                   "timestamps": session.conn.timestamps_in_use(), "recovery": session.conn.recovery_name()}),
+                   "timestamps": session.conn.timestamps_in_use(), "recovery": session.conn.recovery_name(),
+                   "send_buffer_bytes": session.conn.send_buffer_bytes()}),
         );
     }
 
@@ -721,6 +722,7 @@ impl Stack {
                     self.log.write_line(&line)
                 }
                 Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
+                Event::CcPhase { phase, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "cc_phase", json!({"conn": id, "phase": phase, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
                 Event::TailLossProbe { seq, retransmission } => self.log.write(t, "tail_loss_probe", json!({"conn": id, "seq": seq, "retransmission": retransmission})),
                 Event::ZeroWindowProbe { seq } => self.log.write(t, "zero_window_probe", json!({"conn": id, "seq": seq})),
                 Event::StateChanged { from, to } => self.log.write(t, "state", json!({"conn": id, "from": from.name(), "to": to.name()})),

@@ -348,6 +348,8 @@ mod tests {
                             acked_bytes: MSS,
                             bytes_in_flight: (nxt - una) as usize * MSS,
                             in_recovery: false,
+                            snd_max: Seq(nxt * MSS as u32),
+                            rtt_sample: None,
                         };
                         cc.on_ack(Instant::ZERO, acked, &rtt);
                         nxt = nxt.max(una + cc.win_packets());

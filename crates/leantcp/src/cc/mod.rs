@@ -11,6 +11,7 @@ use crate::time::Instant;
 
 pub mod compound;
 pub mod cubic;
+pub mod hystart;
 pub mod none;
 pub mod reno;
 
@@ -33,6 +34,39 @@ pub struct Acked {
     pub bytes_in_flight: usize,
     /// Loss recovery is in progress (the window is not grown during recovery).
     pub in_recovery: bool,
+    /// The highest sequence number sent so far (HyStart++'s round boundary, RFC 9406).
+    pub snd_max: Seq,
+    /// The smallest RTT sample this ACK gave (Karn-safe, not from a timestamp echo), if any.
+    pub rtt_sample: Option<Duration>,
+}
+
+impl Acked {
+    /// An ACK with no sample, `snd_max` = `ack` (unit tests of the controllers).
+    pub fn new(ack: Seq, acked_bytes: usize, in_recovery: bool) -> Self {
+        Acked { ack, acked_bytes, bytes_in_flight: 0, in_recovery, snd_max: ack, rtt_sample: None }
+    }
+}
+
+/// The controller's phase, for the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    SlowStart,
+    /// HyStart++'s Conservative Slow Start (RFC 9406).
+    ConservativeSlowStart,
+    CongestionAvoidance,
+    /// No congestion window (`none`).
+    Unlimited,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::SlowStart => "slow-start",
+            Phase::ConservativeSlowStart => "css",
+            Phase::CongestionAvoidance => "avoidance",
+            Phase::Unlimited => "unlimited",
+        }
+    }
 }
 
 /// What a congestion controller sees and decides: the congestion window in bytes.
@@ -43,6 +77,13 @@ pub trait CongestionControl: core::fmt::Debug + Send {
     /// Slow-start threshold in bytes (`usize::MAX` when the algorithm has none).
     fn ssthresh(&self) -> usize {
         usize::MAX
+    }
+    fn phase(&self) -> Phase {
+        if self.window() < self.ssthresh() {
+            Phase::SlowStart
+        } else {
+            Phase::CongestionAvoidance
+        }
     }
     /// `bytes` of sequence space left (new data or a retransmission).
     fn on_sent(&mut self, now: Instant, bytes: usize, bytes_in_flight: usize);
@@ -94,12 +135,14 @@ impl CcKind {
     }
 
     /// Builds the controller for a connection whose sender MSS is `mss` bytes, starting
-    /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs).
-    pub fn build(self, mss: usize, initial_window_segments: usize) -> Box<dyn CongestionControl> {
+    /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs);
+    /// `hystart`: RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC; Compound
+    /// keeps the slow start of bpf/ctcp.bpf.c, whose kernel counterpart has none).
+    pub fn build(self, mss: usize, initial_window_segments: usize, hystart: bool) -> Box<dyn CongestionControl> {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
-            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments)),
-            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments)),
+            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments).with_hystart(hystart)),
+            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments).with_hystart(hystart)),
             CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments)),
         }
     }
