@@ -9,10 +9,12 @@ Pairings, each two bulk flows started together through the same bottleneck, for
                      removed at the end)                          goal: lean 40-60 %
   nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: bounded
                      only by its send buffer and the client's window
-  bigbuf-cubic       reference: leanweb modern with a 4 MiB send buffer (Linux's tcp_wmem
-                     maximum; leanweb's default is 256 KiB) vs kernel CUBIC: the buffer
-                     caps the lean flow's bytes in flight, i.e. its rate once CUBIC has
-                     filled the FIFO (RTT ~100 ms: 256 KiB / 100 ms = 21 Mbit/s)
+  nohystart-cubic    reference: leanweb modern without HyStart++ (`hystart = off`) vs kernel
+                     CUBIC (whose HyStart is on): standard slow start fills the FIFO
+  fixedbuf-cubic     reference: leanweb modern with its send buffer fixed at 256 KiB
+                     (`send_buffer_max_bytes = 0`, no autotuning) vs kernel CUBIC: the
+                     buffer caps the lean flow's bytes in flight, i.e. its rate once CUBIC
+                     has filled the FIFO (RTT ~120 ms: 256 KiB / 120 ms = 17 Mbit/s)
   modern-alone       reference: one leanweb `modern` flow alone on the bottleneck: its
                      rate ceiling on this machine (a share goal it cannot reach alone
                      is out of its controller's hands)
@@ -28,7 +30,7 @@ exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone] [--json OUT]
+        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone] [--json OUT]
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md,
 docs/notes/leantcp-sending-speed.md (the references).
 """
@@ -92,12 +94,15 @@ def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow | N
         "modern-modern": (Flow("lean modern", "l1", modern), Flow("lean modern", "l2", modern), (45.0, 55.0)),
         "modern-cubic": (Flow("lean modern", "l1", modern), Flow("kernel cubic", "k", cc="cubic"), (40.0, 60.0)),
     }
-    # References, no goal: the lean stack without a congestion window, with a Linux-sized send
-    # buffer, and alone tell its controller, its bytes-in-flight cap and its rate ceiling apart.
+    # References, no goal: the lean stack without a congestion window, without HyStart++, with a
+    # fixed send buffer, and alone tell its controller, its slow start, its bytes-in-flight cap and
+    # its rate ceiling apart.
     out["nocc-cubic"] = (Flow("lean modern --cc none", "l1", {"profile": "modern", "cc": "none"}),
                          Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
-    out["bigbuf-cubic"] = (Flow("lean modern, 4 MiB send buffer", "l1", {**modern, "send_buffer_bytes": 4 << 20}),
-                           Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["nohystart-cubic"] = (Flow("lean modern, no HyStart++", "l1", {**modern, "hystart": False}),
+                              Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["fixedbuf-cubic"] = (Flow("lean modern, 256 KiB fixed send buffer", "l1", {**modern, "send_buffer_max_bytes": 0}),
+                             Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
     out["modern-alone"] = (Flow("lean modern", "l1", modern), None, (0.0, 100.0))
     if compound_kernel_name:
         out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
@@ -124,20 +129,29 @@ def lean_server(tb: Testbed, node: str, docroot: Path, run_dir: Path, tag: str, 
 
 
 class FlowRun:
-    """One running flow; `received_bytes()` after it ended."""
+    """One flow: `__init__` readies its receiver (iperf3's server), `start` launches the sender's
+    side, so both flows of a pairing start within a few milliseconds; `received_bytes()` after
+    it ended."""
 
     def __init__(self, tb: Testbed, flow: Flow, seconds: float, port: int):
-        self.tb, self.flow = tb, flow
+        self.tb, self.flow, self.seconds, self.port = tb, flow, seconds, port
+        self.server = None
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+        if flow.cc is not None:
+            self.server = tb.start("c", ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.PIPE)
+            wait_listening(tb, port)
+
+    def start(self) -> None:
+        tb, flow, seconds = self.tb, self.flow, self.seconds
         if flow.cc is None:
             url = f"http://{tb.address(flow.node, 'v4')}/{file_name(BULK_FILE_KIB)}"
             argv = ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w", "%{size_download}", url]
-            self.server = None
             self.proc = tb.start("c", argv, stdout=subprocess.PIPE)
         else:
-            self.server = tb.start("c", ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.PIPE)
-            wait_listening(tb, port)
-            argv = ["iperf3", "-c", tb.address("c", "v4"), "-p", str(port), "-t", str(seconds), "-C", flow.cc, "-J"]
+            argv = ["iperf3", "-c", tb.address("c", "v4"), "-p", str(self.port), "-t", str(seconds), "-C", flow.cc, "-J"]
             self.proc = tb.start(flow.node, argv, stdout=subprocess.PIPE)
+        self.started_at = time.time()
 
     def received_bytes(self, timeout_s: float) -> int:
         out, _ = self.proc.communicate(timeout=timeout_s)
@@ -183,11 +197,12 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
                 tb.ping("c", f.node, "v4", count=1)
         if tracer:
             tracer.start()
-        runs = []
-        for i, f in enumerate(flows):
-            if tracer:
-                tracer.flow_started(f.node)
-            runs.append(FlowRun(tb, f, seconds, IPERF_PORT + i))
+        runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate(flows)]
+        for r in runs:
+            r.start()
+        if tracer:
+            for f, r in zip(flows, runs):
+                tracer.flow_started(f.node, r.started_at)
         got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
     finally:
         if tracer:
@@ -217,7 +232,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone")
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
     ap.add_argument("--trace", type=Path, help="also record each pairing's time series here (fairness_trace.py)")
     args = ap.parse_args()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 SS_FIELDS = {"cwnd": int, "ssthresh": int, "unacked": int, "bytes_acked": int, "lost": int, "mss": int}
@@ -122,7 +121,8 @@ def lean_series(log_path: Path) -> dict:
             continue
         e = json.loads(raw)
         c = conns.setdefault(e["conn"], {"base": None, "max": 0, "una": 0, "inflight": [], "rtt": [], "recovery": [],
-                                         "ss_exit": [], "retrans": {}, "bytes": 0, "first_tx_unix": None})
+                                         "phases": [], "retrans": {}, "bytes": 0, "first_tx_unix": None,
+                                         "send_buffer_bytes": None, "retx_times": []})
         kind = e["event"]
         if kind == "tx" and not e["syn"]:
             if c["base"] is None:
@@ -131,6 +131,7 @@ def lean_series(log_path: Path) -> dict:
             end = unwrap(e["seq"], c["base"]) + e["len"] + (1 if e["fin"] else 0)
             if e["retransmission"]:
                 c["retrans"][e["kind"]] = c["retrans"].get(e["kind"], 0) + 1
+                c["retx_times"].append(e["unix_us"] / 1e6)
             c["max"] = max(c["max"], end)
             c["bytes"] += e["len"]
         elif kind == "ack" and c["base"] is not None:
@@ -143,8 +144,10 @@ def lean_series(log_path: Path) -> dict:
         elif kind == "recovery":
             c["recovery"].append({"t": e["unix_us"] / 1e6, "entered": e["entered"], "cwnd_bytes": e["cwnd_bytes"],
                                   "ssthresh_bytes": e["ssthresh_bytes"]})
-        elif kind == "slow_start_exit":
-            c["ss_exit"].append({k: v for k, v in e.items() if k not in ("event", "conn", "t_us")})
+        elif kind == "cc_phase":
+            c["phases"].append({"t": e["unix_us"] / 1e6, "phase": e["phase"], "cwnd_bytes": e["cwnd_bytes"]})
+        elif kind == "close":
+            c["send_buffer_bytes"] = e.get("send_buffer_bytes")
         elif kind == "timeout":
             c["retrans"]["timeouts"] = c["retrans"].get("timeouts", 0) + 1
     if not conns:
@@ -154,13 +157,16 @@ def lean_series(log_path: Path) -> dict:
 
 
 def thin(points: list, step_s: float) -> list:
-    """One point per `step_s` (the last in each step), so a 30 s series stays small."""
+    """One point per `step_s` (the last of each step), so a 30 s series stays small."""
     out: list = []
+    bucket = None
     for p in points:
-        if out and p[0] - out[-1][0] < step_s:
+        b = int(p[0] // step_s)
+        if out and b == bucket:
             out[-1] = p
         else:
             out.append(p)
+            bucket = b
     return out
 
 
@@ -190,8 +196,8 @@ class Tracer:
             with path.open("w") as out:
                 self.procs.append(self.tb.start(node, sampler_argv(command, self.interval_s), stdout=out))
 
-    def flow_started(self, label: str) -> None:
-        self.flow_starts[label] = time.time()
+    def flow_started(self, label: str, at_unix_s: float) -> None:
+        self.flow_starts[label] = at_unix_s
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -221,17 +227,20 @@ class Tracer:
                                  "first_ssthresh_seen": next((r["ssthresh"] for r in kernel if "ssthresh" in r), None),
                                  "first_ssthresh_at_s": next((round(r["t"] - t0, 3) for r in kernel
                                                               if "ssthresh" in r), None)}
+        lean_series_cache: dict = {}
         for label, path in lean_logs.items():
             bulk = lean_series(path) if path.exists() else {}
             if not bulk:
                 continue
+            lean_series_cache[label] = bulk
             mss = 1448
             summary[label] = {
                 "first_tx_s": round(bulk["first_tx_unix"] - t0, 3) if bulk["first_tx_unix"] else None,
                 "retransmissions": bulk["retrans"],
                 "recoveries": sum(1 for r in bulk["recovery"] if r["entered"]),
                 "first_recovery": next((dict(r, t=round(r["t"] - t0, 3)) for r in bulk["recovery"] if r["entered"]), None),
-                "slow_start_exit": [dict({k: v for k, v in x.items() if k != "unix_us"}, t=round(x["unix_us"] / 1e6 - t0, 3)) for x in bulk["ss_exit"]],
+                "phases": [dict(x, t=round(x["t"] - t0, 3), cwnd_segments=x["cwnd_bytes"] // mss) for x in bulk["phases"]],
+                "send_buffer_bytes_at_close": bulk["send_buffer_bytes"],
                 "inflight_max_segments": max((b for _, b in bulk["inflight"]), default=0) // mss,
             }
             series[label] = {
@@ -240,6 +249,8 @@ class Tracer:
                 "recovery": [(round(r["t"] - t0, 3), r["entered"], r["cwnd_bytes"] // mss, r["ssthresh_bytes"] // mss)
                              for r in bulk["recovery"]],
             }
+        summary["loss_events"] = loss_events(fifo, kernel, {label: lean_series_cache[label]["retx_times"]
+                                                            for label in lean_series_cache}, t0)
         out = {"summary": summary, "series": series}
         (self.out_dir / f"{self.tag}.json").write_text(json.dumps(out, indent=1))
         try:
@@ -249,6 +260,36 @@ class Tracer:
         for path in self.files.values():
             subprocess.run(["gzip", "-f", str(path)], check=False)
         return summary
+
+
+def loss_events(fifo: list[dict], kernel: list[dict], lean_retx: dict[str, list[float]], t0: float,
+                gap_s: float = 1.0) -> list[dict]:
+    """Drop episodes at the FIFO (drop increments closer than `gap_s` form one) and who lost
+    what in each: the FIFO's drops, the kernel flow's retransmitted segments (ss) and each lean
+    flow's retransmissions (its log) from the episode's start to `gap_s` after its end."""
+    episodes: list[list[float]] = []
+    for prev, cur in zip(fifo, fifo[1:]):
+        dropped = (cur.get("dropped") or 0) - (prev.get("dropped") or 0)
+        if dropped <= 0:
+            continue
+        if episodes and cur["t"] - episodes[-1][1] < gap_s:
+            episodes[-1][1] = cur["t"]
+            episodes[-1][2] += dropped
+        else:
+            episodes.append([prev["t"], cur["t"], dropped])
+    out = []
+    for start, end, dropped in episodes:
+        until = end + gap_s
+
+        def kernel_retrans_at(t: float) -> int:
+            return max((r["retrans_total"] for r in kernel if r["t"] <= t), default=0)
+
+        row = {"t": round(start - t0, 2), "fifo_drops": dropped,
+               "kernel_retransmitted": kernel_retrans_at(until) - kernel_retrans_at(start) if kernel else None}
+        for label, times in lean_retx.items():
+            row[f"{label}_retransmitted"] = sum(1 for t in times if start <= t <= until)
+        out.append(row)
+    return out
 
 
 def plot(series: dict, path: Path, title: str) -> None:
