@@ -15,6 +15,12 @@ Pairings, each two bulk flows started together through the same bottleneck, for
                      (`send_buffer_max_bytes = 0`, no autotuning) vs kernel CUBIC: the
                      buffer caps the lean flow's bytes in flight, i.e. its rate once CUBIC
                      has filled the FIFO (RTT ~120 ms: 256 KiB / 120 ms = 17 Mbit/s)
+  cubic-cubic        reference: two kernel CUBIC flows (iperf3 from two hosts): what Linux
+                     gets against itself in the same time, the yardstick for the goals
+  compoundl0-compound reference: compound-compound with the lean slow start crediting every
+                     acknowledged segment (`abc_limit_segments = 0`, as the kernel's
+                     tcp_slow_start) instead of RFC 3465's 2 per ACK
+  kcompound-kcompound reference: the same with two kernel Compound (BPF) flows
   modern-alone       reference: one leanweb `modern` flow alone on the bottleneck: its
                      rate ceiling on this machine (a share goal it cannot reach alone
                      is out of its controller's hands)
@@ -71,6 +77,7 @@ TOPOLOGY = {
                    {"switch": "ss", "host_id": 1}]},
         {"name": "c", "links": [{"switch": "sc", "host_id": 10}]},
         {"name": "k", "links": [{"switch": "ss", "host_id": 10}]},
+        {"name": "k2", "links": [{"switch": "ss", "host_id": 13}]},
         {"name": "l1", "links": [{"switch": "ss", "host_id": 11}], "stack": "user"},
         {"name": "l2", "links": [{"switch": "ss", "host_id": 12}], "stack": "user"},
     ],
@@ -104,9 +111,16 @@ def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow | N
     out["fixedbuf-cubic"] = (Flow("lean modern, 256 KiB fixed send buffer", "l1", {**modern, "send_buffer_max_bytes": 0}),
                              Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
     out["modern-alone"] = (Flow("lean modern", "l1", modern), None, (0.0, 100.0))
+    # What Linux gets against itself in the same 30 s: the yardstick for the goals above.
+    out["cubic-cubic"] = (Flow("kernel cubic", "k", cc="cubic"), Flow("kernel cubic", "k2", cc="cubic"), (0.0, 100.0))
     if compound_kernel_name:
         out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
                                     Flow("kernel compound", "k", cc=compound_kernel_name), (40.0, 60.0))
+        out["compoundl0-compound"] = (Flow("lean compound, slow start unlimited per ACK", "l1",
+                                           {"profile": "modern", "cc": "compound", "abc_limit_segments": 0}),
+                                      Flow("kernel compound", "k", cc=compound_kernel_name), (0.0, 100.0))
+        out["kcompound-kcompound"] = (Flow("kernel compound", "k", cc=compound_kernel_name),
+                                      Flow("kernel compound", "k2", cc=compound_kernel_name), (0.0, 100.0))
     return out
 
 
@@ -182,11 +196,10 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
     series of both flows and the FIFO (fairness_trace.py) go there as <tag>.json / .png."""
     flows = [f for f in (a, b) if f is not None]
     servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in flows if f.cc is None]
-    kernel = next((f for f in flows if f.cc is not None), None)
     tracer = None
     if trace_dir is not None:
-        tracer = Tracer(tb, trace_dir, tag, kernel.node if kernel else None, "r", bottleneck_dev(tb),
-                        IPERF_PORT + flows.index(kernel) if kernel else IPERF_PORT)
+        kernel_flows = {f.node: IPERF_PORT + i for i, f in enumerate(flows) if f.cc is not None}
+        tracer = Tracer(tb, trace_dir, tag, kernel_flows, "r", bottleneck_dev(tb))
     try:
         for server in servers:
             server.start()
@@ -245,7 +258,7 @@ def main() -> int:
     results: dict[str, list[dict]] = {}
     print(f"load average before: {os.getloadavg()}")
     try:
-        if "compound-compound" in wanted:
+        if {"compound-compound", "kcompound-kcompound"} & set(wanted):
             compound = register_compound()
         table = pairings(compound)
         unknown = sorted(set(wanted) - set(table))

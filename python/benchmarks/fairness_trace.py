@@ -1,13 +1,13 @@
 """Time series of one fairness pairing (bench_lean_fairness.py --trace DIR): why a share is what it is.
 
 While both flows run it samples, every `interval_s`:
-  - the kernel flow's TCP state in its namespace (`ss -tinH`: cwnd, ssthresh, RTT, unacked,
+  - each kernel flow's TCP state in its namespace (`ss -tinH`: cwnd, ssthresh, RTT, unacked,
     retransmissions, bytes acknowledged);
   - the bottleneck FIFO on the router (`tc -s qdisc`: backlog in packets, drops so far).
-Before and after it reads the kernel namespace's counters (`nstat -az`: HyStart's exits, the
+Before and after it reads each kernel namespace's counters (`nstat -az`: HyStart's exits, the
 retransmitted segments) and the FIFO's totals. The lean flow's side comes from leanweb's own
 log: bytes in flight (highest sequence sent minus the cumulative ACK, from its `tx` and `ack`
-lines), RTT samples, recovery entries with cwnd/ssthresh, slow-start exits, retransmissions by
+lines), cwnd (the `ack` lines' cwnd_bytes), RTT samples, recovery entries with cwnd/ssthresh, slow-start exits, retransmissions by
 kind. Everything is aligned on wall-clock time (the log's `unix_us`, the samplers' `date`).
 
 Writes DIR/<tag>.json (summary + series) and DIR/<tag>.png (window, RTT, FIFO over time).
@@ -122,7 +122,7 @@ def lean_series(log_path: Path) -> dict:
         e = json.loads(raw)
         c = conns.setdefault(e["conn"], {"base": None, "max": 0, "una": 0, "inflight": [], "rtt": [], "recovery": [],
                                          "phases": [], "retrans": {}, "bytes": 0, "first_tx_unix": None,
-                                         "send_buffer_bytes": None, "retx_times": []})
+                                         "send_buffer_bytes": None, "retx_times": [], "cwnd": [], "acked_segments": {}})
         kind = e["event"]
         if kind == "tx" and not e["syn"]:
             if c["base"] is None:
@@ -137,8 +137,15 @@ def lean_series(log_path: Path) -> dict:
         elif kind == "ack" and c["base"] is not None:
             una = unwrap(e["ack"], c["base"])
             if una < 1 << 31:
+                # segments this ACK covers, while the window is young (first 2 s): stretch ACKs
+                # slow a slow start that credits at most L segments per ACK
+                if e["unix_us"] / 1e6 - c["first_tx_unix"] < 2.0 and una > c["una"]:
+                    n = str(min(-(-(una - c["una"]) // 1448), 16))
+                    c["acked_segments"][n] = c["acked_segments"].get(n, 0) + 1
                 c["una"] = max(c["una"], una)
             c["inflight"].append((e["unix_us"] / 1e6, c["max"] - c["una"]))
+            if "cwnd_bytes" in e:
+                c["cwnd"].append((e["unix_us"] / 1e6, min(e["cwnd_bytes"], 1 << 40)))
         elif kind == "rtt_sample":
             c["rtt"].append((e["unix_us"] / 1e6, e["rtt_us"] / 1000))
         elif kind == "recovery":
@@ -171,25 +178,29 @@ def thin(points: list, step_s: float) -> list:
 
 
 class Tracer:
-    """Samplers for one pairing; `stop` then `report` once the flows have ended."""
+    """Samplers for one pairing; `stop` then `report` once the flows have ended. `kernel_flows`:
+    node -> the port its flow sends to (one `ss` sampler in each of those namespaces)."""
 
-    def __init__(self, tb, out_dir: Path, tag: str, kernel_node: str | None, router: str, router_dev: str,
-                 port: int, interval_s: float = 0.1):
+    def __init__(self, tb, out_dir: Path, tag: str, kernel_flows: dict[str, int], router: str, router_dev: str,
+                 interval_s: float = 0.1):
         self.tb, self.out_dir, self.tag = tb, out_dir, tag
-        self.kernel_node, self.router, self.router_dev, self.port = kernel_node, router, router_dev, port
+        self.kernel_flows, self.router, self.router_dev = kernel_flows, router, router_dev
         self.interval_s = interval_s
         self.procs: list = []
         self.files: dict[str, Path] = {}
         self.before: dict = {}
         self.flow_starts: dict[str, float] = {}
 
+    def _counters(self) -> dict:
+        return {"fifo": fifo_totals(self.tb, self.router, self.router_dev),
+                **{f"nstat:{node}": nstat(self.tb, node) for node in self.kernel_flows}}
+
     def start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.before = {"fifo": fifo_totals(self.tb, self.router, self.router_dev),
-                       "nstat": nstat(self.tb, self.kernel_node) if self.kernel_node else {}}
+        self.before = self._counters()
         samplers = {"fifo": (self.router, f"tc -s qdisc show dev {self.router_dev}")}
-        if self.kernel_node:
-            samplers["ss"] = (self.kernel_node, f"ss -tinH '( dport = :{self.port} )'")
+        for node, port in self.kernel_flows.items():
+            samplers[f"ss-{node}"] = (node, f"ss -tinH '( dport = :{port} )'")
         for name, (node, command) in samplers.items():
             path = self.out_dir / f"{self.tag}.{name}.txt"
             self.files[name] = path
@@ -205,35 +216,36 @@ class Tracer:
         self.procs = []
 
     def report(self, lean_logs: dict[str, Path]) -> dict:
-        after = {"fifo": fifo_totals(self.tb, self.router, self.router_dev),
-                 "nstat": nstat(self.tb, self.kernel_node) if self.kernel_node else {}}
-        kernel = parse_ss(self.files["ss"].read_text(), self.port) if "ss" in self.files else []
+        after = self._counters()
         fifo = parse_fifo(self.files["fifo"].read_text())
         t0 = min(self.flow_starts.values()) if self.flow_starts else (fifo[0]["t"] if fifo else 0.0)
         summary: dict = {
             "flow_start_offsets_s": {k: round(v - t0, 3) for k, v in self.flow_starts.items()},
             "fifo_drops": after["fifo"].get("dropped", 0) - self.before["fifo"].get("dropped", 0),
-            "kernel_counters": {k: after["nstat"].get(k, 0) - self.before["nstat"].get(k, 0)
-                                for k in HYSTART_COUNTERS if not k.endswith("Cwnd")},
-            "kernel_hystart_exit_cwnd": {k: after["nstat"].get(k, 0) - self.before["nstat"].get(k, 0)
-                                         for k in HYSTART_COUNTERS if k.endswith("Cwnd")},
         }
-        series: dict = {"fifo": [(round(r["t"] - t0, 3), r.get("backlog_packets"), r.get("dropped")) for r in fifo],
-                        "kernel": [(round(r["t"] - t0, 3), r.get("cwnd"), r.get("ssthresh"), r.get("unacked"),
-                                    r.get("rtt_ms"), r.get("retrans_total")) for r in kernel]}
-        if kernel:
-            summary["kernel"] = {"retransmitted_segments": kernel[-1]["retrans_total"],
-                                 "cwnd_max": max(r.get("cwnd", 0) for r in kernel),
-                                 "first_ssthresh_seen": next((r["ssthresh"] for r in kernel if "ssthresh" in r), None),
-                                 "first_ssthresh_at_s": next((round(r["t"] - t0, 3) for r in kernel
-                                                              if "ssthresh" in r), None)}
+        series: dict = {"fifo": [(round(r["t"] - t0, 3), r.get("backlog_packets"), r.get("dropped")) for r in fifo]}
+        kernels: dict[str, list[dict]] = {}
+        for node, port in self.kernel_flows.items():
+            rows = parse_ss(self.files[f"ss-{node}"].read_text(), port)
+            kernels[node] = rows
+            counters = {k: after[f"nstat:{node}"].get(k, 0) - self.before[f"nstat:{node}"].get(k, 0)
+                        for k in HYSTART_COUNTERS}
+            summary[node] = {
+                "kernel_counters": counters,
+                "retransmitted_segments": rows[-1]["retrans_total"] if rows else None,
+                "cwnd_max": max((r.get("cwnd", 0) for r in rows), default=None),
+                "first_ssthresh_seen": next((r["ssthresh"] for r in rows if "ssthresh" in r), None),
+                "first_ssthresh_at_s": next((round(r["t"] - t0, 3) for r in rows if "ssthresh" in r), None),
+            }
+            series[node] = {"kernel": [(round(r["t"] - t0, 3), r.get("cwnd"), r.get("ssthresh"), r.get("unacked"),
+                                        r.get("rtt_ms"), r.get("retrans_total")) for r in rows]}
         lean_series_cache: dict = {}
+        mss = 1448
         for label, path in lean_logs.items():
             bulk = lean_series(path) if path.exists() else {}
             if not bulk:
                 continue
             lean_series_cache[label] = bulk
-            mss = 1448
             summary[label] = {
                 "first_tx_s": round(bulk["first_tx_unix"] - t0, 3) if bulk["first_tx_unix"] else None,
                 "retransmissions": bulk["retrans"],
@@ -241,16 +253,17 @@ class Tracer:
                 "first_recovery": next((dict(r, t=round(r["t"] - t0, 3)) for r in bulk["recovery"] if r["entered"]), None),
                 "phases": [dict(x, t=round(x["t"] - t0, 3), cwnd_segments=x["cwnd_bytes"] // mss) for x in bulk["phases"]],
                 "send_buffer_bytes_at_close": bulk["send_buffer_bytes"],
+                "acks_by_segments_covered_first_2s": dict(sorted(bulk["acked_segments"].items(), key=lambda kv: int(kv[0]))),
                 "inflight_max_segments": max((b for _, b in bulk["inflight"]), default=0) // mss,
             }
             series[label] = {
                 "inflight_segments": [(round(t - t0, 3), b // mss) for t, b in thin(bulk["inflight"], self.interval_s)],
+                "cwnd_segments": [(round(t - t0, 3), b // mss) for t, b in thin(bulk["cwnd"], self.interval_s)],
                 "rtt_ms": [(round(t - t0, 3), r) for t, r in thin(bulk["rtt"], self.interval_s)],
                 "recovery": [(round(r["t"] - t0, 3), r["entered"], r["cwnd_bytes"] // mss, r["ssthresh_bytes"] // mss)
                              for r in bulk["recovery"]],
             }
-        summary["loss_events"] = loss_events(fifo, kernel, {label: lean_series_cache[label]["retx_times"]
-                                                            for label in lean_series_cache}, t0)
+        summary["loss_events"] = loss_events(fifo, kernels, {label: c["retx_times"] for label, c in lean_series_cache.items()}, t0)
         out = {"summary": summary, "series": series}
         (self.out_dir / f"{self.tag}.json").write_text(json.dumps(out, indent=1))
         try:
@@ -262,10 +275,10 @@ class Tracer:
         return summary
 
 
-def loss_events(fifo: list[dict], kernel: list[dict], lean_retx: dict[str, list[float]], t0: float,
+def loss_events(fifo: list[dict], kernels: dict[str, list[dict]], lean_retx: dict[str, list[float]], t0: float,
                 gap_s: float = 1.0) -> list[dict]:
     """Drop episodes at the FIFO (drop increments closer than `gap_s` form one) and who lost
-    what in each: the FIFO's drops, the kernel flow's retransmitted segments (ss) and each lean
+    what in each: the FIFO's drops, each kernel flow's retransmitted segments (ss) and each lean
     flow's retransmissions (its log) from the episode's start to `gap_s` after its end."""
     episodes: list[list[float]] = []
     for prev, cur in zip(fifo, fifo[1:]):
@@ -277,15 +290,16 @@ def loss_events(fifo: list[dict], kernel: list[dict], lean_retx: dict[str, list[
             episodes[-1][2] += dropped
         else:
             episodes.append([prev["t"], cur["t"], dropped])
+
+    def retrans_at(rows: list[dict], t: float) -> int:
+        return max((r["retrans_total"] for r in rows if r["t"] <= t), default=0)
+
     out = []
     for start, end, dropped in episodes:
         until = end + gap_s
-
-        def kernel_retrans_at(t: float) -> int:
-            return max((r["retrans_total"] for r in kernel if r["t"] <= t), default=0)
-
-        row = {"t": round(start - t0, 2), "fifo_drops": dropped,
-               "kernel_retransmitted": kernel_retrans_at(until) - kernel_retrans_at(start) if kernel else None}
+        row = {"t": round(start - t0, 2), "fifo_drops": dropped}
+        for node, rows in kernels.items():
+            row[f"{node}_retransmitted"] = retrans_at(rows, until) - retrans_at(rows, start)
         for label, times in lean_retx.items():
             row[f"{label}_retransmitted"] = sum(1 for t in times if start <= t <= until)
         out.append(row)
@@ -299,16 +313,19 @@ def plot(series: dict, path: Path, title: str) -> None:
 
     fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
     win, rtt, fifo = axes
-    if series.get("kernel"):
-        k = series["kernel"]
-        win.plot([r[0] for r in k], [r[1] for r in k], label="kernel cwnd", lw=1)
-        win.plot([r[0] for r in k], [r[3] for r in k], label="kernel unacked", lw=0.8, ls=":")
-        rtt.plot([r[0] for r in k if r[4]], [r[4] for r in k if r[4]], label="kernel srtt", lw=1)
     for label, s in series.items():
-        if label in ("kernel", "fifo"):
+        if label == "fifo":
             continue
+        if "kernel" in s:
+            k = s["kernel"]
+            win.plot([r[0] for r in k], [r[1] for r in k], label=f"{label} (kernel) cwnd", lw=1)
+            win.plot([r[0] for r in k], [r[3] for r in k], label=f"{label} (kernel) unacked", lw=0.8, ls=":")
+            rtt.plot([r[0] for r in k if r[4]], [r[4] for r in k if r[4]], label=f"{label} (kernel) srtt", lw=1)
+            continue
+        if s["cwnd_segments"]:
+            win.plot([p[0] for p in s["cwnd_segments"]], [p[1] for p in s["cwnd_segments"]], label=f"{label} cwnd", lw=1)
         win.plot([p[0] for p in s["inflight_segments"]], [p[1] for p in s["inflight_segments"]],
-                 label=f"{label} in flight", lw=1)
+                 label=f"{label} in flight", lw=0.8, ls=":")
         rtt.plot([p[0] for p in s["rtt_ms"]], [p[1] for p in s["rtt_ms"]], label=f"{label} rtt", lw=0.8)
         ent = [r for r in s["recovery"] if r[1]]
         win.scatter([r[0] for r in ent], [r[2] for r in ent], marker="v", s=12, label=f"{label} cwnd at recovery")

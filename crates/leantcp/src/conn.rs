@@ -19,7 +19,7 @@ use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use crate::cc::{Acked, CcKind, CongestionControl, Phase, RttStats};
+use crate::cc::{Acked, CcKind, CongestionControl, Phase, RttStats, SlowStart};
 use crate::recovery::go_back_n::GoBackN;
 use crate::recovery::rack::Rack;
 use crate::recovery::{AckInfo, Delivered, LossRecovery, RecoveryKind, RtoAction, Scoreboard};
@@ -129,6 +129,8 @@ pub struct TcpConfig {
     pub initial_window_segments: usize,
     /// RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC).
     pub hystart: bool,
+    /// RFC 3465's L, segments credited per ACK in slow start (`None`: all, as Linux).
+    pub abc_limit_segments: Option<usize>,
     /// A cap of the sender's own on data in flight, in full segments (`None`: only the
     /// peer's window and the congestion window limit it). The seeds leave the bare PC's
     /// sending open beyond "no congestion control" (docs/leanweb.md).
@@ -165,6 +167,7 @@ impl TcpConfig {
             limited_transmit: false,
             initial_window_segments: 10,
             hystart: false,
+            abc_limit_segments: Some(2),
             send_window_segments: None,
             pacing_rate_bps: None,
             time_wait: Duration::from_secs(60),
@@ -201,6 +204,9 @@ impl TcpConfig {
         }
         if self.initial_window_segments == 0 {
             return Err("initial window must be at least 1 segment".into());
+        }
+        if self.abc_limit_segments == Some(0) {
+            return Err("slow start's per-ACK limit must be at least 1 segment (or none)".into());
         }
         if self.send_window_segments == Some(0) {
             return Err("send window must be at least 1 segment".into());
@@ -269,8 +275,9 @@ pub enum Event {
     RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
     Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
     Retransmit { seq: u32, len: usize, kind: RetransmitKind },
-    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these).
-    NewAck { ack: u32, at: Instant },
+    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these);
+    /// `cwnd_bytes` is the congestion window before this ACK's update (`None` without one).
+    NewAck { ack: u32, at: Instant, cwnd_bytes: Option<usize> },
     /// Loss recovery began (`entered`) or ended; the window after the change.
     Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
     /// An ACK moved the controller to another phase (slow start, HyStart++'s CSS, congestion
@@ -553,7 +560,8 @@ impl Connection {
             self.ts_recent = ts.tsval;
         }
         let mss = self.data_mss();
-        let cc = self.config.cc.build(mss, self.config.initial_window_segments, self.config.hystart);
+        let slow_start = SlowStart { hystart: self.config.hystart, ack_limit_segments: self.config.abc_limit_segments };
+        let cc = self.config.cc.build(mss, self.config.initial_window_segments, slow_start);
         self.cc_phase = Some(cc.phase());
         self.cc = Some(cc);
         self.recovery = self.config.recovery.build(mss, self.sack_ok, self.config.limited_transmit, self.config.rack_tlp);
@@ -1446,7 +1454,8 @@ impl Connection {
         if self.recovery.uses_scoreboard() {
             self.scoreboard.on_cumulative_ack(ack, &mut self.delivered);
         }
-        self.event(Event::NewAck { ack: ack.0, at: now });
+        let cwnd_bytes = Some(self.cwnd()).filter(|&w| w != usize::MAX);
+        self.event(Event::NewAck { ack: ack.0, at: now, cwnd_bytes });
         let mut samples = self.sampler.on_ack(ack, now);
         // RFC 7323 §4.1: the echoed timestamp times an ACK of retransmitted data, where
         // Karn's rule (RFC 6298 §3) leaves the sampler without a sample.

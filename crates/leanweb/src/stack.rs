@@ -717,8 +717,8 @@ impl Stack {
                 Event::Timeout { rto_us, backoff_shift, outstanding_bytes } => self.log.write(t, "timeout", json!({"conn": id, "rto_us": rto_us, "backoff_shift": backoff_shift, "outstanding_bytes": outstanding_bytes})),
                 // Logged as `tx` when the frame is written, not when the segment is made.
                 Event::Retransmit { .. } => {}
-                Event::NewAck { ack, at } => {
-                    let line = AckLine { ack, at_us: at.as_micros(), conn: id, event: "ack", t_us: t, unix_us: self.log.unix_us(t) };
+                Event::NewAck { ack, at, cwnd_bytes } => {
+                    let line = AckLine { ack, at_us: at.as_micros(), conn: id, cwnd_bytes, event: "ack", t_us: t, unix_us: self.log.unix_us(t) };
                     self.log.write_line(&line)
                 }
                 Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),

@@ -22,7 +22,7 @@
 use core::time::Duration;
 
 use super::hystart::{HyStartPlusPlus, Step};
-use super::{Acked, CongestionControl, Phase, RttStats};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
 use crate::time::Instant;
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s³).
@@ -63,6 +63,7 @@ pub struct Cubic {
     cwnd_prior: f64,
     epoch: Option<Epoch>,
     hystart: Option<HyStartPlusPlus>,
+    slow_start: SlowStart,
 }
 
 impl Cubic {
@@ -78,12 +79,14 @@ impl Cubic {
             cwnd_prior: 0.0,
             epoch: None,
             hystart: None,
+            slow_start: SlowStart::default(),
         }
     }
 
-    /// With RFC 9406 HyStart++ in the initial slow start.
-    pub fn with_hystart(mut self, on: bool) -> Self {
-        self.hystart = on.then(HyStartPlusPlus::default);
+    /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
+    pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
+        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
+        self.slow_start = slow_start;
         self
     }
 
@@ -163,7 +166,7 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            let mut grow = acked.acked_bytes.min(2 * self.mss) as f64 / self.mss as f64;
+            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss) as f64 / self.mss as f64;
             match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
                 Some(Step::EnterAvoidance) => {
                     self.ssthresh = self.cwnd;
@@ -241,7 +244,7 @@ mod tests {
         assert!((w_cubic(k, k, 100.0) - 100.0).abs() < 1e-12, "plateau at W_max when t = K");
         assert!((w_cubic(k + 2.0, k, 100.0) - (100.0 + 0.4 * 8.0)).abs() < 1e-9, "convex beyond K");
         assert_eq!(CcKind::parse("cubic"), Some(CcKind::Cubic));
-        assert_eq!(CcKind::Cubic.build(MSS, 10, true).name(), "cubic");
+        assert_eq!(CcKind::Cubic.build(MSS, 10, SlowStart::default()).name(), "cubic");
     }
 
     #[test]
@@ -325,6 +328,9 @@ mod tests {
         let mut cubic = Cubic::new(MSS, 10);
         cubic.on_ack(at(0), ack(5), &rtt(10));
         assert_eq!(cubic.window(), 12 * MSS, "2 MSS per ACK at most (RFC 3465 L = 2)");
+        let mut linux = Cubic::new(MSS, 10).with_slow_start(SlowStart { ack_limit_segments: None, ..SlowStart::default() });
+        linux.on_ack(at(0), ack(5), &rtt(10));
+        assert_eq!(linux.window(), 15 * MSS, "no limit: every acknowledged segment counts (tcp_slow_start)");
         let mut in_recovery = ack(10);
         in_recovery.in_recovery = true;
         cubic.on_ack(at(0), in_recovery, &rtt(10));
@@ -339,7 +345,7 @@ mod tests {
     fn hystart_exit_starts_the_curve_at_the_window_with_k_zero() {
         // RFC 9438 §4.10: HyStart++ ended slow start without a loss, so W_max is unknown:
         // W_max = cwnd_prior = cwnd, K = 0 — the window grows from where it is.
-        let mut cubic = Cubic::new(MSS, 10).with_hystart(true);
+        let mut cubic = Cubic::new(MSS, 10).with_slow_start(SlowStart { hystart: true, ..SlowStart::default() });
         let sample = |ms| Acked { rtt_sample: Some(Duration::from_millis(ms)), ..ack(1) };
         // Rounds of ACKs (one segment each): 10 ms, then 30 ms (≥ 10 + 4 ms) from the 2nd round on.
         let (mut seq, mut end, mut acks) = (0u32, 10 * MSS as u32, 0u32);

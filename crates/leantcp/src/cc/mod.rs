@@ -47,6 +47,30 @@ impl Acked {
     }
 }
 
+/// How a controller's slow start grows the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowStart {
+    /// RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC).
+    pub hystart: bool,
+    /// RFC 3465's L: an ACK grows the window by at most this many segments; `None` credits
+    /// every acknowledged segment, as Linux's `tcp_slow_start` does. A receiver that ACKs
+    /// many segments at once (a stretch ACK) slows a small L's slow start.
+    pub ack_limit_segments: Option<usize>,
+}
+
+impl Default for SlowStart {
+    fn default() -> Self {
+        SlowStart { hystart: false, ack_limit_segments: Some(2) }
+    }
+}
+
+impl SlowStart {
+    /// The bytes of an ACK that count toward slow-start growth.
+    pub fn credit(&self, acked_bytes: usize, mss: usize) -> usize {
+        self.ack_limit_segments.map_or(acked_bytes, |l| acked_bytes.min(l.saturating_mul(mss)))
+    }
+}
+
 /// The controller's phase, for the event log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -136,14 +160,14 @@ impl CcKind {
 
     /// Builds the controller for a connection whose sender MSS is `mss` bytes, starting
     /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs);
-    /// `hystart`: RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC; Compound
-    /// keeps the slow start of bpf/ctcp.bpf.c, whose kernel counterpart has none).
-    pub fn build(self, mss: usize, initial_window_segments: usize, hystart: bool) -> Box<dyn CongestionControl> {
+    /// `slow_start`: HyStart++ (Reno and CUBIC; Compound keeps the slow start of
+    /// bpf/ctcp.bpf.c, whose kernel counterpart has none) and the per-ACK limit (all three).
+    pub fn build(self, mss: usize, initial_window_segments: usize, slow_start: SlowStart) -> Box<dyn CongestionControl> {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
-            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments).with_hystart(hystart)),
-            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments).with_hystart(hystart)),
-            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments)),
+            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments).with_slow_start(slow_start)),
+            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments).with_slow_start(slow_start)),
+            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments).with_slow_start(slow_start)),
         }
     }
 }

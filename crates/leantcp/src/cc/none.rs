@@ -45,7 +45,7 @@ mod tests {
 
     #[test]
     fn none_never_limits() {
-        let mut cc = CcKind::None.build(1460, 10, true);
+        let mut cc = CcKind::None.build(1460, 10, crate::cc::SlowStart::default());
         cc.on_rto_expired(Instant::ZERO, 10_000, true);
         cc.on_congestion_event(Instant::ZERO, 10_000, &RttStats::default());
         assert_eq!(cc.window(), usize::MAX);

@@ -7,7 +7,7 @@
 //! segment count (10 by default). Slow start counts bytes (RFC 3465) with L = 2·MSS; with
 //! HyStart++ (RFC 9406, crate::cc::hystart) the initial slow start may end on a delay increase.
 use super::hystart::{HyStartPlusPlus, Step};
-use super::{Acked, CongestionControl, Phase, RttStats};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
 use crate::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -18,18 +18,20 @@ pub struct Reno {
     /// Bytes acknowledged in congestion avoidance since cwnd last grew.
     avoidance_acked: usize,
     hystart: Option<HyStartPlusPlus>,
+    slow_start: SlowStart,
 }
 
 impl Reno {
     pub fn new(mss: usize, initial_window_segments: usize) -> Self {
         let mss = mss.max(1);
         let iw = (initial_window_segments.max(1) * mss).min((2 * mss).max(14600));
-        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, hystart: None }
+        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, hystart: None, slow_start: SlowStart::default() }
     }
 
-    /// With RFC 9406 HyStart++ in the initial slow start.
-    pub fn with_hystart(mut self, on: bool) -> Self {
-        self.hystart = on.then(HyStartPlusPlus::default);
+    /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
+    pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
+        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
+        self.slow_start = slow_start;
         self
     }
 
@@ -66,7 +68,7 @@ impl CongestionControl for Reno {
             return;
         }
         if self.cwnd < self.ssthresh {
-            let mut grow = acked.acked_bytes.min(2 * self.mss);
+            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss);
             match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
                 Some(Step::EnterAvoidance) => {
                     self.ssthresh = self.cwnd;

@@ -46,6 +46,7 @@ KNOB_FLAGS = {
     "send_window_segments": "--send-window-segments",  # the sender's own cap (docs/leanweb.md)
     "pacing_mbps": "--pacing-mbps",  # the sender's own pacing (docs/leanweb.md)
     "hystart": "--hystart",  # RFC 9406 HyStart++, bool
+    "abc_limit_segments": "--abc-limit-segments",  # RFC 3465's L; 0 = none (Linux)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
@@ -140,6 +141,7 @@ KNOB_VALUES = {
     "send_window_segments": _integer(1),
     "pacing_mbps": _number(0.001, 100_000),
     "hystart": _switch,
+    "abc_limit_segments": _integer(0),
     "mtu": _integer(1280, 9000),
     "mac": _mac,
     "send_buffer_bytes": _integer(0),
