@@ -36,7 +36,7 @@ exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone] [--json OUT]
+        [--pairings modern-modern,modern-cubic,compound-compound,cubic-cubic,...] [--json OUT] [--trace DIR]
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md,
 docs/notes/leantcp-sending-speed.md (the references).
 """
@@ -245,7 +245,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone")
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,cubic-cubic,kcompound-kcompound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
     ap.add_argument("--trace", type=Path, help="also record each pairing's time series here (fairness_trace.py)")
     args = ap.parse_args()

@@ -56,6 +56,9 @@ def parse_ss(text: str, port: int) -> list[dict]:
             m = re.search(r"\brtt:([\d.]+)/", info)
             if m:
                 row["rtt_ms"] = float(m.group(1))
+            m = re.search(r"\bminrtt:([\d.]+)", info)
+            if m:
+                row["minrtt_ms"] = float(m.group(1))
             m = re.search(r"\bretrans:\d+/(\d+)", info)
             row["retrans_total"] = int(m.group(1)) if m else 0
             if best is None or row.get("bytes_acked", 0) > best.get("bytes_acked", 0):
@@ -236,6 +239,7 @@ class Tracer:
                 "cwnd_max": max((r.get("cwnd", 0) for r in rows), default=None),
                 "first_ssthresh_seen": next((r["ssthresh"] for r in rows if "ssthresh" in r), None),
                 "first_ssthresh_at_s": next((round(r["t"] - t0, 3) for r in rows if "ssthresh" in r), None),
+                "minrtt_ms": min((r["minrtt_ms"] for r in rows if "minrtt_ms" in r), default=None),
             }
             series[node] = {"kernel": [(round(r["t"] - t0, 3), r.get("cwnd"), r.get("ssthresh"), r.get("unacked"),
                                         r.get("rtt_ms"), r.get("retrans_total")) for r in rows]}
@@ -255,6 +259,8 @@ class Tracer:
                 "send_buffer_bytes_at_close": bulk["send_buffer_bytes"],
                 "acks_by_segments_covered_first_2s": dict(sorted(bulk["acked_segments"].items(), key=lambda kv: int(kv[0]))),
                 "inflight_max_segments": max((b for _, b in bulk["inflight"]), default=0) // mss,
+                "rtt_min_ms": min((r for _, r in bulk["rtt"]), default=None),
+                "rtt_first_samples_ms": [(round(t - t0, 4), r) for t, r in bulk["rtt"][:10]],
             }
             series[label] = {
                 "inflight_segments": [(round(t - t0, 3), b // mss) for t, b in thin(bulk["inflight"], self.interval_s)],
