@@ -65,7 +65,10 @@ from congestlab.spec.models import ServerSpec, TopologySpec
 from congestlab.testbed import Testbed
 from fairness_trace import Tracer
 
-BULK_FILE_KIB = 400 * 1024  # > 100 Mbit/s x 30 s
+def bulk_file_kib(seconds: float) -> int:
+    """A file a lean flow cannot finish within the run: 100 Mbit/s x seconds, 10 % spare, at
+    least 400 MiB (whole MiB: write_bulk_file writes 1 MiB chunks)."""
+    return max(400, int(seconds * 100e6 / 8 * 1.1 / (1 << 20)) + 1) * 1024
 IPERF_PORT = 5201
 
 TOPOLOGY = {
@@ -159,7 +162,7 @@ class FlowRun:
     def start(self) -> None:
         tb, flow, seconds = self.tb, self.flow, self.seconds
         if flow.cc is None:
-            url = f"http://{tb.address(flow.node, 'v4')}/{file_name(BULK_FILE_KIB)}"
+            url = f"http://{tb.address(flow.node, 'v4')}/{file_name(bulk_file_kib(seconds))}"
             argv = ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w", "%{size_download}", url]
             self.proc = tb.start("c", argv, stdout=subprocess.PIPE)
         else:
@@ -268,7 +271,7 @@ def main() -> int:
             return 2
         with tempfile.TemporaryDirectory(prefix="leanfair-") as tmp:
             docroot, run_dir = Path(tmp) / "www", Path(tmp)
-            write_bulk_file(docroot, BULK_FILE_KIB)
+            write_bulk_file(docroot, bulk_file_kib(args.seconds))
             with Testbed(TopologySpec.model_validate(TOPOLOGY)) as tb:
                 print(f"testbed prefix {tb.prefix}", flush=True)
                 for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
