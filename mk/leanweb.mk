@@ -35,9 +35,9 @@ bench-lean-loss: install
 bench-lean-frame-cost: install
 	$(PY) python/benchmarks/bench_lean_frame_cost.py $(ARGS)
 
-# Not part of `make test` (root, ~10 min): leantcp's congestion controls sharing the 100 Mbit/s
+# Not part of `make test` (root, ~14 min): leantcp's congestion controls sharing the 100 Mbit/s
 # bottleneck: modern vs modern, modern vs kernel CUBIC, Compound vs kernel Compound (BPF), and
-# references (no cwnd, a 4 MiB send buffer, one lean flow alone).
+# references (kernel vs kernel, no cwnd, no HyStart++, a fixed send buffer, one lean flow alone).
 bench-lean-fairness: install
 	$(PY) python/benchmarks/bench_lean_fairness.py
 

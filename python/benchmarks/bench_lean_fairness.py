@@ -9,10 +9,18 @@ Pairings, each two bulk flows started together through the same bottleneck, for
                      removed at the end)                          goal: lean 40-60 %
   nocc-cubic         reference: leanweb modern with `--cc none` vs kernel CUBIC: bounded
                      only by its send buffer and the client's window
-  bigbuf-cubic       reference: leanweb modern with a 4 MiB send buffer (Linux's tcp_wmem
-                     maximum; leanweb's default is 256 KiB) vs kernel CUBIC: the buffer
-                     caps the lean flow's bytes in flight, i.e. its rate once CUBIC has
-                     filled the FIFO (RTT ~100 ms: 256 KiB / 100 ms = 21 Mbit/s)
+  nohystart-cubic    reference: leanweb modern without HyStart++ (`hystart = off`) vs kernel
+                     CUBIC (whose HyStart is on): standard slow start fills the FIFO
+  fixedbuf-cubic     reference: leanweb modern with its send buffer fixed at 256 KiB
+                     (`send_buffer_max_bytes = 0`, no autotuning) vs kernel CUBIC: the
+                     buffer caps the lean flow's bytes in flight, i.e. its rate once CUBIC
+                     has filled the FIFO (RTT ~120 ms: 256 KiB / 120 ms = 17 Mbit/s)
+  cubic-cubic        reference: two kernel CUBIC flows (iperf3 from two hosts): what Linux
+                     gets against itself in the same time, the yardstick for the goals
+  compoundl0-compound reference: compound-compound with the lean slow start crediting every
+                     acknowledged segment (`abc_limit_segments = 0`, as the kernel's
+                     tcp_slow_start) instead of RFC 3465's 2 per ACK
+  kcompound-kcompound reference: the same with two kernel Compound (BPF) flows
   modern-alone       reference: one leanweb `modern` flow alone on the bottleneck: its
                      rate ceiling on this machine (a share goal it cannot reach alone
                      is out of its controller's hands)
@@ -28,7 +36,7 @@ exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone] [--json OUT]
+        [--pairings modern-modern,modern-cubic,compound-compound,cubic-cubic,...] [--json OUT] [--trace DIR]
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md,
 docs/notes/leantcp-sending-speed.md (the references).
 """
@@ -55,8 +63,12 @@ from congestlab.servers.files import file_name
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, TopologySpec
 from congestlab.testbed import Testbed
+from fairness_trace import Tracer
 
-BULK_FILE_KIB = 400 * 1024  # > 100 Mbit/s x 30 s
+def bulk_file_kib(seconds: float) -> int:
+    """A file a lean flow cannot finish within the run: 100 Mbit/s x seconds, 10 % spare, at
+    least 400 MiB (whole MiB: write_bulk_file writes 1 MiB chunks)."""
+    return max(400, int(seconds * 100e6 / 8 * 1.1 / (1 << 20)) + 1) * 1024
 IPERF_PORT = 5201
 
 TOPOLOGY = {
@@ -68,6 +80,7 @@ TOPOLOGY = {
                    {"switch": "ss", "host_id": 1}]},
         {"name": "c", "links": [{"switch": "sc", "host_id": 10}]},
         {"name": "k", "links": [{"switch": "ss", "host_id": 10}]},
+        {"name": "k2", "links": [{"switch": "ss", "host_id": 13}]},
         {"name": "l1", "links": [{"switch": "ss", "host_id": 11}], "stack": "user"},
         {"name": "l2", "links": [{"switch": "ss", "host_id": 12}], "stack": "user"},
     ],
@@ -91,16 +104,26 @@ def pairings(compound_kernel_name: str | None) -> dict[str, tuple[Flow, Flow | N
         "modern-modern": (Flow("lean modern", "l1", modern), Flow("lean modern", "l2", modern), (45.0, 55.0)),
         "modern-cubic": (Flow("lean modern", "l1", modern), Flow("kernel cubic", "k", cc="cubic"), (40.0, 60.0)),
     }
-    # References, no goal: the lean stack without a congestion window, with a Linux-sized send
-    # buffer, and alone tell its controller, its bytes-in-flight cap and its rate ceiling apart.
+    # References, no goal: the lean stack without a congestion window, without HyStart++, with a
+    # fixed send buffer, and alone tell its controller, its slow start, its bytes-in-flight cap and
+    # its rate ceiling apart.
     out["nocc-cubic"] = (Flow("lean modern --cc none", "l1", {"profile": "modern", "cc": "none"}),
                          Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
-    out["bigbuf-cubic"] = (Flow("lean modern, 4 MiB send buffer", "l1", {**modern, "send_buffer_bytes": 4 << 20}),
-                           Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["nohystart-cubic"] = (Flow("lean modern, no HyStart++", "l1", {**modern, "hystart": False}),
+                              Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
+    out["fixedbuf-cubic"] = (Flow("lean modern, 256 KiB fixed send buffer", "l1", {**modern, "send_buffer_max_bytes": 0}),
+                             Flow("kernel cubic", "k", cc="cubic"), (0.0, 100.0))
     out["modern-alone"] = (Flow("lean modern", "l1", modern), None, (0.0, 100.0))
+    # What Linux gets against itself in the same 30 s: the yardstick for the goals above.
+    out["cubic-cubic"] = (Flow("kernel cubic", "k", cc="cubic"), Flow("kernel cubic", "k2", cc="cubic"), (0.0, 100.0))
     if compound_kernel_name:
         out["compound-compound"] = (Flow("lean compound", "l1", {"profile": "modern", "cc": "compound"}),
                                     Flow("kernel compound", "k", cc=compound_kernel_name), (40.0, 60.0))
+        out["compoundl0-compound"] = (Flow("lean compound, slow start unlimited per ACK", "l1",
+                                           {"profile": "modern", "cc": "compound", "abc_limit_segments": 0}),
+                                      Flow("kernel compound", "k", cc=compound_kernel_name), (0.0, 100.0))
+        out["kcompound-kcompound"] = (Flow("kernel compound", "k", cc=compound_kernel_name),
+                                      Flow("kernel compound", "k2", cc=compound_kernel_name), (0.0, 100.0))
     return out
 
 
@@ -123,20 +146,29 @@ def lean_server(tb: Testbed, node: str, docroot: Path, run_dir: Path, tag: str, 
 
 
 class FlowRun:
-    """One running flow; `received_bytes()` after it ended."""
+    """One flow: `__init__` readies its receiver (iperf3's server), `start` launches the sender's
+    side, so both flows of a pairing start within a few milliseconds; `received_bytes()` after
+    it ended."""
 
     def __init__(self, tb: Testbed, flow: Flow, seconds: float, port: int):
-        self.tb, self.flow = tb, flow
-        if flow.cc is None:
-            url = f"http://{tb.address(flow.node, 'v4')}/{file_name(BULK_FILE_KIB)}"
-            argv = ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w", "%{size_download}", url]
-            self.server = None
-            self.proc = tb.start("c", argv, stdout=subprocess.PIPE)
-        else:
+        self.tb, self.flow, self.seconds, self.port = tb, flow, seconds, port
+        self.server = None
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+        if flow.cc is not None:
             self.server = tb.start("c", ["iperf3", "-s", "-1", "-J", "-p", str(port)], stdout=subprocess.PIPE)
             wait_listening(tb, port)
-            argv = ["iperf3", "-c", tb.address("c", "v4"), "-p", str(port), "-t", str(seconds), "-C", flow.cc, "-J"]
+
+    def start(self) -> None:
+        tb, flow, seconds = self.tb, self.flow, self.seconds
+        if flow.cc is None:
+            url = f"http://{tb.address(flow.node, 'v4')}/{file_name(bulk_file_kib(seconds))}"
+            argv = ["curl", "-s", "-o", "/dev/null", "--max-time", str(seconds), "-w", "%{size_download}", url]
+            self.proc = tb.start("c", argv, stdout=subprocess.PIPE)
+        else:
+            argv = ["iperf3", "-c", tb.address("c", "v4"), "-p", str(self.port), "-t", str(seconds), "-C", flow.cc, "-J"]
             self.proc = tb.start(flow.node, argv, stdout=subprocess.PIPE)
+        self.started_at = time.time()
 
     def received_bytes(self, timeout_s: float) -> int:
         out, _ = self.proc.communicate(timeout=timeout_s)
@@ -156,11 +188,21 @@ def wait_listening(tb: Testbed, port: int, timeout_s: float = 5.0) -> None:
     raise CongestlabError(f"iperf3 server in the client did not listen on {port} within {timeout_s} s")
 
 
-def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str) -> dict:
+def bottleneck_dev(tb: Testbed) -> str:
+    return next(i.dev for i in tb.layout.nodes["r"].interfaces if i.rate_bps)
+
+
+def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str,
+             trace_dir: Path | None = None) -> dict:
     """Both flows at once (or A alone); the receivers' byte counts and A's share. leanweb's
-    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl."""
+    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl. With `trace_dir`, the time
+    series of both flows and the FIFO (fairness_trace.py) go there as <tag>.json / .png."""
     flows = [f for f in (a, b) if f is not None]
     servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in flows if f.cc is None]
+    tracer = None
+    if trace_dir is not None:
+        kernel_flows = {f.node: IPERF_PORT + i for i, f in enumerate(flows) if f.cc is not None}
+        tracer = Tracer(tb, trace_dir, tag, kernel_flows, "r", bottleneck_dev(tb))
     try:
         for server in servers:
             server.start()
@@ -169,14 +211,27 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
         for f in flows:
             if f.cc is None:
                 tb.ping("c", f.node, "v4", count=1)
+        if tracer:
+            tracer.start()
         runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate(flows)]
+        for r in runs:
+            r.start()
+        if tracer:
+            for f, r in zip(flows, runs):
+                tracer.flow_started(f.node, r.started_at)
         got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
     finally:
+        if tracer:
+            tracer.stop()
         for server in servers:
             server.stop()
     total = sum(got)
     share_a = 100.0 * got[0] / total if total else 0.0
-    return {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+    row = {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+    if tracer:
+        lean_nodes = [f.node for f in flows if f.cc is None]
+        row["trace"] = tracer.report({node: s.log_path for node, s in zip(lean_nodes, servers)})
+    return row
 
 
 def register_compound() -> str:
@@ -193,8 +248,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,nocc-cubic,bigbuf-cubic,modern-alone")
+    ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,cubic-cubic,kcompound-kcompound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
+    ap.add_argument("--trace", type=Path, help="also record each pairing's time series here (fairness_trace.py)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_lean_fairness: needs root (network namespaces)", file=sys.stderr)
@@ -205,7 +261,7 @@ def main() -> int:
     results: dict[str, list[dict]] = {}
     print(f"load average before: {os.getloadavg()}")
     try:
-        if "compound-compound" in wanted:
+        if {"compound-compound", "kcompound-kcompound"} & set(wanted):
             compound = register_compound()
         table = pairings(compound)
         unknown = sorted(set(wanted) - set(table))
@@ -215,13 +271,13 @@ def main() -> int:
             return 2
         with tempfile.TemporaryDirectory(prefix="leanfair-") as tmp:
             docroot, run_dir = Path(tmp) / "www", Path(tmp)
-            write_bulk_file(docroot, BULK_FILE_KIB)
+            write_bulk_file(docroot, bulk_file_kib(args.seconds))
             with Testbed(TopologySpec.model_validate(TOPOLOGY)) as tb:
                 print(f"testbed prefix {tb.prefix}", flush=True)
                 for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
                     for name in wanted:
                         a, b, _ = table[name]
-                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}")
+                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}", args.trace)
                         row["loadavg"] = os.getloadavg()
                         results.setdefault(name, []).append(row)
                         other = f"{b.label} {row['mbps'][1]:.1f} Mbit/s" if b else "alone"

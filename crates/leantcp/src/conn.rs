@@ -19,7 +19,7 @@ use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use crate::cc::{Acked, CcKind, CongestionControl, RttStats};
+use crate::cc::{Acked, CcKind, CongestionControl, Phase, RttStats, SlowStart};
 use crate::recovery::go_back_n::GoBackN;
 use crate::recovery::rack::Rack;
 use crate::recovery::{AckInfo, Delivered, LossRecovery, RecoveryKind, RtoAction, Scoreboard};
@@ -106,6 +106,10 @@ pub struct TcpConfig {
     /// Link MTU; the MSS we advertise is MTU minus IP and TCP headers.
     pub mtu: usize,
     pub send_buffer_bytes: usize,
+    /// Send-buffer autotuning (`None`: the buffer stays `send_buffer_bytes`): the buffer grows
+    /// to hold two congestion (or peer) windows, as Linux's `tcp_sndbuf_expand` does, never
+    /// beyond this many bytes (Linux: `tcp_wmem[2]`, 4 MiB) nor below `send_buffer_bytes`.
+    pub send_buffer_max_bytes: Option<usize>,
     pub recv_buffer_bytes: usize,
     /// Our window-scale shift (RFC 7323), used when the peer offers scaling too.
     pub window_scale: u8,
@@ -123,6 +127,10 @@ pub struct TcpConfig {
     pub limited_transmit: bool,
     /// Initial congestion window in segments (RFC 6928), for controllers that have one.
     pub initial_window_segments: usize,
+    /// RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC).
+    pub hystart: bool,
+    /// RFC 3465's L, segments credited per ACK in slow start (`None`: all, as Linux).
+    pub abc_limit_segments: Option<usize>,
     /// A cap of the sender's own on data in flight, in full segments (`None`: only the
     /// peer's window and the congestion window limit it). The seeds leave the bare PC's
     /// sending open beyond "no congestion control" (docs/leanweb.md).
@@ -147,6 +155,7 @@ impl TcpConfig {
         TcpConfig {
             mtu: 1500,
             send_buffer_bytes: 256 * 1024,
+            send_buffer_max_bytes: None,
             recv_buffer_bytes: 64 * 1024,
             window_scale: 2,
             rto: RtoConfig::default(),
@@ -157,6 +166,8 @@ impl TcpConfig {
             rack_tlp: false,
             limited_transmit: false,
             initial_window_segments: 10,
+            hystart: false,
+            abc_limit_segments: Some(2),
             send_window_segments: None,
             pacing_rate_bps: None,
             time_wait: Duration::from_secs(60),
@@ -164,13 +175,16 @@ impl TcpConfig {
         }
     }
 
-    /// SACK recovery + RACK-TLP + timestamps + CUBIC (RFC 9438), minimum RTO 200 ms
-    /// (Linux's `TCP_RTO_MIN`).
+    /// SACK recovery + RACK-TLP + timestamps + CUBIC (RFC 9438) with HyStart++ (RFC 9406),
+    /// minimum RTO 200 ms (Linux's `TCP_RTO_MIN`), a send buffer autotuned up to 4 MiB (Linux's
+    /// default `tcp_wmem[2]`).
     pub fn modern() -> Self {
         let bare = TcpConfig::bare();
         TcpConfig {
             rto: RtoConfig { min: Duration::from_millis(200), ..bare.rto },
             cc: CcKind::Cubic,
+            hystart: true,
+            send_buffer_max_bytes: Some(4 << 20),
             recovery: RecoveryKind::Sack,
             sack: true,
             timestamps: true,
@@ -190,6 +204,9 @@ impl TcpConfig {
         }
         if self.initial_window_segments == 0 {
             return Err("initial window must be at least 1 segment".into());
+        }
+        if self.abc_limit_segments == Some(0) {
+            return Err("slow start's per-ACK limit must be at least 1 segment (or none)".into());
         }
         if self.send_window_segments == Some(0) {
             return Err("send window must be at least 1 segment".into());
@@ -258,10 +275,14 @@ pub enum Event {
     RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
     Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
     Retransmit { seq: u32, len: usize, kind: RetransmitKind },
-    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these).
-    NewAck { ack: u32, at: Instant },
+    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these);
+    /// `cwnd_bytes` is the congestion window before this ACK's update (`None` without one).
+    NewAck { ack: u32, at: Instant, cwnd_bytes: Option<usize> },
     /// Loss recovery began (`entered`) or ended; the window after the change.
     Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
+    /// An ACK moved the controller to another phase (slow start, HyStart++'s CSS, congestion
+    /// avoidance); the window after the change. Loss responses are `Recovery`/`Timeout`.
+    CcPhase { phase: &'static str, cwnd_bytes: usize, ssthresh_bytes: usize },
     TailLossProbe { seq: u32, retransmission: bool },
     ZeroWindowProbe { seq: u32 },
     ResetReceived,
@@ -306,6 +327,8 @@ pub struct Connection {
     snd_wscale: u8,
     send_mss: usize,
     send_buf: VecDeque<u8>,
+    /// The send buffer's size now (grows with autotuning, never shrinks).
+    send_buffer_limit: usize,
     buf_seq: Seq,
     fin_queued: bool,
     // Receive sequence space.
@@ -332,8 +355,11 @@ pub struct Connection {
     sampler: RttSampler,
     rtt_latest: Option<Duration>,
     rtt_min: Option<Duration>,
+    /// The smallest Karn-safe RTT sample of the ACK being processed (for HyStart++).
+    ack_rtt_sample: Option<Duration>,
     /// Built when the handshake fixes the MSS.
     cc: Option<Box<dyn CongestionControl>>,
+    cc_phase: Option<Phase>,
     recovery: Box<dyn LossRecovery>,
     scoreboard: Scoreboard,
     rack: Option<Rack>,
@@ -416,6 +442,7 @@ impl Connection {
             snd_wscale: 0,
             send_mss: default_mss.min(config.mtu.saturating_sub(header_bytes)).max(1),
             send_buf: VecDeque::new(),
+            send_buffer_limit: config.send_buffer_bytes,
             buf_seq: iss.add(1),
             fin_queued: false,
             irs: Seq(0),
@@ -436,7 +463,9 @@ impl Connection {
             sampler: RttSampler::new(config.rto.sampling),
             rtt_latest: None,
             rtt_min: None,
+            ack_rtt_sample: None,
             cc: None,
+            cc_phase: None,
             recovery: Box::new(GoBackN),
             scoreboard: Scoreboard::default(),
             rack: None,
@@ -531,7 +560,10 @@ impl Connection {
             self.ts_recent = ts.tsval;
         }
         let mss = self.data_mss();
-        self.cc = Some(self.config.cc.build(mss, self.config.initial_window_segments));
+        let slow_start = SlowStart { hystart: self.config.hystart, ack_limit_segments: self.config.abc_limit_segments };
+        let cc = self.config.cc.build(mss, self.config.initial_window_segments, slow_start);
+        self.cc_phase = Some(cc.phase());
+        self.cc = Some(cc);
         self.recovery = self.config.recovery.build(mss, self.sack_ok, self.config.limited_transmit, self.config.rack_tlp);
         self.rack = (self.config.rack_tlp && self.recovery.uses_scoreboard()).then(Rack::default);
     }
@@ -586,6 +618,14 @@ impl Connection {
     }
     pub fn ssthresh(&self) -> usize {
         self.cc.as_ref().map_or(usize::MAX, |cc| cc.ssthresh())
+    }
+    /// The controller's phase (`None` before the handshake).
+    pub fn cc_phase(&self) -> Option<Phase> {
+        self.cc.as_ref().map(|cc| cc.phase())
+    }
+    /// The send buffer's size now (`send_buffer_bytes`, or more once autotuning grew it).
+    pub fn send_buffer_bytes(&self) -> usize {
+        self.send_buffer_limit
     }
     pub fn in_recovery(&self) -> bool {
         self.recovery.in_recovery()
@@ -660,7 +700,30 @@ impl Connection {
         if self.fin_queued || !matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait) {
             return 0;
         }
-        self.config.send_buffer_bytes.saturating_sub(self.send_buf.len())
+        self.send_buffer_limit.saturating_sub(self.send_buf.len())
+    }
+
+    /// Send-buffer autotuning: room for two windows (the congestion window, or the peer's if
+    /// that is smaller), as Linux's `tcp_sndbuf_expand` (net/ipv4/tcp_input.c) reserves
+    /// 2·cwnd segments; grows only, up to `send_buffer_max_bytes`.
+    fn expand_send_buffer(&mut self) {
+        if let Some(max) = self.config.send_buffer_max_bytes {
+            let window = self.cwnd().min(self.snd_wnd);
+            let want = window.saturating_mul(2).min(max);
+            self.send_buffer_limit = self.send_buffer_limit.max(want);
+        }
+    }
+
+    /// Logs a phase change of the controller after an ACK; loss responses only record theirs.
+    fn note_cc_phase(&mut self, log: bool) {
+        let phase = self.cc_phase();
+        if phase != self.cc_phase {
+            self.cc_phase = phase;
+            if let (true, Some(phase)) = (log, phase) {
+                let (cwnd_bytes, ssthresh_bytes) = (self.cwnd(), self.ssthresh());
+                self.event(Event::CcPhase { phase: phase.name(), cwnd_bytes, ssthresh_bytes });
+            }
+        }
     }
 
     /// Queues application data; returns how many bytes were taken.
@@ -1127,6 +1190,7 @@ impl Connection {
         if let Some(cc) = self.cc.as_mut() {
             cc.on_rto_expired(now, outstanding, first);
         }
+        self.note_cc_phase(false);
         self.event(Event::Timeout {
             rto_us: self.rto.rto().as_micros() as u64,
             backoff_shift: self.rto.backoff_shift(),
@@ -1155,6 +1219,7 @@ impl Connection {
         if let Some(cc) = self.cc.as_mut() {
             cc.on_congestion_event(now, in_flight, &rtt);
         }
+        self.note_cc_phase(false);
         self.stats.recoveries += 1;
         self.force_retransmit = self.scoreboard.has_lost();
         self.timers.stop(Timer::TailLossProbe);
@@ -1231,6 +1296,7 @@ impl Connection {
         let window_before = self.snd_wnd;
         let acked_bytes = ack.since(self.snd_una);
         self.delivered.clear();
+        self.ack_rtt_sample = None;
         if ack > self.snd_una {
             self.on_new_ack(ack, seg.timestamp, now);
         }
@@ -1283,11 +1349,13 @@ impl Connection {
         let rtt = self.rtt_stats();
         if !self.recovery.uses_scoreboard() {
             if acked_bytes > 0 {
-                let acked = Acked { ack, acked_bytes, bytes_in_flight: self.bytes_in_flight(), in_recovery: false };
+                let acked = Acked { ack, acked_bytes, bytes_in_flight: self.bytes_in_flight(), in_recovery: false, snd_max: self.snd_max, rtt_sample: self.ack_rtt_sample };
                 if let Some(cc) = self.cc.as_mut() {
                     cc.on_ack(now, acked, &rtt);
                 }
+                self.note_cc_phase(true);
             }
+            self.expand_send_buffer();
             return;
         }
         let mut newly_sacked_bytes = 0;
@@ -1336,17 +1404,27 @@ impl Connection {
                         if let Some(cc) = self.cc.as_mut() {
                             cc.on_congestion_event(now, in_flight, &rtt);
                         }
+                        self.note_cc_phase(false);
                     }
                 }
             }
         }
         if acked_bytes > 0 {
-            let acked = Acked { ack, acked_bytes, bytes_in_flight: self.bytes_in_flight(), in_recovery: self.recovery.in_recovery() };
+            let acked = Acked {
+                ack,
+                acked_bytes,
+                bytes_in_flight: self.bytes_in_flight(),
+                in_recovery: self.recovery.in_recovery(),
+                snd_max: self.snd_max,
+                rtt_sample: self.ack_rtt_sample,
+            };
             if let Some(cc) = self.cc.as_mut() {
                 cc.on_ack(now, acked, &rtt);
             }
+            self.note_cc_phase(true);
             self.arm_tail_loss_probe(now);
         }
+        self.expand_send_buffer();
     }
 
     fn acceptable(&self, seg: &Segment) -> bool {
@@ -1376,7 +1454,8 @@ impl Connection {
         if self.recovery.uses_scoreboard() {
             self.scoreboard.on_cumulative_ack(ack, &mut self.delivered);
         }
-        self.event(Event::NewAck { ack: ack.0, at: now });
+        let cwnd_bytes = Some(self.cwnd()).filter(|&w| w != usize::MAX);
+        self.event(Event::NewAck { ack: ack.0, at: now, cwnd_bytes });
         let mut samples = self.sampler.on_ack(ack, now);
         // RFC 7323 §4.1: the echoed timestamp times an ACK of retransmitted data, where
         // Karn's rule (RFC 6298 §3) leaves the sampler without a sample.
@@ -1396,6 +1475,7 @@ impl Connection {
             if !from_timestamp {
                 // Timestamps tick in whole milliseconds: too coarse for the minimum.
                 self.rtt_min = Some(self.rtt_min.map_or(*rtt, |m| m.min(*rtt)));
+                self.ack_rtt_sample = Some(self.ack_rtt_sample.map_or(*rtt, |m| m.min(*rtt)));
             }
             let event = Event::RttSample {
                 rtt_us: rtt.as_micros() as u64,

@@ -95,8 +95,19 @@ pub struct Args {
     /// this rate, each counted as its payload plus 40 bytes of header.
     #[arg(long)]
     pub pacing_mbps: Option<f64>,
+    /// RFC 9406 HyStart++ in the initial slow start (reno, cubic): on | off.
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub hystart: Option<bool>,
+    /// Slow start credits at most this many segments per ACK (RFC 3465's L, default 2);
+    /// 0 = every acknowledged segment, as Linux's tcp_slow_start.
+    #[arg(long)]
+    pub abc_limit_segments: Option<usize>,
     #[arg(long)]
     pub send_buffer_bytes: Option<usize>,
+    /// Send-buffer autotuning ceiling in bytes: the buffer grows to two windows up to this
+    /// (Linux's tcp_sndbuf_expand and tcp_wmem[2]); 0 keeps it at --send-buffer-bytes.
+    #[arg(long)]
+    pub send_buffer_max_bytes: Option<usize>,
     #[arg(long)]
     pub recv_buffer_bytes: Option<usize>,
     #[arg(long)]
@@ -147,7 +158,7 @@ impl Args {
         let top = self;
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
             rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
-            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, send_buffer_bytes, recv_buffer_bytes,
+            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, hystart, abc_limit_segments, send_buffer_bytes, send_buffer_max_bytes, recv_buffer_bytes,
             window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
         Ok(base)
     }
@@ -225,6 +236,11 @@ impl Args {
         let tcp = TcpConfig {
             mtu,
             send_buffer_bytes: self.send_buffer_bytes.unwrap_or(base.send_buffer_bytes).max(1),
+            send_buffer_max_bytes: match self.send_buffer_max_bytes {
+                Some(0) => None,
+                Some(bytes) => Some(bytes),
+                None => base.send_buffer_max_bytes,
+            },
             recv_buffer_bytes: self.recv_buffer_bytes.unwrap_or(base.recv_buffer_bytes).clamp(1, 1 << 30),
             window_scale: self.window_scale.unwrap_or(base.window_scale).min(14),
             rto: self.rto_config()?,
@@ -235,6 +251,12 @@ impl Args {
             rack_tlp: self.rack_tlp.unwrap_or(base.rack_tlp),
             limited_transmit: self.limited_transmit.unwrap_or(base.limited_transmit),
             initial_window_segments: self.initial_window_segments.unwrap_or(base.initial_window_segments),
+            hystart: self.hystart.unwrap_or(base.hystart),
+            abc_limit_segments: match self.abc_limit_segments {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => base.abc_limit_segments,
+            },
             send_window_segments: self.send_window_segments.or(base.send_window_segments),
             pacing_rate_bps: self.pacing_rate_bps()?.or(base.pacing_rate_bps),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
@@ -369,6 +391,15 @@ mod tests {
         assert_eq!(args(&["--pacing-mbps", "4.5"]).stack_config(1).unwrap().tcp.pacing_rate_bps, Some(4_500_000));
         assert_eq!(bare.pacing_rate_bps, None, "off by default");
         assert!(args(&["--pacing-mbps", "0"]).stack_config(1).unwrap_err().0.contains("--pacing-mbps"));
+        assert!(modern.hystart && !bare.hystart, "HyStart++ in modern only");
+        assert_eq!((modern.send_buffer_max_bytes, bare.send_buffer_max_bytes), (Some(4 << 20), None), "autotuning in modern only");
+        let fixed = args(&["--profile", "modern", "--hystart", "off", "--send-buffer-max-bytes", "0"]).stack_config(1).unwrap().tcp;
+        assert_eq!((fixed.hystart, fixed.send_buffer_max_bytes), (false, None));
+        let tuned = args(&["--hystart", "on", "--cc", "reno", "--send-buffer-max-bytes", "1048576"]).stack_config(1).unwrap().tcp;
+        assert_eq!((tuned.hystart, tuned.send_buffer_max_bytes), (true, Some(1 << 20)));
+        assert_eq!(bare.abc_limit_segments, Some(2), "RFC 3465's L = 2");
+        assert_eq!(args(&["--abc-limit-segments", "0"]).stack_config(1).unwrap().tcp.abc_limit_segments, None);
+        assert_eq!(args(&["--abc-limit-segments", "8"]).stack_config(1).unwrap().tcp.abc_limit_segments, Some(8));
         assert!(args(&["--profile", "fast"]).stack_config(1).unwrap_err().0.contains("--profile"));
         assert!(args(&["--recovery", "tahoe"]).stack_config(1).unwrap_err().0.contains("--recovery"));
     }

@@ -62,6 +62,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
         "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
         "initial_window_segments": config.tcp.initial_window_segments,
+        "hystart": config.tcp.hystart, "abc_limit_segments": config.tcp.abc_limit_segments,
+        "send_buffer_bytes": config.tcp.send_buffer_bytes, "send_buffer_max_bytes": config.tcp.send_buffer_max_bytes,
         "send_window_segments": config.tcp.send_window_segments,
         "pacing_rate_bps": config.tcp.pacing_rate_bps,
         "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,

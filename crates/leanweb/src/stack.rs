@@ -675,7 +675,8 @@ impl Stack {
                    "timestamp_rtt_samples": s.timestamp_rtt_samples, "recoveries": s.recoveries,
                    "tail_loss_probes": s.tail_loss_probes, "rack_marked_lost": s.rack_marked_lost,
                    "out_of_order_segments": s.out_of_order_segments, "sack": session.conn.sack_in_use(),
-                   "timestamps": session.conn.timestamps_in_use(), "recovery": session.conn.recovery_name()}),
+                   "timestamps": session.conn.timestamps_in_use(), "recovery": session.conn.recovery_name(),
+                   "send_buffer_bytes": session.conn.send_buffer_bytes()}),
         );
     }
 
@@ -716,11 +717,12 @@ impl Stack {
                 Event::Timeout { rto_us, backoff_shift, outstanding_bytes } => self.log.write(t, "timeout", json!({"conn": id, "rto_us": rto_us, "backoff_shift": backoff_shift, "outstanding_bytes": outstanding_bytes})),
                 // Logged as `tx` when the frame is written, not when the segment is made.
                 Event::Retransmit { .. } => {}
-                Event::NewAck { ack, at } => {
-                    let line = AckLine { ack, at_us: at.as_micros(), conn: id, event: "ack", t_us: t, unix_us: self.log.unix_us(t) };
+                Event::NewAck { ack, at, cwnd_bytes } => {
+                    let line = AckLine { ack, at_us: at.as_micros(), conn: id, cwnd_bytes, event: "ack", t_us: t, unix_us: self.log.unix_us(t) };
                     self.log.write_line(&line)
                 }
                 Event::Recovery { entered, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "recovery", json!({"conn": id, "entered": entered, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
+                Event::CcPhase { phase, cwnd_bytes, ssthresh_bytes } => self.log.write(t, "cc_phase", json!({"conn": id, "phase": phase, "cwnd_bytes": cwnd_bytes, "ssthresh_bytes": ssthresh_bytes})),
                 Event::TailLossProbe { seq, retransmission } => self.log.write(t, "tail_loss_probe", json!({"conn": id, "seq": seq, "retransmission": retransmission})),
                 Event::ZeroWindowProbe { seq } => self.log.write(t, "zero_window_probe", json!({"conn": id, "seq": seq})),
                 Event::StateChanged { from, to } => self.log.write(t, "state", json!({"conn": id, "from": from.name(), "to": to.name()})),

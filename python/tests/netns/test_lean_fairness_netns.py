@@ -29,9 +29,9 @@ SECONDS = 4.0
 
 def test_lean_cubic_gets_a_share_beside_kernel_cubic(tmp_path, monkeypatch):
     # 100 Mbit/s x 4 s is 50 MB: a 64 MiB file is enough and quick to write.
-    monkeypatch.setattr(fairness, "BULK_FILE_KIB", 64 * 1024)
+    monkeypatch.setattr(fairness, "bulk_file_kib", lambda seconds: 64 * 1024)
     docroot = tmp_path / "www"
-    fairness.write_bulk_file(docroot, fairness.BULK_FILE_KIB)
+    fairness.write_bulk_file(docroot, fairness.bulk_file_kib(SECONDS))
     lean, kernel, _ = fairness.pairings(None)["modern-cubic"]
     with Testbed(TopologySpec.model_validate(fairness.TOPOLOGY)) as tb:
         row = fairness.run_pair(tb, lean, kernel, SECONDS, docroot, tmp_path, "t")

@@ -30,6 +30,8 @@ def test_every_leanweb_flag_has_a_value_rule():
         ("send_window_segments", "true", "expected an integer >= 1"),
         ("send_window_segments", "4.5", "expected an integer >= 1"),
         ("pacing_mbps", "0", "lean knob pacing_mbps = 0: expected a number in [0.001, 100000]"),
+        ("hystart", '"rfc"', "lean knob hystart = 'rfc': expected true or false"),
+        ("send_buffer_max_bytes", "-1", "expected an integer >= 0"),
         ("rto_alpha", "1.5", "expected a number in (0, 1]"),
         ("rto_k", "nan", "expected a number in [0, inf]"),
         ("mtu", "200", "expected an integer 1280..9000"),
@@ -55,6 +57,7 @@ def test_wrong_knob_value_is_one_spec_error(knob, value, problem):
         {"weight": "w5", "sampling": "ONE", "send_window_segments": 4, "pacing_mbps": 5},
         {"sack": "on", "timestamps": False, "recovery": "sack", "cc": "compound", "profile": "modern"},
         {"rto_alpha": 0.25, "rto_beta": 1, "rto_k": 0, "mac": "02:0a:0B:00:00:01", "syn_cookies": "never"},
+        {"hystart": False, "send_buffer_max_bytes": 0, "send_buffer_bytes": 4194304},
     ],
 )
 def test_values_leanweb_accepts_pass(knobs):

@@ -13,7 +13,7 @@
 //!
 //! Differences from the kernel, where leantcp has no counterpart: the RTT sample of an ACK
 //! is the connection's latest (`RttStats::latest`); the sender is taken as cwnd-limited.
-use super::{Acked, CongestionControl, RttStats};
+use super::{Acked, CongestionControl, RttStats, SlowStart};
 use crate::seq::Seq;
 use crate::time::Instant;
 
@@ -103,6 +103,7 @@ pub struct Compound {
     rtt_cnt: u32,
     /// The round ends with the first ACK after this (None: with the next ACK).
     round_end: Option<Seq>,
+    slow_start_config: SlowStart,
 }
 
 impl Compound {
@@ -122,7 +123,14 @@ impl Compound {
             rtt_sum_us: 0,
             rtt_cnt: 0,
             round_end: None,
+            slow_start_config: SlowStart::default(),
         }
+    }
+
+    /// With the slow start's per-ACK limit (HyStart++ does not apply: see cc::CcKind::build).
+    pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
+        self.slow_start_config = SlowStart { hystart: false, ..slow_start };
+        self
     }
 
     pub fn cwnd_packets(&self) -> u32 {
@@ -217,9 +225,10 @@ impl CongestionControl for Compound {
         let mut acked_bytes = acked.acked_bytes;
         if self.slow_start {
             // D1 and the kernel's tcp_slow_start(): whole packets, capped at ssthresh; what
-            // is left over counts toward congestion avoidance. RFC 3465: at most 2 per ACK.
+            // is left over counts toward congestion avoidance. RFC 3465's L per ACK (the
+            // kernel has none; the shared vectors ACK one packet at a time).
             self.dwnd_q16 = 0;
-            let bytes = self.slow_start_carry_bytes + acked_bytes.min(2 * self.mss);
+            let bytes = self.slow_start_carry_bytes + self.slow_start_config.credit(acked_bytes, self.mss);
             let packets = (bytes / self.mss) as u32;
             self.slow_start_carry_bytes = bytes % self.mss;
             let grown = (self.cwnd + packets).min(self.ssthresh.max(self.cwnd));
@@ -348,6 +357,8 @@ mod tests {
                             acked_bytes: MSS,
                             bytes_in_flight: (nxt - una) as usize * MSS,
                             in_recovery: false,
+                            snd_max: Seq(nxt * MSS as u32),
+                            rtt_sample: None,
                         };
                         cc.on_ack(Instant::ZERO, acked, &rtt);
                         nxt = nxt.max(una + cc.win_packets());

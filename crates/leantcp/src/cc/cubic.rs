@@ -13,12 +13,16 @@
 //!   W_max = cwnd·(1 + β)/2, else W_max = cwnd.
 //! - Timeout (§4.8): ssthresh as in §4.6 (first timeout only), cwnd = 1 segment, slow start;
 //!   the next congestion-avoidance epoch starts anew.
-//! - Slow start as Reno (crate::cc::reno, RFC 3465 byte counting with L = 2·MSS); no HyStart++.
+//! - Slow start as Reno (crate::cc::reno, RFC 3465 byte counting with L = 2·MSS), with
+//!   HyStart++ (RFC 9406, crate::cc::hystart) if built so. When HyStart++ ends the initial slow
+//!   start without a loss, W_max is unknown: §4.10 sets W_max = cwnd_prior = cwnd and K = 0,
+//!   which the epoch below does for any window at or above W_max.
 //!
 //! RTT in the target is SRTT (the latest sample before the first SRTT).
 use core::time::Duration;
 
-use super::{Acked, CongestionControl, RttStats};
+use super::hystart::{HyStartPlusPlus, Step};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
 use crate::time::Instant;
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s³).
@@ -58,6 +62,8 @@ pub struct Cubic {
     /// cwnd_prior: the window at the last reduction (§4.3's switch of α_cubic to 1).
     cwnd_prior: f64,
     epoch: Option<Epoch>,
+    hystart: Option<HyStartPlusPlus>,
+    slow_start: SlowStart,
 }
 
 impl Cubic {
@@ -72,7 +78,16 @@ impl Cubic {
             w_max: 0.0,
             cwnd_prior: 0.0,
             epoch: None,
+            hystart: None,
+            slow_start: SlowStart::default(),
         }
+    }
+
+    /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
+    pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
+        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
+        self.slow_start = slow_start;
+        self
     }
 
     /// The window in segments (for tests and the event log).
@@ -136,6 +151,14 @@ impl CongestionControl for Cubic {
         }
     }
 
+    fn phase(&self) -> Phase {
+        match (&self.hystart, self.cwnd < self.ssthresh) {
+            (_, false) => Phase::CongestionAvoidance,
+            (Some(h), true) if h.phase() == super::hystart::Phase::Css => Phase::ConservativeSlowStart,
+            _ => Phase::SlowStart,
+        }
+    }
+
     fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
 
     fn on_ack(&mut self, now: Instant, acked: Acked, rtt: &RttStats) {
@@ -143,7 +166,15 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            let grow = acked.acked_bytes.min(2 * self.mss) as f64 / self.mss as f64;
+            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss) as f64 / self.mss as f64;
+            match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
+                Some(Step::EnterAvoidance) => {
+                    self.ssthresh = self.cwnd;
+                    return;
+                }
+                Some(Step::Grow { divisor }) => grow /= divisor as f64,
+                None => {}
+            }
             self.cwnd = (self.cwnd + grow).min(self.ssthresh.max(self.cwnd));
             return;
         }
@@ -151,6 +182,9 @@ impl CongestionControl for Cubic {
     }
 
     fn on_congestion_event(&mut self, _now: Instant, bytes_in_flight: usize, _rtt: &RttStats) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_congestion();
+        }
         self.reduce(bytes_in_flight);
         self.cwnd = self.ssthresh;
     }
@@ -160,6 +194,9 @@ impl CongestionControl for Cubic {
     }
 
     fn on_rto_expired(&mut self, _now: Instant, bytes_in_flight: usize, first: bool) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_congestion();
+        }
         if first {
             self.reduce(bytes_in_flight);
         }
@@ -177,7 +214,7 @@ mod tests {
     const MSS: usize = 1000;
 
     fn ack(segments: usize) -> Acked {
-        Acked { ack: Seq(0), acked_bytes: segments * MSS, bytes_in_flight: 0, in_recovery: false }
+        Acked::new(Seq(0), segments * MSS, false)
     }
 
     fn rtt(ms: u64) -> RttStats {
@@ -207,7 +244,7 @@ mod tests {
         assert!((w_cubic(k, k, 100.0) - 100.0).abs() < 1e-12, "plateau at W_max when t = K");
         assert!((w_cubic(k + 2.0, k, 100.0) - (100.0 + 0.4 * 8.0)).abs() < 1e-9, "convex beyond K");
         assert_eq!(CcKind::parse("cubic"), Some(CcKind::Cubic));
-        assert_eq!(CcKind::Cubic.build(MSS, 10).name(), "cubic");
+        assert_eq!(CcKind::Cubic.build(MSS, 10, SlowStart::default()).name(), "cubic");
     }
 
     #[test]
@@ -291,6 +328,9 @@ mod tests {
         let mut cubic = Cubic::new(MSS, 10);
         cubic.on_ack(at(0), ack(5), &rtt(10));
         assert_eq!(cubic.window(), 12 * MSS, "2 MSS per ACK at most (RFC 3465 L = 2)");
+        let mut linux = Cubic::new(MSS, 10).with_slow_start(SlowStart { ack_limit_segments: None, ..SlowStart::default() });
+        linux.on_ack(at(0), ack(5), &rtt(10));
+        assert_eq!(linux.window(), 15 * MSS, "no limit: every acknowledged segment counts (tcp_slow_start)");
         let mut in_recovery = ack(10);
         in_recovery.in_recovery = true;
         cubic.on_ack(at(0), in_recovery, &rtt(10));
@@ -299,5 +339,37 @@ mod tests {
         assert_eq!(cubic.ssthresh(), 8400, "β·flight");
         cubic.on_rto_expired(at(0), MSS, false);
         assert_eq!(cubic.ssthresh(), 8400, "a repeated timeout keeps ssthresh");
+    }
+
+    #[test]
+    fn hystart_exit_starts_the_curve_at_the_window_with_k_zero() {
+        // RFC 9438 §4.10: HyStart++ ended slow start without a loss, so W_max is unknown:
+        // W_max = cwnd_prior = cwnd, K = 0 — the window grows from where it is.
+        let mut cubic = Cubic::new(MSS, 10).with_slow_start(SlowStart { hystart: true, ..SlowStart::default() });
+        let sample = |ms| Acked { rtt_sample: Some(Duration::from_millis(ms)), ..ack(1) };
+        // Rounds of ACKs (one segment each): 10 ms, then 30 ms (≥ 10 + 4 ms) from the 2nd round on.
+        let (mut seq, mut end, mut acks) = (0u32, 10 * MSS as u32, 0u32);
+        while cubic.phase() != Phase::CongestionAvoidance {
+            assert!(acks < 1000, "never left slow start");
+            if seq >= end {
+                end = seq + cubic.window() as u32;
+            }
+            let rtt_ms = if seq < 10 * MSS as u32 { 10 } else { 30 };
+            cubic.on_ack(at(0), Acked { ack: Seq(seq), snd_max: Seq(end), ..sample(rtt_ms) }, &rtt(rtt_ms));
+            if cubic.phase() == Phase::ConservativeSlowStart {
+                acks += 1; // counted once CSS began
+            }
+            seq += MSS as u32;
+        }
+        assert!(acks > 0, "went through CSS");
+        let exit = cubic.cwnd_segments();
+        assert_eq!(cubic.ssthresh(), cubic.window(), "ssthresh = cwnd at the end of CSS");
+        cubic.on_ack(at(0), ack(1), &rtt(30));
+        assert_eq!(cubic.w_max_segments(), exit, "W_max = the window at the start of avoidance");
+        // K = 0: W_cubic(t) = W_max + C·t³ from the exit window on.
+        let before = cubic.cwnd_segments();
+        cubic.on_ack(at(2000), ack(1), &rtt(30));
+        let target = w_cubic(2.03, 0.0, exit).min(1.5 * before);
+        assert!((cubic.cwnd_segments() - (before + (target - before) / before)).abs() < 1e-9);
     }
 }

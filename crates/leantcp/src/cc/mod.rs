@@ -11,6 +11,7 @@ use crate::time::Instant;
 
 pub mod compound;
 pub mod cubic;
+pub mod hystart;
 pub mod none;
 pub mod reno;
 
@@ -33,6 +34,63 @@ pub struct Acked {
     pub bytes_in_flight: usize,
     /// Loss recovery is in progress (the window is not grown during recovery).
     pub in_recovery: bool,
+    /// The highest sequence number sent so far (HyStart++'s round boundary, RFC 9406).
+    pub snd_max: Seq,
+    /// The smallest RTT sample this ACK gave (Karn-safe, not from a timestamp echo), if any.
+    pub rtt_sample: Option<Duration>,
+}
+
+impl Acked {
+    /// An ACK with no sample, `snd_max` = `ack` (unit tests of the controllers).
+    pub fn new(ack: Seq, acked_bytes: usize, in_recovery: bool) -> Self {
+        Acked { ack, acked_bytes, bytes_in_flight: 0, in_recovery, snd_max: ack, rtt_sample: None }
+    }
+}
+
+/// How a controller's slow start grows the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowStart {
+    /// RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC).
+    pub hystart: bool,
+    /// RFC 3465's L: an ACK grows the window by at most this many segments; `None` credits
+    /// every acknowledged segment, as Linux's `tcp_slow_start` does. A receiver that ACKs
+    /// many segments at once (a stretch ACK) slows a small L's slow start.
+    pub ack_limit_segments: Option<usize>,
+}
+
+impl Default for SlowStart {
+    fn default() -> Self {
+        SlowStart { hystart: false, ack_limit_segments: Some(2) }
+    }
+}
+
+impl SlowStart {
+    /// The bytes of an ACK that count toward slow-start growth.
+    pub fn credit(&self, acked_bytes: usize, mss: usize) -> usize {
+        self.ack_limit_segments.map_or(acked_bytes, |l| acked_bytes.min(l.saturating_mul(mss)))
+    }
+}
+
+/// The controller's phase, for the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    SlowStart,
+    /// HyStart++'s Conservative Slow Start (RFC 9406).
+    ConservativeSlowStart,
+    CongestionAvoidance,
+    /// No congestion window (`none`).
+    Unlimited,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::SlowStart => "slow-start",
+            Phase::ConservativeSlowStart => "css",
+            Phase::CongestionAvoidance => "avoidance",
+            Phase::Unlimited => "unlimited",
+        }
+    }
 }
 
 /// What a congestion controller sees and decides: the congestion window in bytes.
@@ -43,6 +101,13 @@ pub trait CongestionControl: core::fmt::Debug + Send {
     /// Slow-start threshold in bytes (`usize::MAX` when the algorithm has none).
     fn ssthresh(&self) -> usize {
         usize::MAX
+    }
+    fn phase(&self) -> Phase {
+        if self.window() < self.ssthresh() {
+            Phase::SlowStart
+        } else {
+            Phase::CongestionAvoidance
+        }
     }
     /// `bytes` of sequence space left (new data or a retransmission).
     fn on_sent(&mut self, now: Instant, bytes: usize, bytes_in_flight: usize);
@@ -94,13 +159,15 @@ impl CcKind {
     }
 
     /// Builds the controller for a connection whose sender MSS is `mss` bytes, starting
-    /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs).
-    pub fn build(self, mss: usize, initial_window_segments: usize) -> Box<dyn CongestionControl> {
+    /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs);
+    /// `slow_start`: HyStart++ (Reno and CUBIC; Compound keeps the slow start of
+    /// bpf/ctcp.bpf.c, whose kernel counterpart has none) and the per-ACK limit (all three).
+    pub fn build(self, mss: usize, initial_window_segments: usize, slow_start: SlowStart) -> Box<dyn CongestionControl> {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
-            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments)),
-            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments)),
-            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments)),
+            CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments).with_slow_start(slow_start)),
+            CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments).with_slow_start(slow_start)),
+            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments).with_slow_start(slow_start)),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! No congestion control: the window is unlimited, so the sender is bounded only by the
 //! peer's advertised receive window — what the studies' bare PC stack did.
-use super::{Acked, CongestionControl, RttStats};
+use super::{Acked, CongestionControl, Phase, RttStats};
 use crate::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -23,6 +23,10 @@ impl CongestionControl for NoCongestionControl {
         usize::MAX
     }
 
+    fn phase(&self) -> Phase {
+        Phase::Unlimited
+    }
+
     fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
 
     fn on_ack(&mut self, _now: Instant, _acked: Acked, _rtt: &RttStats) {}
@@ -41,7 +45,7 @@ mod tests {
 
     #[test]
     fn none_never_limits() {
-        let mut cc = CcKind::None.build(1460, 10);
+        let mut cc = CcKind::None.build(1460, 10, crate::cc::SlowStart::default());
         cc.on_rto_expired(Instant::ZERO, 10_000, true);
         cc.on_congestion_event(Instant::ZERO, 10_000, &RttStats::default());
         assert_eq!(cc.window(), usize::MAX);

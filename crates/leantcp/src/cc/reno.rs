@@ -4,8 +4,10 @@
 //! decides when that happens), cwnd = 1 MSS after a retransmission timeout.
 //!
 //! Initial window: RFC 6928, min(IW·MSS, max(2·MSS, 14600 bytes)) with IW = the configured
-//! segment count (10 by default). Slow start counts bytes (RFC 3465) with L = 2·MSS.
-use super::{Acked, CongestionControl, RttStats};
+//! segment count (10 by default). Slow start counts bytes (RFC 3465) with L = 2·MSS; with
+//! HyStart++ (RFC 9406, crate::cc::hystart) the initial slow start may end on a delay increase.
+use super::hystart::{HyStartPlusPlus, Step};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
 use crate::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -15,13 +17,22 @@ pub struct Reno {
     ssthresh: usize,
     /// Bytes acknowledged in congestion avoidance since cwnd last grew.
     avoidance_acked: usize,
+    hystart: Option<HyStartPlusPlus>,
+    slow_start: SlowStart,
 }
 
 impl Reno {
     pub fn new(mss: usize, initial_window_segments: usize) -> Self {
         let mss = mss.max(1);
         let iw = (initial_window_segments.max(1) * mss).min((2 * mss).max(14600));
-        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0 }
+        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, hystart: None, slow_start: SlowStart::default() }
+    }
+
+    /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
+    pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
+        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
+        self.slow_start = slow_start;
+        self
     }
 
     fn reduced(&self, bytes_in_flight: usize) -> usize {
@@ -42,6 +53,14 @@ impl CongestionControl for Reno {
         self.ssthresh
     }
 
+    fn phase(&self) -> Phase {
+        match (&self.hystart, self.cwnd < self.ssthresh) {
+            (_, false) => Phase::CongestionAvoidance,
+            (Some(h), true) if h.phase() == super::hystart::Phase::Css => Phase::ConservativeSlowStart,
+            _ => Phase::SlowStart,
+        }
+    }
+
     fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
 
     fn on_ack(&mut self, _now: Instant, acked: Acked, _rtt: &RttStats) {
@@ -49,7 +68,16 @@ impl CongestionControl for Reno {
             return;
         }
         if self.cwnd < self.ssthresh {
-            self.cwnd += acked.acked_bytes.min(2 * self.mss);
+            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss);
+            match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
+                Some(Step::EnterAvoidance) => {
+                    self.ssthresh = self.cwnd;
+                    return;
+                }
+                Some(Step::Grow { divisor }) => grow /= divisor,
+                None => {}
+            }
+            self.cwnd += grow;
         } else {
             self.avoidance_acked += acked.acked_bytes;
             if self.avoidance_acked >= self.cwnd {
@@ -60,6 +88,9 @@ impl CongestionControl for Reno {
     }
 
     fn on_congestion_event(&mut self, _now: Instant, bytes_in_flight: usize, _rtt: &RttStats) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_congestion();
+        }
         self.ssthresh = self.reduced(bytes_in_flight);
         self.cwnd = self.ssthresh;
         self.avoidance_acked = 0;
@@ -70,6 +101,9 @@ impl CongestionControl for Reno {
     }
 
     fn on_rto_expired(&mut self, _now: Instant, bytes_in_flight: usize, first: bool) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_congestion();
+        }
         if first {
             self.ssthresh = self.reduced(bytes_in_flight);
         }
@@ -84,7 +118,7 @@ mod tests {
     use crate::seq::Seq;
 
     fn ack(bytes: usize, in_recovery: bool) -> Acked {
-        Acked { ack: Seq(0), acked_bytes: bytes, bytes_in_flight: 0, in_recovery }
+        Acked::new(Seq(0), bytes, in_recovery)
     }
 
     #[test]

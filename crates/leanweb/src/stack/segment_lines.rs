@@ -58,6 +58,8 @@ pub(super) struct AckLine {
     pub ack: u32,
     pub at_us: u64,
     pub conn: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_bytes: Option<usize>,
     pub event: &'static str,
     pub t_us: u64,
     pub unix_us: u64,

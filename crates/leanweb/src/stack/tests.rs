@@ -654,8 +654,11 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
         let (fast, generic) = both(&TxLine::new(7, &x, written, t_us, unix(t_us)), t_us, if written { "tx" } else { "tx_dropped" }, fields);
         assert_eq!(fast, generic);
     }
-    let ack = AckLine { ack: 17, at_us: 5, conn: 3, event: "ack", t_us: 9, unix_us: unix(9) };
+    let ack = AckLine { ack: 17, at_us: 5, conn: 3, cwnd_bytes: None, event: "ack", t_us: 9, unix_us: unix(9) };
     let (fast, generic) = both(&ack, 9, "ack", json!({"conn": 3, "ack": 17, "at_us": 5}));
+    assert_eq!(fast, generic);
+    let ack = AckLine { cwnd_bytes: Some(14_480), ..ack };
+    let (fast, generic) = both(&ack, 9, "ack", json!({"conn": 3, "ack": 17, "at_us": 5, "cwnd_bytes": 14_480}));
     assert_eq!(fast, generic);
     let rtt = RttSampleLine { conn: 3, event: "rtt_sample", rto_us: 200_000, rtt_us: 410, rttvar_us: 120, srtt_us: 500, t_us: 9, unix_us: unix(9) };
     let (fast, generic) = both(&rtt, 9, "rtt_sample", json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}));

@@ -45,9 +45,12 @@ KNOB_FLAGS = {
     "initial_window_segments": "--initial-window-segments",  # RFC 6928
     "send_window_segments": "--send-window-segments",  # the sender's own cap (docs/leanweb.md)
     "pacing_mbps": "--pacing-mbps",  # the sender's own pacing (docs/leanweb.md)
+    "hystart": "--hystart",  # RFC 9406 HyStart++, bool
+    "abc_limit_segments": "--abc-limit-segments",  # RFC 3465's L; 0 = none (Linux)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
+    "send_buffer_max_bytes": "--send-buffer-max-bytes",  # autotuning ceiling, 0 = fixed buffer
     "recv_buffer_bytes": "--recv-buffer-bytes",
     "window_scale": "--window-scale",
     "time_wait_ms": "--time-wait-ms",
@@ -137,9 +140,12 @@ KNOB_VALUES = {
     "initial_window_segments": _integer(1),
     "send_window_segments": _integer(1),
     "pacing_mbps": _number(0.001, 100_000),
+    "hystart": _switch,
+    "abc_limit_segments": _integer(0),
     "mtu": _integer(1280, 9000),
     "mac": _mac,
     "send_buffer_bytes": _integer(0),
+    "send_buffer_max_bytes": _integer(0),
     "recv_buffer_bytes": _integer(0),
     "window_scale": _integer(0, 14),
     "time_wait_ms": _integer(0),
