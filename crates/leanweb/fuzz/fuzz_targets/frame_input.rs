@@ -22,9 +22,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use leantcp::segment::Timestamp;
-use leantcp::{Instant, Segment, Seq, TcpConfig};
+use leantcp::{Instant, Push, Segment, Seq, TcpConfig};
 use leanweb::log::EventLog;
-use leanweb::stack::{Stack, StackConfig, SynCookieMode};
+use leanweb::stack::{Ipv4Id, Stack, StackConfig, SynCookieMode};
 use libfuzzer_sys::fuzz_target;
 use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
 
@@ -137,6 +137,7 @@ fn run(data: &[u8], tcp: TcpConfig, syn_cookies: SynCookieMode) {
         header_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(2),
         syn_cookies,
+        ipv4_id: if tcp.push == Push::EndOfData { Ipv4Id::PerConnection } else { Ipv4Id::Zero },
     };
     let mut stack = Stack::new(config, EventLog::disabled(), 1);
     let mut clients: Vec<Client> = (0..8u16)

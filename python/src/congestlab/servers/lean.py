@@ -45,6 +45,9 @@ KNOB_FLAGS = {
     "initial_window_segments": "--initial-window-segments",  # RFC 6928
     "send_window_segments": "--send-window-segments",  # the sender's own cap (docs/leanweb.md)
     "pacing_mbps": "--pacing-mbps",  # the sender's own pacing (docs/leanweb.md)
+    "push": "--push",  # every-segment | end-of-data: which data segments carry PSH
+    "ipv4_id": "--ipv4-id",  # zero | per-connection
+    "gso": "--gso",  # GSO super-frames through the TAP device, bool (docs/leanweb.md)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
@@ -137,6 +140,9 @@ KNOB_VALUES = {
     "initial_window_segments": _integer(1),
     "send_window_segments": _integer(1),
     "pacing_mbps": _number(0.001, 100_000),
+    "push": _words("every-segment", "end-of-data"),
+    "ipv4_id": _words("zero", "per-connection"),
+    "gso": _switch,
     "mtu": _integer(1280, 9000),
     "mac": _mac,
     "send_buffer_bytes": _integer(0),
