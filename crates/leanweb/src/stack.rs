@@ -178,7 +178,9 @@ pub struct Stack {
     config: StackConfig,
     link_local6: Ipv6Addr,
     neighbors: Neighbors,
-    sessions: HashMap<Key, Session>,
+    /// Boxed: `poll` takes each session out of the map and puts it back, once per turn; a
+    /// box moves a pointer, not the connection's whole state (a memcpy per session per turn).
+    sessions: HashMap<Key, Box<Session>>,
     out: Vec<OutFrame>,
     /// The segment `send_segment` is emitting, attached to its frame.
     pending_tx: Option<TxRecord>,
@@ -655,7 +657,7 @@ impl Stack {
         self.counters.connections_accepted += 1;
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": seg.mss, "peer_window_scale": seg.window_scale}));
         let next_ipv4_id = self.first_ipv4_id(&key);
-        self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id });
+        self.sessions.insert(key, Box::new(Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id }));
     }
 
     /// The TCP settings of a connection the listener makes (IPv6's minimum MTU at least).
@@ -727,7 +729,7 @@ impl Stack {
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": options.mss, "peer_window_scale": options.window_scale, "syn_cookie": true}));
         let key = (seg.dst, seg.src);
         let next_ipv4_id = self.first_ipv4_id(&key);
-        self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id });
+        self.sessions.insert(key, Box::new(Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id }));
     }
 
     fn log_close(&mut self, session: &Session, now: Instant) {
@@ -935,7 +937,7 @@ impl Stack {
     /// At exit: logs the pending events and a `close` record (with the state it was in) for
     /// every connection still open, so the log's per-connection totals are complete.
     pub fn log_open_connections(&mut self, now: Instant) {
-        let mut sessions: Vec<Session> = self.sessions.drain().map(|(_, s)| s).collect();
+        let mut sessions: Vec<Box<Session>> = self.sessions.drain().map(|(_, s)| s).collect();
         sessions.sort_by_key(|s| s.id);
         for mut session in sessions {
             self.log_events(&mut session, now);
