@@ -51,6 +51,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minor_faults(pid: int) -> int:
+    """minflt of `pid` (field 10 of /proc/PID/stat): pages first touched, e.g. after the
+    allocator gave memory back to the kernel."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fetches", type=int, default=40)
@@ -88,9 +94,10 @@ def main() -> None:
                 if args.perf:
                     perf = subprocess.Popen(["perf", "record", "-q", "-g", "-o", str(args.perf), "-p", str(pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                cpu_before = cpu_seconds(pid)
+                cpu_before, faults_before = cpu_seconds(pid), minor_faults(pid)
                 lean_ms = [fetch(net, url(LEAN4, 80, SIZE_KIB), size_bytes, 30) for _ in range(args.fetches)]
                 lean_cpu_ms = (cpu_seconds(pid) - cpu_before) / args.fetches * 1000
+                faults = (minor_faults(pid) - faults_before) / args.fetches
             finally:
                 if perf is not None:
                     perf.send_signal(signal.SIGINT)
@@ -108,7 +115,8 @@ def main() -> None:
         m, n = statistics.median(lean_ms), statistics.median(nginx_ms)
         print(f"{SIZE_KIB} KiB loss-free, {args.fetches} fetches each (IPv4): modern median {m:.2f} ms "
               f"(min {min(lean_ms):.2f}), nginx median {n:.2f} ms (min {min(nginx_ms):.2f}), modern/nginx {m / n:.2f}; "
-              f"leanweb CPU {lean_cpu_ms:.2f} ms per fetch" + (f" (knobs {knobs})" if knobs else ""))
+              f"leanweb CPU {lean_cpu_ms:.2f} ms per fetch, {faults:.0f} minor page faults per fetch"
+              + (f" (knobs {knobs})" if knobs else ""))
         print(f"load average at the end (2 cores, shared): {os.getloadavg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
