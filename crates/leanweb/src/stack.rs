@@ -184,6 +184,8 @@ pub struct Stack {
     out: Vec<OutFrame>,
     /// The segment `send_segment` is emitting, attached to its frame.
     pending_tx: Option<TxRecord>,
+    /// File bytes on their way into a connection's send buffer (`feed_response`).
+    file_chunk: Vec<u8>,
     pub log: EventLog,
     pub counters: Counters,
     iss_key: u64,
@@ -252,6 +254,7 @@ impl Stack {
             sessions: HashMap::new(),
             out: Vec::new(),
             pending_tx: None,
+            file_chunk: Vec::new(),
             log,
             counters: Counters::default(),
             iss_key,
@@ -816,7 +819,7 @@ impl Stack {
             if s.response.is_none() && !self.start_response(s, now) {
                 break;
             }
-            if !Self::feed_response(s, now) {
+            if !Self::feed_response(s, &mut self.file_chunk, now) {
                 break;
             }
             if let Some(r) = &s.response {
@@ -896,7 +899,7 @@ impl Stack {
     }
 
     /// Moves response bytes into the connection's send buffer; false if it made no progress.
-    fn feed_response(s: &mut Session, now: Instant) -> bool {
+    fn feed_response(s: &mut Session, chunk: &mut Vec<u8>, now: Instant) -> bool {
         let Some(r) = s.response.as_mut() else { return false };
         let mut progressed = false;
         if r.head_sent < r.head.len() {
@@ -907,14 +910,15 @@ impl Stack {
                 return progressed;
             }
         }
-        let mut chunk = Vec::new();
         while r.remaining > 0 {
             let room = s.conn.send_capacity().min(FILE_CHUNK_BYTES).min(r.remaining as usize);
             if room == 0 {
                 break;
             }
-            // Allocated only when there is room: this runs for every open response on every turn.
-            chunk.resize(room, 0);
+            // The stack's one buffer, grown once, not 64 KiB allocated and freed per call.
+            if chunk.len() < room {
+                chunk.resize(room, 0);
+            }
             let Some(file) = r.file.as_mut() else { break };
             match file.read(&mut chunk[..room]) {
                 Ok(0) | Err(_) => {
