@@ -51,11 +51,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minor_faults(pid: int) -> int:
+    """minflt of `pid` (field 10 of /proc/PID/stat): pages first touched, e.g. after the
+    allocator gave memory back to the kernel."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fetches", type=int, default=40)
     parser.add_argument("--perf", type=Path, help="perf record -g leanweb during its fetches into this file")
+    parser.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
+                        help="a leanweb knob on top of --profile modern (servers/lean.py KNOB_FLAGS), e.g. gso=off")
     args = parser.parse_args()
+    knobs = dict(knob.split("=", 1) for knob in args.knob)
     if args.fetches < 7:
         sys.exit("bench_lean_frame_cost: at least 7 fetches")
     if os.geteuid() != 0:
@@ -72,9 +81,10 @@ def main() -> None:
         with BenchNet() as net:
             lean = LeanServer(netns=net.server, tap="lw0", bridge="br0", addr4_cidr=f"{LEAN4}/24",
                               addr6_cidr=f"{LEAN6}/64", gateway4=ROUTER_S4, gateway6=ROUTER_S6, root_dir=docroot,
-                              log_path=work / "lean.jsonl", knobs={"mac": LEAN_MAC, "profile": "modern"})
+                              log_path=work / "lean.jsonl", knobs={"mac": LEAN_MAC, "profile": "modern", **knobs})
             perf = None
             try:
+                net.server_tx_checksum(False)
                 lean.start()
                 net.tap_no_offloads("lw0")
                 wait_http(net, url(LEAN4, 80, 4))
@@ -84,9 +94,10 @@ def main() -> None:
                 if args.perf:
                     perf = subprocess.Popen(["perf", "record", "-q", "-g", "-o", str(args.perf), "-p", str(pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                cpu_before = cpu_seconds(pid)
+                cpu_before, faults_before = cpu_seconds(pid), minor_faults(pid)
                 lean_ms = [fetch(net, url(LEAN4, 80, SIZE_KIB), size_bytes, 30) for _ in range(args.fetches)]
                 lean_cpu_ms = (cpu_seconds(pid) - cpu_before) / args.fetches * 1000
+                faults = (minor_faults(pid) - faults_before) / args.fetches
             finally:
                 if perf is not None:
                     perf.send_signal(signal.SIGINT)
@@ -94,6 +105,7 @@ def main() -> None:
                 lean.stop()
             nginx = NginxServer(net.server, work / "nginx", docroot, [f"{KERNEL4}:{NGINX_PORT}"])
             try:
+                net.server_tx_checksum(True)
                 nginx.start()
                 wait_http(net, url(KERNEL4, NGINX_PORT, 4))
                 nginx_ms = [fetch(net, url(KERNEL4, NGINX_PORT, SIZE_KIB), size_bytes, 30)
@@ -103,7 +115,8 @@ def main() -> None:
         m, n = statistics.median(lean_ms), statistics.median(nginx_ms)
         print(f"{SIZE_KIB} KiB loss-free, {args.fetches} fetches each (IPv4): modern median {m:.2f} ms "
               f"(min {min(lean_ms):.2f}), nginx median {n:.2f} ms (min {min(nginx_ms):.2f}), modern/nginx {m / n:.2f}; "
-              f"leanweb CPU {lean_cpu_ms:.2f} ms per fetch")
+              f"leanweb CPU {lean_cpu_ms:.2f} ms per fetch, {faults:.0f} minor page faults per fetch"
+              + (f" (knobs {knobs})" if knobs else ""))
         print(f"load average at the end (2 cores, shared): {os.getloadavg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -91,12 +91,14 @@ def fetch(net: BenchNet, target: str, size_bytes: int, max_time_s: int) -> float
 class Server:
     """One of the three servers, started and stopped by this benchmark."""
 
-    def __init__(self, kind: str, net: BenchNet, work: Path, docroot: Path):
+    def __init__(self, kind: str, net: BenchNet, work: Path, docroot: Path, knobs: dict[str, str] | None = None):
         self.kind, self.net, self.work, self.docroot = kind, net, work, docroot
+        self.knobs = knobs or {}
         self.running: LeanServer | NginxServer | None = None
         self.starts = 0
 
     def start(self) -> tuple[str, str, int]:
+        self.net.server_tx_checksum(self.kind == "nginx")
         if self.kind == "nginx":
             server = NginxServer(self.net.server, self.work / "nginx", self.docroot,
                                  [f"{KERNEL4}:{NGINX_PORT}", f"[{KERNEL6}]:{NGINX_PORT}"])
@@ -107,7 +109,7 @@ class Server:
         server = LeanServer(netns=self.net.server, tap="lw0", bridge="br0", addr4_cidr=f"{LEAN4}/24",
                             addr6_cidr=f"{LEAN6}/64", gateway4=ROUTER_S4, gateway6=ROUTER_S6,
                             root_dir=self.docroot, log_path=self.work / f"lean-{self.kind}-{self.starts}.jsonl",
-                            knobs={"mac": LEAN_MAC, "profile": self.kind})
+                            knobs={"mac": LEAN_MAC, "profile": self.kind, **self.knobs})
         self.running = server
         server.start()
         self.net.tap_no_offloads("lw0")
@@ -144,7 +146,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=0, help="alternating rounds (default: one per bare fetch)")
     parser.add_argument("--lossless-fetches", type=int, default=7,
                         help="reference fetches per family for modern and nginx before the loss is switched on (0: skip)")
+    parser.add_argument("--modern-knob", action="append", default=[], metavar="NAME=VALUE",
+                        help="a leanweb knob on top of --profile modern (servers/lean.py KNOB_FLAGS), e.g. gso=off")
     args = parser.parse_args()
+    modern_knobs = dict(knob.split("=", 1) for knob in args.modern_knob)
     if min(args.fetches, args.bare_fetches) < 7:
         sys.exit("bench_lean_loss: at least 7 fetches per server and family")
     if os.geteuid() != 0:
@@ -166,8 +171,8 @@ def main() -> None:
         with BenchNet() as net:
             print(f"namespaces {net.client}, {net.router}, {net.server}; {SIZE_KIB} KiB, fresh connection per fetch; "
                   f"{args.loss:.0%} random loss toward the client (iptables statistic in {net.router}); "
-                  f"nginx on kernel TCP with congctl cubic; leanweb --profile modern and --profile bare", flush=True)
-            servers = {kind: Server(kind, net, work, docroot) for kind in KINDS}
+                  f"nginx on kernel TCP with congctl cubic; leanweb --profile modern {modern_knobs or ''} and --profile bare", flush=True)
+            servers = {kind: Server(kind, net, work, docroot, modern_knobs if kind == "modern" else None) for kind in KINDS}
             try:
                 # Loss-free warm-up: neighbour caches, page cache, the servers answer at all; and the
                 # loss-free reference (the floor each server has on this machine right now).

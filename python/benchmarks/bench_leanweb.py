@@ -124,6 +124,12 @@ class BenchNet:
     def tap_no_offloads(self, tap: str) -> None:
         self._no_offloads(self.server, tap)
 
+    def server_tx_checksum(self, on: bool) -> None:
+        """tx-checksumming of the server's veth: off while leanweb serves, as the testbed sets
+        a user-stack node's veth (its GSO super-frames are then cut with full checksums, valid
+        in a capture: testbed/plan.py), on for the kernel servers (as a kernel node's veth)."""
+        self.ns(self.server, "ethtool", "-K", "vs0", "tx", "on" if on else "off")
+
     def add_bottleneck(self) -> None:
         """HTB 100 Mbit/s + 1000-packet FIFO on the router's egress towards the client."""
         r = ["ip", "netns", "exec", self.router, "tc"]
@@ -253,6 +259,7 @@ class Servers:
     def start(self, kind: str) -> tuple[str, str, int]:
         """Starts `kind`; returns (v4 host, v6 host, port)."""
         self.stop()
+        self.net.server_tx_checksum(kind != "leanweb")
         if kind == "leanweb":
             server = LeanServer(netns=self.net.server, tap="lw0", bridge="br0", addr4_cidr=f"{LEAN4}/24",
                                 addr6_cidr=f"{LEAN6}/64", gateway4=ROUTER_S4, gateway6=ROUTER_S6,

@@ -141,6 +141,40 @@ pub struct TcpConfig {
     pub time_wait: Duration,
     /// Consecutive retransmission timeouts after which the connection is aborted.
     pub max_timeouts: u32,
+    /// Which data segments carry PSH.
+    pub push: Push,
+}
+
+/// Where the sender sets PSH (RFC 9293 §3.9.1: a push marks the end of what the application
+/// has handed over). Receivers here ignore it (Linux's header prediction masks it; GRO is
+/// off on every veth), but it decides which segments a GSO super-frame can carry: the
+/// kernel's `tcp_gso_segment` clears PSH and FIN on all but the last segment of one
+/// (crates/leanweb/src/gso.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Push {
+    /// Every segment with payload: the stack as issue 12 found it (`bare`'s traces).
+    #[default]
+    EverySegment,
+    /// Only the segment that carries the last byte in the send buffer, as Linux marks the
+    /// last segment of a write (`tcp_mark_push`).
+    EndOfData,
+}
+
+impl Push {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "every-segment" => Some(Push::EverySegment),
+            "end-of-data" => Some(Push::EndOfData),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Push::EverySegment => "every-segment",
+            Push::EndOfData => "end-of-data",
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -172,6 +206,7 @@ impl TcpConfig {
             pacing_rate_bps: None,
             time_wait: Duration::from_secs(60),
             max_timeouts: 12,
+            push: Push::EverySegment,
         }
     }
 
@@ -190,6 +225,7 @@ impl TcpConfig {
             timestamps: true,
             rack_tlp: true,
             limited_transmit: true,
+            push: Push::EndOfData,
             ..bare
         }
     }
@@ -1081,6 +1117,9 @@ impl Connection {
         }
         let payload = copy_range(&self.send_buf, offset, len);
         let mut seg = self.make_segment(seq, false, fin, false, payload);
+        if self.config.push == Push::EndOfData {
+            seg.psh = len > 0 && len == available;
+        }
         let end = seq.add(seg.seq_len());
         if end > self.snd_nxt {
             self.snd_nxt = end;

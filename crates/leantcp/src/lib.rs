@@ -22,7 +22,7 @@ pub mod syncookie;
 pub mod time;
 pub mod timer;
 
-pub use conn::{Connection, ConnectionStats, Event, Profile, RetransmitKind, State, TcpConfig, Transmission};
+pub use conn::{Connection, ConnectionStats, Event, Profile, Push, RetransmitKind, State, TcpConfig, Transmission};
 pub use rto::{RtoConfig, RtoEstimator, SamplingStrategy, Weight};
 pub use segment::{Segment, WireError};
 pub use seq::Seq;

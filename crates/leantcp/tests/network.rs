@@ -3,7 +3,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Event, RetransmitKind, SamplingStrategy, Seq, State, TcpConfig};
+use leantcp::{Connection, Event, Push, RetransmitKind, SamplingStrategy, Segment, Seq, State, TcpConfig};
 
 fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
     if v6 {
@@ -395,5 +395,20 @@ fn syn_cookie_handshake_survives_loss_and_carries_the_options() {
         assert_eq!(server.send_mss(), if v6 { 1440 } else { 1460 });
         assert_eq!(server.stats().bytes_received, 18, "the request arrived once, intact");
         assert!(sim.b.sent_log[0].syn && sim.b.sent_log[0].window_scale == Some(2));
+    }
+}
+
+#[test]
+fn push_marks_every_segment_or_only_the_end_of_the_queued_data() {
+    let len = 100 * 1024; // queued at once: it fits the 256 KiB send buffer
+    for (push, expect_all) in [(Push::EverySegment, true), (Push::EndOfData, false)] {
+        let sim = transfer(TcpConfig { push, ..TcpConfig::modern() }, link(), link(), len);
+        let data: Vec<_> = sim.b.sent_log.iter().filter(|s| !s.payload.is_empty()).collect();
+        let end_of_data = |s: &&Segment| s.seq.add(s.payload.len()) == data.last().unwrap().seq.add(data.last().unwrap().payload.len());
+        assert!(data.len() > 60, "{} data segments", data.len());
+        for seg in &data {
+            let want = expect_all || end_of_data(seg);
+            assert_eq!(seg.psh, want, "{push:?}: segment at {:?} of {} bytes", seg.seq, seg.payload.len());
+        }
     }
 }

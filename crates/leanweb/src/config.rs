@@ -7,11 +7,11 @@ use std::time::Duration;
 use clap::Parser;
 use leantcp::cc::CcKind;
 use leantcp::recovery::RecoveryKind;
-use leantcp::{Profile, RtoConfig, SamplingStrategy, TcpConfig, Weight};
+use leantcp::{Profile, Push, RtoConfig, SamplingStrategy, TcpConfig, Weight};
 use serde::Deserialize;
 use smoltcp::wire::EthernetAddress;
 
-use crate::stack::{StackConfig, SynCookieMode};
+use crate::stack::{Ipv4Id, StackConfig, SynCookieMode};
 
 #[derive(Debug, Clone, Default, Parser, Deserialize)]
 #[command(name = "leanweb", version, about = "The lean (bare PC) web server on a TAP device, with its own TCP/IP stack")]
@@ -102,6 +102,19 @@ pub struct Args {
     /// 0 = every acknowledged segment, as Linux's tcp_slow_start.
     #[arg(long)]
     pub abc_limit_segments: Option<usize>,
+    /// Which data segments carry PSH: every-segment (bare) | end-of-data (modern: the one
+    /// with the last byte the server has queued, as Linux).
+    #[arg(long)]
+    pub push: Option<String>,
+    /// IPv4 identification of TCP segments: zero (bare) | per-connection (modern: a counter per
+    /// connection, +1 per segment, as Linux numbers DF packets).
+    #[arg(long)]
+    pub ipv4_id: Option<String>,
+    /// GSO super-frames through the TAP device (IFF_VNET_HDR): on (modern) | off (bare).
+    /// Consecutive data segments of one connection go to the kernel as one frame only
+    /// where its segmentation gives back exactly those segments.
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new())]
+    pub gso: Option<bool>,
     #[arg(long)]
     pub send_buffer_bytes: Option<usize>,
     /// Send-buffer autotuning ceiling in bytes: the buffer grows to two windows up to this
@@ -158,7 +171,8 @@ impl Args {
         let top = self;
         overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
             rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
-            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, hystart, abc_limit_segments, send_buffer_bytes, send_buffer_max_bytes, recv_buffer_bytes,
+            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, hystart, abc_limit_segments, push, ipv4_id, gso,
+            send_buffer_bytes, send_buffer_max_bytes, recv_buffer_bytes,
             window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
         Ok(base)
     }
@@ -261,6 +275,10 @@ impl Args {
             pacing_rate_bps: self.pacing_rate_bps()?.or(base.pacing_rate_bps),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
             max_timeouts: base.max_timeouts,
+            push: match &self.push {
+                Some(name) => Push::parse(name).ok_or_else(|| bad(format!("--push {name:?}: expected every-segment or end-of-data")))?,
+                None => base.push,
+            },
         };
         tcp.validate().map_err(|e| bad(format!("tcp options: {e}")))?;
         Ok(StackConfig {
@@ -279,7 +297,17 @@ impl Args {
             header_timeout: Duration::from_millis(self.header_timeout_ms.unwrap_or(10_000)),
             idle_timeout: Duration::from_millis(self.idle_timeout_ms.unwrap_or(30_000)),
             syn_cookies: self.syn_cookie_mode()?,
+            ipv4_id: match &self.ipv4_id {
+                Some(name) => Ipv4Id::parse(name).ok_or_else(|| bad(format!("--ipv4-id {name:?}: expected zero or per-connection")))?,
+                None if self.profile()? == Profile::Modern => Ipv4Id::PerConnection,
+                None => Ipv4Id::Zero,
+            },
         })
+    }
+
+    /// Whether frames go to the TAP device as GSO super-frames (`modern`'s default).
+    pub fn gso(&self) -> Result<bool, ConfigError> {
+        Ok(self.gso.unwrap_or(self.profile()? == Profile::Modern))
     }
 
     fn pacing_rate_bps(&self) -> Result<Option<u64>, ConfigError> {
@@ -402,6 +430,21 @@ mod tests {
         assert_eq!(args(&["--abc-limit-segments", "8"]).stack_config(1).unwrap().tcp.abc_limit_segments, Some(8));
         assert!(args(&["--profile", "fast"]).stack_config(1).unwrap_err().0.contains("--profile"));
         assert!(args(&["--recovery", "tahoe"]).stack_config(1).unwrap_err().0.contains("--recovery"));
+    }
+
+    #[test]
+    fn wire_details_and_gso_follow_the_profile_and_flags_override_them() {
+        let bare = args(&[]);
+        let (cfg, gso) = (bare.stack_config(1).unwrap(), bare.gso().unwrap());
+        assert_eq!((cfg.tcp.push, cfg.ipv4_id, gso), (Push::EverySegment, Ipv4Id::Zero, false));
+        let modern = args(&["--profile", "modern"]);
+        let (cfg, gso) = (modern.stack_config(1).unwrap(), modern.gso().unwrap());
+        assert_eq!((cfg.tcp.push, cfg.ipv4_id, gso), (Push::EndOfData, Ipv4Id::PerConnection, true));
+        let mixed = args(&["--profile", "modern", "--gso", "off", "--push", "every-segment", "--ipv4-id", "zero"]);
+        let (cfg, gso) = (mixed.stack_config(1).unwrap(), mixed.gso().unwrap());
+        assert_eq!((cfg.tcp.push, cfg.ipv4_id, gso), (Push::EverySegment, Ipv4Id::Zero, false));
+        assert!(args(&["--push", "never"]).stack_config(1).unwrap_err().0.contains("--push"));
+        assert!(args(&["--ipv4-id", "random"]).stack_config(1).unwrap_err().0.contains("--ipv4-id"));
     }
 
     #[test]

@@ -3,10 +3,11 @@
 #![deny(unsafe_code)]
 #[cfg(feature = "cli")]
 pub mod config;
+pub mod gso;
 pub mod http;
 pub mod log;
 pub mod neighbors;
 pub mod stack;
 #[cfg(feature = "cli")]
-#[allow(unsafe_code)] // three libc calls (if_nametoindex, TUNSETIFF ioctl, poll), nothing else
+#[allow(unsafe_code)] // four libc calls (if_nametoindex, the TUNSETIFF and TUNSETVNETHDRSZ ioctls, ppoll), nothing else
 pub mod tap;

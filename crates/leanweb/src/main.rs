@@ -2,7 +2,7 @@
 //! Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad arguments or config, 3 TAP device,
 //! 4 log file, 1 anything else.
 use std::hash::{BuildHasher, Hasher};
-use std::io::Write;
+use std::io::{IoSlice, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use clap::Parser;
 use leanweb::config::{Args, ConfigError};
+use leanweb::gso;
 use leanweb::log::EventLog;
-use leanweb::stack::Stack;
+use leanweb::stack::{OutFrame, Stack};
 use leanweb::tap::Tap;
 use leantcp::Instant;
 use serde_json::json;
@@ -48,7 +49,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let args = args.with_config_file()?;
     let config = args.stack_config(random_u64())?;
     let tap_name = args.tap.clone().ok_or_else(|| ConfigError("--tap NAME is required".into()))?;
-    let mut tap = Tap::open(&tap_name).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
+    let use_gso = args.gso()?;
+    let mut tap = Tap::open(&tap_name, use_gso).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
     let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
     let start = std::time::Instant::now();
     let mut log = match &args.log {
@@ -70,6 +72,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
         "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
         "syn_cookies": config.syn_cookies.name(), "max_half_open": config.max_half_open, "max_connections": config.max_connections,
+        "push": config.tcp.push.name(), "ipv4_id": config.ipv4_id.name(), "gso": use_gso,
         "version": env!("CARGO_PKG_VERSION"),
     }));
     log.flush(); // the start event is on disk before the ready line: callers read it right after
@@ -80,9 +83,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut stack = Stack::new(config.clone(), log, random_u64());
     stack.set_cookie_key(cookie_key()?);
     stack.announce();
-    for frame in stack.take_output() {
-        let _ = tap.send(&frame); // best effort: peers also learn us from our first reply
-    }
+    let mut writer = TapWriter { gso: use_gso, counters: WriteCounters::default() };
+    let announcements = stack.take_frames();
+    writer.write(&mut tap, &announcements, |_, _| {}); // best effort: peers also learn us from our first reply
     println!(
         "leanweb ready tap={} addr4={}/{} addr6={}/{} port={} mac={} link_local6={} pid={}",
         tap_name, config.addr4, config.prefix4, config.addr6, config.prefix6, config.port, config.mac, stack.link_local6(), std::process::id()
@@ -92,7 +95,6 @@ fn run(args: Args) -> anyhow::Result<()> {
     let now = || Instant::from_micros(start.elapsed().as_micros() as u64);
     let mut buf = vec![0u8; 65536];
     let mut last_flush = now();
-    let mut send_failures = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let t = now();
         let max_wait = Duration::from_millis(MAX_WAIT_MS);
@@ -100,6 +102,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         if tap.wait_readable(wait).context("waiting on the TAP device")? {
             for _ in 0..MAX_FRAMES_PER_TURN {
                 match tap.recv(&mut buf).context("reading the TAP device")? {
+                    Some(n) if use_gso => match gso::strip_vnet_header(&buf[..n]) {
+                        Some(frame) => stack.handle_frame(frame, now()),
+                        None => {
+                            stack.counters.frames_in += 1;
+                            stack.counters.malformed += 1;
+                        }
+                    },
                     Some(n) => stack.handle_frame(&buf[..n], now()),
                     None => break,
                 }
@@ -108,15 +117,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         let t = now();
         stack.handle_timeouts(t);
         stack.poll(t);
-        for frame in stack.take_frames() {
-            let written = matches!(tap.send(&frame.bytes), Ok(true));
-            if !written {
-                send_failures += 1;
-            }
+        let frames = stack.take_frames();
+        writer.write(&mut tap, &frames, |frame, written| {
             if let Some(tx) = &frame.tx {
                 stack.log_transmission(now().as_micros(), tx, written);
             }
-        }
+        });
         if t.saturating_since(last_flush) >= LOG_FLUSH_EVERY {
             stack.log.flush();
             last_flush = t;
@@ -125,13 +131,69 @@ fn run(args: Args) -> anyhow::Result<()> {
     let open_connections = stack.session_count();
     stack.log_open_connections(now());
     let counters = serde_json::to_value(stack.counters).unwrap_or_default();
-    let mut fields = json!({"send_failures": send_failures, "open_connections": open_connections});
+    let w = writer.counters;
+    let mut fields = json!({"send_failures": w.send_failures, "open_connections": open_connections, "tap_writes": w.tap_writes,
+                            "gso_super_frames": w.super_frames, "gso_segments": w.super_frame_segments});
     if let (Some(map), serde_json::Value::Object(c)) = (fields.as_object_mut(), counters) {
         map.extend(c);
     }
     stack.log.write(now().as_micros(), "stop", fields);
     stack.log.flush();
     Ok(())
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct WriteCounters {
+    /// Frames (segments) whose write failed: logged as `tx_dropped`.
+    send_failures: u64,
+    tap_writes: u64,
+    super_frames: u64,
+    /// Segments that went in super-frames.
+    super_frame_segments: u64,
+}
+
+/// Writes a turn's frames to the TAP device: one by one, or with `--gso on` as planned by
+/// `gso::plan` (a super-frame is one `writev` of its vnet header, headers and each frame's
+/// payload, no copy). `on_written(frame, written)` runs for each frame after its write, so
+/// each segment's `tx` line still follows its own write (a super-frame's segments share it).
+struct TapWriter {
+    gso: bool,
+    counters: WriteCounters,
+}
+
+impl TapWriter {
+    fn write(&mut self, tap: &mut Tap, frames: &[OutFrame], mut on_written: impl FnMut(&OutFrame, bool)) {
+        if !self.gso {
+            for frame in frames {
+                let written = self.count(tap.send(&frame.bytes), 1, false);
+                on_written(frame, written);
+            }
+            return;
+        }
+        let writes = gso::plan(frames);
+        let mut parts = Vec::new();
+        for write in &writes {
+            write.parts(frames, &mut parts);
+            let slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+            let written = self.count(tap.send_vectored(&slices), write.frames.len() as u64, write.head.is_some());
+            for frame in &frames[write.frames.clone()] {
+                on_written(frame, written);
+            }
+        }
+    }
+
+    fn count(&mut self, result: std::io::Result<bool>, segments: u64, super_frame: bool) -> bool {
+        let written = matches!(result, Ok(true));
+        self.counters.tap_writes += 1;
+        if !written {
+            self.counters.send_failures += segments;
+        }
+        if super_frame {
+            self.counters.super_frames += 1;
+            self.counters.super_frame_segments += segments;
+        }
+        written
+    }
 }
 
 fn main() -> ExitCode {

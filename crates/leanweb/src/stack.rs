@@ -48,6 +48,37 @@ pub struct StackConfig {
     pub idle_timeout: Duration,
     /// When to answer SYNs with cookies instead of half-open entries (RFC 4987 §3.6).
     pub syn_cookies: SynCookieMode,
+    /// The IPv4 identification of a connection's segments.
+    pub ipv4_id: Ipv4Id,
+}
+
+/// IPv4 identification of TCP segments (all are sent with DF, so no receiver reads it).
+/// `PerConnection` numbers them as Linux does for DF packets (a counter per socket from a
+/// random start, +1 per packet) — which is also how the kernel's GSO numbers the segments
+/// it cuts from one super-frame (id, id+1, …), so only then can a super-frame carry more
+/// than one IPv4 segment (crates/leanweb/src/gso.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ipv4Id {
+    /// Always 0 (smoltcp's default): the stack as issue 12 found it.
+    #[default]
+    Zero,
+    PerConnection,
+}
+
+impl Ipv4Id {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "zero" => Some(Ipv4Id::Zero),
+            "per-connection" => Some(Ipv4Id::PerConnection),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Ipv4Id::Zero => "zero",
+            Ipv4Id::PerConnection => "per-connection",
+        }
+    }
 }
 
 /// `auto`: only while the half-open table is full (and check cookie ACKs while any issued
@@ -124,6 +155,8 @@ struct Session {
     /// Since when we wait for (the rest of) a request.
     waiting_since: Instant,
     last_rx: Instant,
+    /// IPv4 identification of this connection's next segment (`Ipv4Id::PerConnection`).
+    next_ipv4_id: u16,
 }
 
 type Key = (SocketAddr, SocketAddr);
@@ -145,10 +178,14 @@ pub struct Stack {
     config: StackConfig,
     link_local6: Ipv6Addr,
     neighbors: Neighbors,
-    sessions: HashMap<Key, Session>,
+    /// Boxed: `poll` takes each session out of the map and puts it back, once per turn; a
+    /// box moves a pointer, not the connection's whole state (a memcpy per session per turn).
+    sessions: HashMap<Key, Box<Session>>,
     out: Vec<OutFrame>,
     /// The segment `send_segment` is emitting, attached to its frame.
     pending_tx: Option<TxRecord>,
+    /// File bytes on their way into a connection's send buffer (`feed_response`).
+    file_chunk: Vec<u8>,
     pub log: EventLog,
     pub counters: Counters,
     iss_key: u64,
@@ -217,6 +254,7 @@ impl Stack {
             sessions: HashMap::new(),
             out: Vec::new(),
             pending_tx: None,
+            file_chunk: Vec::new(),
             log,
             counters: Counters::default(),
             iss_key,
@@ -273,9 +311,29 @@ impl Stack {
         self.counters.frames_out += 1;
     }
 
-    /// Sends an IP packet, resolving the next hop; solicits and drops if it is unknown
-    /// (TCP retransmits; the cache is nearly always warm from the request's own frame).
-    fn send_ip(&mut self, dst: IpAddr, packet: &[u8]) {
+    /// Sends a TCP segment, its IP packet written straight into the frame (one buffer per
+    /// segment: this runs once per segment); `ipv4_id` replaces the IPv4 identification.
+    fn send_segment_with_id(&mut self, seg: &Segment, ipv4_id: Option<u16>) {
+        let dst = seg.dst.ip();
+        let Some(mac) = self.next_hop_mac(dst) else { return };
+        let repr = EthernetRepr { src_addr: self.config.mac, dst_addr: mac, ethertype: if dst.is_ipv4() { EthernetProtocol::Ipv4 } else { EthernetProtocol::Ipv6 } };
+        let mut buf = vec![0u8; repr.buffer_len() + seg.ip_len()];
+        repr.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
+        if seg.emit_ip(&mut buf[repr.buffer_len()..], HOP_LIMIT).is_err() {
+            return;
+        }
+        if let (Some(id), true) = (ipv4_id, dst.is_ipv4()) {
+            let mut ip = Ipv4Packet::new_unchecked(&mut buf[repr.buffer_len()..]);
+            ip.set_ident(id);
+            ip.fill_checksum();
+        }
+        self.out.push(OutFrame { bytes: buf, tx: self.pending_tx.take() });
+        self.counters.frames_out += 1;
+    }
+
+    /// The MAC of `dst`'s next hop; unknown: solicits it and gives none (the packet is
+    /// dropped, TCP retransmits; the cache is nearly always warm from the request's frame).
+    fn next_hop_mac(&mut self, dst: IpAddr) -> Option<EthernetAddress> {
         let on_link = same_prefix(dst, self.local_ip_for(dst), self.config.prefix4, self.config.prefix6)
             || matches!(dst, IpAddr::V6(a) if a.segments()[0] & 0xffc0 == 0xfe80);
         let gateway = match dst {
@@ -284,13 +342,19 @@ impl Stack {
         };
         let next_hop = if on_link { dst } else { gateway.unwrap_or(dst) };
         let mac = self.neighbors.lookup(&next_hop).or_else(|| self.neighbors.lookup(&dst));
+        if mac.is_none() {
+            self.counters.unresolved_next_hop += 1;
+            self.solicit(next_hop);
+        }
+        mac
+    }
+
+    /// Sends an IP packet, resolving the next hop; solicits and drops if it is unknown
+    /// (TCP retransmits; the cache is nearly always warm from the request's own frame).
+    fn send_ip(&mut self, dst: IpAddr, packet: &[u8]) {
         let ethertype = if dst.is_ipv4() { EthernetProtocol::Ipv4 } else { EthernetProtocol::Ipv6 };
-        match mac {
-            Some(mac) => self.emit_frame(mac, ethertype, packet),
-            None => {
-                self.counters.unresolved_next_hop += 1;
-                self.solicit(next_hop);
-            }
+        if let Some(mac) = self.next_hop_mac(dst) {
+            self.emit_frame(mac, ethertype, packet);
         }
     }
 
@@ -535,10 +599,17 @@ impl Stack {
         Seq((hasher.finish() as u32).wrapping_add((now.as_micros() / 4) as u32))
     }
 
+    /// A segment of no connection (RST, cookie SYN-ACK): IPv4 identification 0.
     fn send_segment(&mut self, seg: &Segment) {
-        if let Ok(bytes) = seg.to_ip_bytes(HOP_LIMIT) {
-            self.send_ip(seg.dst.ip(), &bytes);
-        }
+        self.send_segment_with_id(seg, None);
+    }
+
+    /// Where a connection's IPv4 identification starts (Linux: random per socket).
+    fn first_ipv4_id(&self, key: &Key) -> u16 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        ("ipv4-id", self.iss_key, key).hash(&mut hasher);
+        hasher.finish() as u16
     }
 
     fn handle_segment(&mut self, seg: Segment, now: Instant) {
@@ -588,7 +659,8 @@ impl Stack {
         self.next_id += 1;
         self.counters.connections_accepted += 1;
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": seg.mss, "peer_window_scale": seg.window_scale}));
-        self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now });
+        let next_ipv4_id = self.first_ipv4_id(&key);
+        self.sessions.insert(key, Box::new(Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id }));
     }
 
     /// The TCP settings of a connection the listener makes (IPv6's minimum MTU at least).
@@ -659,7 +731,8 @@ impl Stack {
         self.counters.connections_accepted += 1;
         self.log.write(now.as_micros(), "open", json!({"conn": id, "peer": seg.src.to_string(), "local": seg.dst.to_string(), "family": family(&seg.src), "peer_mss": options.mss, "peer_window_scale": options.window_scale, "syn_cookie": true}));
         let key = (seg.dst, seg.src);
-        self.sessions.insert(key, Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now });
+        let next_ipv4_id = self.first_ipv4_id(&key);
+        self.sessions.insert(key, Box::new(Session { id, conn, request_buf: Vec::new(), response: None, closing: false, waiting_since: now, last_rx: now, next_ipv4_id }));
     }
 
     fn log_close(&mut self, session: &Session, now: Instant) {
@@ -689,7 +762,14 @@ impl Stack {
             while let Some(seg) = session.conn.poll_transmit(now) {
                 let transmission = session.conn.last_transmission();
                 self.pending_tx = transmission.map(|transmission| TxRecord { conn: session.id, transmission });
-                self.send_segment(&seg);
+                let ipv4_id = match self.config.ipv4_id {
+                    Ipv4Id::Zero => None,
+                    Ipv4Id::PerConnection => {
+                        session.next_ipv4_id = session.next_ipv4_id.wrapping_add(1);
+                        Some(session.next_ipv4_id.wrapping_sub(1))
+                    }
+                };
+                self.send_segment_with_id(&seg, ipv4_id);
                 self.pending_tx = None; // unsent (next hop unknown): nothing to log
             }
             self.log_events(&mut session, now);
@@ -741,7 +821,7 @@ impl Stack {
             if s.response.is_none() && !self.start_response(s, now) {
                 break;
             }
-            if !Self::feed_response(s, now) {
+            if !Self::feed_response(s, &mut self.file_chunk, now) {
                 break;
             }
             if let Some(r) = &s.response {
@@ -821,7 +901,7 @@ impl Stack {
     }
 
     /// Moves response bytes into the connection's send buffer; false if it made no progress.
-    fn feed_response(s: &mut Session, now: Instant) -> bool {
+    fn feed_response(s: &mut Session, chunk: &mut Vec<u8>, now: Instant) -> bool {
         let Some(r) = s.response.as_mut() else { return false };
         let mut progressed = false;
         if r.head_sent < r.head.len() {
@@ -832,14 +912,15 @@ impl Stack {
                 return progressed;
             }
         }
-        let mut chunk = Vec::new();
         while r.remaining > 0 {
             let room = s.conn.send_capacity().min(FILE_CHUNK_BYTES).min(r.remaining as usize);
             if room == 0 {
                 break;
             }
-            // Allocated only when there is room: this runs for every open response on every turn.
-            chunk.resize(room, 0);
+            // The stack's one buffer, grown once, not 64 KiB allocated and freed per call.
+            if chunk.len() < room {
+                chunk.resize(room, 0);
+            }
             let Some(file) = r.file.as_mut() else { break };
             match file.read(&mut chunk[..room]) {
                 Ok(0) | Err(_) => {
@@ -862,7 +943,7 @@ impl Stack {
     /// At exit: logs the pending events and a `close` record (with the state it was in) for
     /// every connection still open, so the log's per-connection totals are complete.
     pub fn log_open_connections(&mut self, now: Instant) {
-        let mut sessions: Vec<Session> = self.sessions.drain().map(|(_, s)| s).collect();
+        let mut sessions: Vec<Box<Session>> = self.sessions.drain().map(|(_, s)| s).collect();
         sessions.sort_by_key(|s| s.id);
         for mut session in sessions {
             self.log_events(&mut session, now);

@@ -1,13 +1,17 @@
 //! Opening an existing TAP device by name (TUNSETIFF on /dev/net/tun) and waiting on it.
 //! The only module of leanweb with `unsafe`: if_nametoindex, ioctl and ppoll through libc.
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TAP: libc::c_short = 0x0002;
 const IFF_NO_PI: libc::c_short = 0x1000;
+/// Every frame read or written starts with a `struct virtio_net_hdr` (crates/leanweb/src/gso.rs).
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+/// _IOW('T', 216, int): the size of that header.
+const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
 
 #[repr(C)]
 struct IfReq {
@@ -22,8 +26,11 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// Attaches to the TAP device `name` (created beforehand with `ip tuntap add … mode tap`).
-    pub fn open(name: &str) -> io::Result<Tap> {
+    /// Attaches to the TAP device `name` (created beforehand with `ip tuntap add … mode tap`);
+    /// with `vnet_hdr`, every frame read and written carries a 10-byte virtio_net_hdr
+    /// (`gso::VNET_HDR_LEN`). No TUNSETOFFLOAD: the kernel still hands us single frames with
+    /// complete checksums.
+    pub fn open(name: &str, vnet_hdr: bool) -> io::Result<Tap> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('/') {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
         }
@@ -37,7 +44,8 @@ impl Tap {
             ));
         }
         let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NONBLOCK).open("/dev/net/tun")?;
-        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TAP | IFF_NO_PI, _pad: [0; 22] };
+        let flags = IFF_TAP | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 };
+        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags, _pad: [0; 22] };
         for (dst, src) in req.name.iter_mut().zip(name.bytes()) {
             *dst = src as libc::c_char;
         }
@@ -46,6 +54,13 @@ impl Tap {
         let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) };
         if rc < 0 {
             return Err(io::Error::last_os_error());
+        }
+        if vnet_hdr {
+            let size = crate::gso::VNET_HDR_LEN as libc::c_int;
+            // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer, valid for the call.
+            if unsafe { libc::ioctl(file.as_raw_fd(), TUNSETVNETHDRSZ as _, &size as *const libc::c_int) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(Tap { file, name: name.to_string() })
     }
@@ -80,7 +95,12 @@ impl Tap {
 
     /// Sends one frame; a full device queue drops it (TCP recovers) and returns false.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<bool> {
-        match self.file.write(frame) {
+        self.send_vectored(&[IoSlice::new(frame)])
+    }
+
+    /// Sends one frame given in parts (`writev`: a TAP write is one frame, all or nothing).
+    pub fn send_vectored(&mut self, parts: &[IoSlice<'_>]) -> io::Result<bool> {
+        match self.file.write_vectored(parts) {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),

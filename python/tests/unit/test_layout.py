@@ -59,3 +59,15 @@ def test_bridge_netfilter_is_off_in_user_stack_nodes_only():
     off = {s.argv[3] for s in plan if s.argv[:3] == ("ip", "netns", "exec") and BRIDGE_NETFILTER_OFF in s.argv}
     assert off == {layout.nodes[n].namespace for n, node in layout.nodes.items() if node.stack == "user"}
     assert off == {"cl0a1b2c-bare", "cl0a1b2c-modern"}
+
+
+def test_tx_checksumming_is_off_on_user_stack_node_veths_only():
+    # leanweb's GSO super-frames are segmented there; a partial checksum would show in the capture.
+    layout = build_layout(SPEC.topology, "cl0a1b2c")
+    plan = build_plan(layout, {"server": "cubic", "client": "reno"})
+    tuning = {s.argv[3]: s.argv[-1] for s in plan if s.phase == "tuning" and s.argv[:3] == ("ip", "netns", "exec")}
+    tx_off = {ns for ns, script in tuning.items() if " tx off" in script}
+    assert tx_off == {"cl0a1b2c-bare", "cl0a1b2c-modern"}
+    for node in layout.nodes.values():
+        for iface in node.interfaces:
+            assert (f"ethtool -K {iface.dev} tso off gso off gro off tx off" in tuning[node.namespace]) == (node.stack == "user")

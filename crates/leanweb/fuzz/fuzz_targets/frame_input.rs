@@ -1,7 +1,9 @@
 //! Fuzzes leanweb's frame-input path with the real loop's order (frame in, timers, app
 //! poll, frames out). The input is a list of records `[len lo, len hi, clock advance]`
 //! followed by `len & 0x7ff` bytes:
-//! - bit 15 of len clear: the bytes are one raw Ethernet frame (any garbage);
+//! - bit 15 of len clear: the bytes are one raw Ethernet frame (any garbage); with bit 14
+//!   set too, they are a read from the TAP device with IFF_VNET_HDR (`--gso on`), which
+//!   loses its virtio_net_hdr first (`gso::strip_vnet_header`);
 //! - bit 15 set: the bytes describe a TCP segment from one of four clients, sent with valid
 //!   checksums so the fuzzer gets past the wire checks into the TCP state machine and HTTP:
 //!   `[flags, seq delta (i8), ack delta (i8), window/256, options, payload…]` where seq is
@@ -13,18 +15,22 @@
 //!   right = left + 16·b (so blocks land in, around and beyond the data in flight).
 //!
 //! Every input runs twice: against the `bare` profile with `--syn-cookies auto` (cookies once
-//! 8 handshakes are half-open) and against `modern` (SACK, RACK-TLP, timestamps, Reno) with
-//! `--syn-cookies always`, so the scoreboard, reassembly, option and cookie paths are fuzzed
-//! too. Clients learn the server's ISN from its SYN-ACK, so ack delta 0 returns a valid cookie.
+//! 8 handshakes are half-open) and against `modern` (SACK, RACK-TLP, timestamps, CUBIC,
+//! PSH at the end of data, per-connection IPv4 ids) with `--syn-cookies always`, so the
+//! scoreboard, reassembly, option and cookie paths are fuzzed too. Clients learn the
+//! server's ISN from its SYN-ACK, so ack delta 0 returns a valid cookie. After every turn
+//! the stack's frames are planned into TAP writes as `--gso on` does (`gso::plan`), and
+//! each write must segment back into exactly its frames (`gso::kernel_segments`).
 #![no_main]
 use std::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use leantcp::segment::Timestamp;
-use leantcp::{Instant, Segment, Seq, TcpConfig};
+use leantcp::{Instant, Push, Segment, Seq, TcpConfig};
+use leanweb::gso;
 use leanweb::log::EventLog;
-use leanweb::stack::{Stack, StackConfig, SynCookieMode};
+use leanweb::stack::{Ipv4Id, Stack, StackConfig, SynCookieMode};
 use libfuzzer_sys::fuzz_target;
 use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
 
@@ -137,6 +143,7 @@ fn run(data: &[u8], tcp: TcpConfig, syn_cookies: SynCookieMode) {
         header_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(2),
         syn_cookies,
+        ipv4_id: if tcp.push == Push::EndOfData { Ipv4Id::PerConnection } else { Ipv4Id::Zero },
     };
     let mut stack = Stack::new(config, EventLog::disabled(), 1);
     let mut clients: Vec<Client> = (0..8u16)
@@ -158,11 +165,20 @@ fn run(data: &[u8], tcp: TcpConfig, syn_cookies: SynCookieMode) {
             if let Some(frame) = segment_frame(&mut clients, chunk, now) {
                 stack.handle_frame(&frame, now);
             }
+        } else if header & 0x4000 != 0 {
+            if let Some(frame) = gso::strip_vnet_header(chunk) {
+                stack.handle_frame(frame, now);
+            }
         } else {
             stack.handle_frame(chunk, now);
         }
         stack.handle_timeouts(now);
         stack.poll(now);
-        observe(&mut clients, stack.take_output());
+        let frames = stack.take_frames();
+        for write in gso::plan(&frames) {
+            let wire = gso::kernel_segments(&write.to_bytes(&frames)).expect("a write the kernel takes");
+            assert!(wire.iter().map(|w| &w[..]).eq(frames[write.frames.clone()].iter().map(|f| &f.bytes[..])), "super-frame {:?} is not its frames", write.frames);
+        }
+        observe(&mut clients, frames.into_iter().map(|f| f.bytes).collect());
     }
 }

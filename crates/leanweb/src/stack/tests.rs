@@ -44,6 +44,7 @@ fn fixture(name: &str, tweak: impl FnOnce(&mut StackConfig)) -> Fixture {
         header_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(5),
         syn_cookies: SynCookieMode::Auto,
+        ipv4_id: Ipv4Id::Zero,
     };
     tweak(&mut config);
     let log = EventLog::to_writer(Box::new(std::io::sink()), 0);

@@ -47,6 +47,9 @@ KNOB_FLAGS = {
     "pacing_mbps": "--pacing-mbps",  # the sender's own pacing (docs/leanweb.md)
     "hystart": "--hystart",  # RFC 9406 HyStart++, bool
     "abc_limit_segments": "--abc-limit-segments",  # RFC 3465's L; 0 = none (Linux)
+    "push": "--push",  # every-segment | end-of-data: which data segments carry PSH
+    "ipv4_id": "--ipv4-id",  # zero | per-connection
+    "gso": "--gso",  # GSO super-frames through the TAP device, bool (docs/leanweb.md)
     "mtu": "--mtu",
     "mac": "--mac",
     "send_buffer_bytes": "--send-buffer-bytes",
@@ -142,6 +145,9 @@ KNOB_VALUES = {
     "pacing_mbps": _number(0.001, 100_000),
     "hystart": _switch,
     "abc_limit_segments": _integer(0),
+    "push": _words("every-segment", "end-of-data"),
+    "ipv4_id": _words("zero", "per-connection"),
+    "gso": _switch,
     "mtu": _integer(1280, 9000),
     "mac": _mac,
     "send_buffer_bytes": _integer(0),

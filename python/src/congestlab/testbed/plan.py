@@ -131,8 +131,8 @@ def build_plan(layout: Layout, kernel_cc: dict[str, str] | None = None) -> list[
             steps.append(_ip(ns, "link", "set", iface.dev, "up", phase="addresses"))
 
     for node in layout.nodes.values():
-        steps.append(_in_ns(node.namespace, _tuning_script(node.kind, node.tcp_timestamps,
-                                                          [i.dev for i in node.interfaces]), "tuning"))
+        steps.append(_in_ns(node.namespace, _tuning_script(node.kind, node.tcp_timestamps, [i.dev for i in node.interfaces],
+                                                          user_stack=node.stack == "user"), "tuning"))
         if node.sysctls:
             steps.append(sysctl_step(node))
     for switch, ns in layout.switch_namespaces.items():
@@ -169,21 +169,25 @@ def sysctl_step(node: NodeLayout) -> Step:
     return _in_ns(node.namespace, f"sysctl -qw {assignments}", "tuning")
 
 
-def _offload_script(devs: list[str]) -> str:
+def _offload_script(devs: list[str], tx_checksum: bool = True) -> str:
     # TSO/GSO/GRO off: a packet-count queue limit must apply to packets, not 64 KB chunks.
     # RPS on one CPU: veth receive work spread over both CPUs reorders packets.
+    # tx-checksumming off (a user-stack node's veth): leanweb's GSO super-frames are cut into
+    # segments where they leave for this veth; without it the segments keep a partial
+    # checksum (CHECKSUM_PARTIAL), wrong in the capture taken here (crates/leanweb/src/gso.rs).
+    tx = "" if tx_checksum else " tx off"
     lines = []
     for dev in devs:
-        lines.append(f"ethtool -K {dev} tso off gso off gro off >/dev/null")
+        lines.append(f"ethtool -K {dev} tso off gso off gro off{tx} >/dev/null")
         lines.append(f"echo 1 > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
     return "; ".join(lines) if lines else "true"
 
 
-def _tuning_script(kind: str, tcp_timestamps: bool, devs: list[str]) -> str:
+def _tuning_script(kind: str, tcp_timestamps: bool, devs: list[str], user_stack: bool = False) -> str:
     sysctls = [f"net.ipv4.tcp_timestamps={1 if tcp_timestamps else 0}"]
     if kind == "router":
         sysctls += ["net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1"]
-    return f"sysctl -qw {' '.join(sysctls)}; " + _offload_script(devs)
+    return f"sysctl -qw {' '.join(sysctls)}; " + _offload_script(devs, tx_checksum=not user_stack)
 
 
 def congestion_control_steps(layout: Layout, node_name: str, kernel_cc: str) -> list[Step]:
