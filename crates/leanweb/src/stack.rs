@@ -989,4 +989,6 @@ impl Stack {
 
 mod segment_lines;
 #[cfg(test)]
+pub(crate) mod test_fixture;
+#[cfg(test)]
 mod tests;

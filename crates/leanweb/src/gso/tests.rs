@@ -1,66 +1,23 @@
 //! The super-frame rule against the stack's real output: for every turn of an in-memory
 //! fetch, the kernel's segmentation (`kernel_segments`) of each write must give back exactly
 //! the frames the stack built, byte for byte.
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::{Connection, Instant, Push, Segment, Seq, State, TcpConfig};
-use smoltcp::wire::{EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr};
+use smoltcp::wire::EthernetFrame;
 
 use super::*;
-use crate::log::EventLog;
-use crate::stack::{Ipv4Id, Stack, StackConfig, SynCookieMode};
+use crate::stack::test_fixture::{self, tcp_frame, Fixture};
+use crate::stack::{Ipv4Id, Stack};
 
-const CLIENT_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x99]);
-const SERVER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
 const FILE_BYTES: usize = 320 * 1024;
 
-struct Fixture {
-    stack: Stack,
-    base: PathBuf,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
-
 fn fixture(name: &str, tcp: TcpConfig, ipv4_id: Ipv4Id) -> Fixture {
-    let base = std::env::temp_dir().join(format!("leanweb-gso-{name}-{}", std::process::id()));
-    let root = base.join("www");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("f320.bin"), (0..FILE_BYTES).map(|i| (i * 13 % 256) as u8).collect::<Vec<u8>>()).unwrap();
-    let config = StackConfig {
-        mac: SERVER_MAC,
-        addr4: Ipv4Addr::new(10, 0, 0, 1),
-        prefix4: 24,
-        addr6: "fd00::1".parse().unwrap(),
-        prefix6: 64,
-        gateway4: None,
-        gateway6: None,
-        port: 80,
-        root: root.canonicalize().unwrap(),
-        tcp: TcpConfig { time_wait: Duration::from_millis(100), ..tcp },
-        max_connections: 8,
-        max_half_open: 4,
-        header_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        syn_cookies: SynCookieMode::Auto,
-        ipv4_id,
-    };
-    Fixture { stack: Stack::new(config, EventLog::disabled(), 42), base }
-}
-
-fn tcp_frame(seg: &Segment) -> Vec<u8> {
-    let ethertype = if seg.src.is_ipv4() { EthernetProtocol::Ipv4 } else { EthernetProtocol::Ipv6 };
-    let repr = EthernetRepr { src_addr: CLIENT_MAC, dst_addr: SERVER_MAC, ethertype };
-    let ip = seg.to_ip_bytes(64).unwrap();
-    let mut buf = vec![0u8; repr.buffer_len() + ip.len()];
-    repr.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-    buf[repr.buffer_len()..].copy_from_slice(&ip);
-    buf
+    test_fixture::fixture(&format!("gso-{name}"), |c| {
+        c.tcp = TcpConfig { time_wait: Duration::from_millis(100), ..tcp };
+        c.ipv4_id = ipv4_id;
+    })
 }
 
 /// Fetches the file with a client of `client_tcp`; every turn's frames are planned into
