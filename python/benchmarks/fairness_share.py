@@ -15,13 +15,23 @@ from __future__ import annotations
 from congestlab.workloads.iperf import parse_ss_connections
 
 
+def unmapped(endpoint: str) -> str:
+    """"[::ffff:10.61.0.10]:5201" -> "10.61.0.10:5201": iperf3's server listens on IPv6's
+    wildcard, so ss shows its IPv4 connections with v4-mapped addresses."""
+    if endpoint.startswith("[::ffff:") and "." in endpoint:
+        addr, port = endpoint[len("[::ffff:"):].split("]:", 1)
+        return f"{addr}:{port}"
+    return endpoint
+
+
 def bytes_received_by_endpoint(ss_text: str, endpoints: list[str]) -> list[int]:
     """One `ss -tinH` sample -> each endpoint's bytes received: the largest `bytes_received`
-    of the connections having that endpoint ("addr:port") on either side (iperf3's control
-    connection shares the data connection's port and carries a few hundred bytes)."""
-    conns = parse_ss_connections(ss_text)
-    return [max((c.counters.get("bytes_received", 0) for c in conns if endpoint in (c.local, c.peer)), default=0)
-            for endpoint in endpoints]
+    of the connections having that endpoint ("addr:port", IPv4 also when ss shows it
+    v4-mapped) on either side (iperf3's control connection shares the data connection's
+    port and carries a few hundred bytes)."""
+    conns = [(unmapped(c.local), unmapped(c.peer), c.counters.get("bytes_received", 0))
+             for c in parse_ss_connections(ss_text)]
+    return [max((n for local, peer, n in conns if endpoint in (local, peer)), default=0) for endpoint in endpoints]
 
 
 def parse_samples(text: str, endpoints: list[str]) -> list[tuple[float, list[int]]]:

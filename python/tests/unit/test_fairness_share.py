@@ -13,17 +13,24 @@ sys.path.insert(0, str(REPO_ROOT / "python" / "benchmarks"))
 import fairness_share  # noqa: E402
 
 # `ss -tinH` in the client: curl's connection to a lean node (peer port 80), iperf3's control
-# and data connections on its server's port 5202, and a TIME-WAIT socket without an info line.
+# and data connections on its server's port 5202 (v4-mapped: iperf3 listens on IPv6's
+# wildcard), and a TIME-WAIT socket without an info line.
 SS_CLIENT = (
-    "ESTAB 0      0      10.61.0.10:41000 10.62.0.11:80\n"
-    "\t cubic wscale:7,7 rto:204 rtt:0.2/0.1 mss:1448 bytes_sent:120 bytes_acked:121 bytes_received:5000000 segs_out:9\n"
-    "ESTAB 0      0      10.61.0.10:5202 10.62.0.10:40002\n"
+    "ESTAB 0      0               10.61.0.10:41000          10.62.0.11:80   \n"
+    "\t bbr wscale:2,10 rto:204 rtt:0.2/0.1 mss:1448 bytes_sent:120 bytes_acked:121 bytes_received:5000000 segs_out:9\n"
+    "ESTAB 0      0      [::ffff:10.61.0.10]:5202 [::ffff:10.62.0.10]:40002\n"
     "\t cubic wscale:7,7 rto:204 rtt:0.1/0.05 bytes_acked:300 bytes_received:170 segs_out:5\n"
-    "ESTAB 0      0      10.61.0.10:5202 10.62.0.10:40004\n"
+    "ESTAB 15928  0      [::ffff:10.61.0.10]:5202 [::ffff:10.62.0.10]:40004\n"
     "\t cubic wscale:7,7 rto:204 rtt:0.1/0.05 bytes_acked:1 bytes_received:3000000 segs_out:3000\n"
     "TIME-WAIT 0 0 10.61.0.10:41999 10.62.0.12:80\n"
 )
 LEAN, KERNEL = "10.62.0.11:80", "10.61.0.10:5202"
+
+
+def test_v4_mapped_endpoints_are_plain_ipv4():
+    assert fairness_share.unmapped("[::ffff:10.61.0.10]:5201") == "10.61.0.10:5201"
+    assert fairness_share.unmapped("[fd00:61::a]:80") == "[fd00:61::a]:80"
+    assert fairness_share.unmapped("10.62.0.11:80") == "10.62.0.11:80"
 
 
 def test_bytes_received_per_flow_endpoint():
@@ -34,7 +41,7 @@ def test_bytes_received_per_flow_endpoint():
 
 def test_samples_stay_monotonic_after_a_connection_closes():
     text = (f"T 100.0\n{SS_CLIENT}"
-            "T 101.0\nESTAB 0 0 10.61.0.10:5202 10.62.0.10:40004\n\t bytes_received:4000000\n")
+            "T 101.0\nESTAB 0 0 [::ffff:10.61.0.10]:5202 [::ffff:10.62.0.10]:40004\n\t bytes_received:4000000\n")
     samples = fairness_share.parse_samples(text, [LEAN, KERNEL])
     assert samples == [(100.0, [5_000_000, 3_000_000]), (101.0, [5_000_000, 4_000_000])]
 
