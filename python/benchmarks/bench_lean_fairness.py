@@ -30,13 +30,20 @@ side switch `ss` holds two user-stack nodes (leanweb on a TAP each) and a kernel
 router's link to the client switch `sc` is the studies' bottleneck (HTB 100 Mbit/s, a
 1000-packet FIFO). A lean flow is curl in the client fetching a 400 MiB file with
 --max-time SECONDS; a kernel flow is iperf3 from the kernel host to an iperf3 server in the
-client, -t SECONDS, -C the algorithm. The share is the receivers' byte counts (curl's
-size_download, iperf3's sum_received.bytes): flow A / (A + B). Everything is torn down on
-exit, Ctrl-C and SIGTERM.
+client, -t SECONDS, -C the algorithm. The whole-run share is the receivers' byte counts (curl's
+size_download, iperf3's sum_received.bytes): flow A / (A + B). Beside it, the client's
+`ss -tinH` is sampled once a second (each flow's connection by its endpoint: the lean node's
+port 80, the iperf3 server's port; fairness_share.py) for the per-second shares and the
+steady-state share: A's share of the bytes received after a start-up of `--settle-s` (a
+third of the run unless given), with Jain's fairness index over that window; the summary
+checks the goal on both (the exit status on the whole-run share, as before). Everything is
+torn down on exit, Ctrl-C and SIGTERM.
 
 Run as root after `make build` (leanweb release binary, bpf/build/ctcp.bpf.o's sources):
     .venv/bin/python python/benchmarks/bench_lean_fairness.py [--seconds 30] [--repetitions 3]
-        [--pairings modern-modern,modern-cubic,compound-compound,cubic-cubic,...] [--json OUT] [--trace DIR]
+        [--pairings modern-modern,modern-cubic,compound-compound,cubic-cubic,...] [--settle-s S]
+        [--json OUT] [--trace DIR]
+--json OUT also writes OUT's stem + .shares.png: A's share per second, a panel per pairing.
 (`make bench-lean-fairness`). Numbers and load averages: docs/notes/leantcp-congestion-control.md,
 docs/notes/leantcp-sending-speed.md (the references).
 """
@@ -63,13 +70,15 @@ from congestlab.servers.files import file_name
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, TopologySpec
 from congestlab.testbed import Testbed
-from fairness_trace import Tracer
+import fairness_share
+from fairness_trace import Tracer, sampler_argv
 
 def bulk_file_kib(seconds: float) -> int:
     """A file a lean flow cannot finish within the run: 100 Mbit/s x seconds, 10 % spare, at
     least 400 MiB (whole MiB: write_bulk_file writes 1 MiB chunks)."""
     return max(400, int(seconds * 100e6 / 8 * 1.1 / (1 << 20)) + 1) * 1024
 IPERF_PORT = 5201
+SHARE_SAMPLE_S = 1.0  # the client's `ss -tinH` once a second: the per-second shares
 
 TOPOLOGY = {
     "switches": [{"name": "sc", "subnet4": "10.61.0.0/24", "subnet6": "fd00:61::/64"},
@@ -192,17 +201,41 @@ def bottleneck_dev(tb: Testbed) -> str:
     return next(i.dev for i in tb.layout.nodes["r"].interfaces if i.rate_bps)
 
 
+def flow_endpoints(tb: Testbed, flows: list[Flow]) -> list[str]:
+    """Each flow's endpoint in the client's `ss`: a lean flow's peer (the lean node, port 80),
+    a kernel flow's local end (its iperf3 server's port)."""
+    return [f"{tb.address(f.node, 'v4')}:80" if f.cc is None else f"{tb.address('c', 'v4')}:{IPERF_PORT + i}"
+            for i, f in enumerate(flows)]
+
+
+def share_columns(samples_path: Path, endpoints: list[str], t0_unix_s: float, seconds: float, settle_s: float) -> dict:
+    """From the client's ss samples: the per-second shares and the steady-state window (from
+    `settle_s` to the end of the run): A's share of its bytes and Jain's index."""
+    samples = fairness_share.parse_samples(samples_path.read_text(), endpoints)
+    # ends half a second early: curl's --max-time and iperf3's -t do not end on the same sample
+    steady = fairness_share.window(samples, t0_unix_s, settle_s, seconds - 0.5)
+    return {"settle_s": settle_s, "steady": steady,
+            "steady_share_a_pct": steady["share_a_pct"] if steady else None,
+            "steady_jain": steady["jain"] if steady else None,
+            "per_second": fairness_share.per_interval(samples, t0_unix_s)}
+
+
 def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path, run_dir: Path, tag: str,
-             trace_dir: Path | None = None) -> dict:
-    """Both flows at once (or A alone); the receivers' byte counts and A's share. leanweb's
-    logs go to run_dir/logs/servers/<node>-<tag>/leanweb.jsonl. With `trace_dir`, the time
+             trace_dir: Path | None = None, settle_s: float | None = None) -> dict:
+    """Both flows at once (or A alone); the receivers' byte counts and A's share, over the
+    whole run and after a start-up of `settle_s` (default: a third of the run; the client's
+    `ss -tinH` sampled every SHARE_SAMPLE_S). leanweb's logs go to
+    run_dir/logs/servers/<node>-<tag>/leanweb.jsonl. With `trace_dir`, the time
     series of both flows and the FIFO (fairness_trace.py) go there as <tag>.json / .png."""
+    settle_s = seconds / 3 if settle_s is None else settle_s
     flows = [f for f in (a, b) if f is not None]
     servers = [lean_server(tb, f.node, docroot, run_dir, tag, f.knobs) for f in flows if f.cc is None]
     tracer = None
     if trace_dir is not None:
         kernel_flows = {f.node: IPERF_PORT + i for i, f in enumerate(flows) if f.cc is not None}
         tracer = Tracer(tb, trace_dir, tag, kernel_flows, "r", bottleneck_dev(tb))
+    samples_path = run_dir / f"{tag}.client-ss.txt"
+    sampler = None
     try:
         for server in servers:
             server.start()
@@ -214,6 +247,8 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
         if tracer:
             tracer.start()
         runs = [FlowRun(tb, f, seconds, IPERF_PORT + i) for i, f in enumerate(flows)]
+        with samples_path.open("w") as out:
+            sampler = tb.start("c", sampler_argv("ss -tinH", SHARE_SAMPLE_S), stdout=out)
         for r in runs:
             r.start()
         if tracer:
@@ -221,13 +256,17 @@ def run_pair(tb: Testbed, a: Flow, b: Flow | None, seconds: float, docroot: Path
                 tracer.flow_started(f.node, r.started_at)
         got = [r.received_bytes(timeout_s=seconds + 30) for r in runs]
     finally:
+        if sampler:
+            tb.stop(sampler, grace_s=1.0)
         if tracer:
             tracer.stop()
         for server in servers:
             server.stop()
     total = sum(got)
     share_a = 100.0 * got[0] / total if total else 0.0
-    row = {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a}
+    row = {"bytes": got, "mbps": [8 * g / seconds / 1e6 for g in got], "share_a_pct": share_a,
+           "jain": fairness_share.jain_index([float(g) for g in got]),
+           **share_columns(samples_path, flow_endpoints(tb, flows), min(r.started_at for r in runs), seconds, settle_s)}
     if tracer:
         lean_nodes = [f.node for f in flows if f.cc is None]
         row["trace"] = tracer.report({node: s.log_path for node, s in zip(lean_nodes, servers)})
@@ -251,6 +290,8 @@ def main() -> int:
     ap.add_argument("--pairings", default="modern-modern,modern-cubic,compound-compound,cubic-cubic,kcompound-kcompound,nocc-cubic,nohystart-cubic,fixedbuf-cubic,modern-alone")
     ap.add_argument("--json", type=Path, help="write every repetition's numbers here")
     ap.add_argument("--trace", type=Path, help="also record each pairing's time series here (fairness_trace.py)")
+    ap.add_argument("--settle-s", type=float, help="the start-up left out of the steady-state share "
+                    "(default: a third of --seconds)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_lean_fairness: needs root (network namespaces)", file=sys.stderr)
@@ -277,29 +318,103 @@ def main() -> int:
                 for rep in range(args.repetitions):  # pairings alternate so machine drift hits all
                     for name in wanted:
                         a, b, _ = table[name]
-                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}", args.trace)
+                        row = run_pair(tb, a, b, args.seconds, docroot, run_dir, f"{name.replace('-', '')}{rep}",
+                                       args.trace, args.settle_s)
                         row["loadavg"] = os.getloadavg()
                         results.setdefault(name, []).append(row)
                         other = f"{b.label} {row['mbps'][1]:.1f} Mbit/s" if b else "alone"
                         print(f"{name} rep {rep + 1}: {a.label} {row['mbps'][0]:.1f} Mbit/s, {other}, share of A "
-                              f"{row['share_a_pct']:.1f} % (load {row['loadavg'][0]:.1f})", flush=True)
+                              f"{row['share_a_pct']:.1f} % whole run, {pct(row['steady_share_a_pct'])} % after "
+                              f"{row['settle_s']:g} s (load {row['loadavg'][0]:.1f})", flush=True)
     finally:
         if compound:
             registry.remove(compound)
     print(f"\nload average after: {os.getloadavg()}")
-    print(f"{'pairing':<18} {'share of A, % (each rep)':<28} {'mean':>6} {'goal':>10}  met")
-    failed = False
-    for name, rows in results.items():
-        lo, hi = table[name][2]
-        shares = [r["share_a_pct"] for r in rows]
-        mean = statistics.mean(shares)
-        met = all(lo <= s <= hi for s in shares)
-        failed |= not met
-        print(f"{name:<18} {', '.join(f'{s:.1f}' for s in shares):<28} {mean:>6.1f} {f'{lo:.0f}-{hi:.0f}':>10}  "
-              f"{'yes' if met else 'no'}")
+    failed = print_summary(results, table)
     if args.json:
         args.json.write_text(json.dumps({"seconds": args.seconds, "results": results}, indent=1))
+        plot_shares(results, args.json.with_suffix(".shares.png"), args.seconds)
     return 1 if failed else 0
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def within(values: list[float | None], goal: tuple[float, float]) -> bool:
+    return all(v is not None and goal[0] <= v <= goal[1] for v in values)
+
+
+# The kernel-against-kernel references are checked against the band the lean pairings are
+# held to, in parentheses and outside the exit status: the yardstick for those goals.
+YARDSTICK_BANDS = {"cubic-cubic": (40.0, 60.0), "kcompound-kcompound": (40.0, 60.0)}
+
+
+def goal_columns(name: str, goal: tuple[float, float], whole: list, steady: list) -> tuple[str, str]:
+    """The goal's band and 'met (whole / steady)' as printed; references without a goal: '-'."""
+    band = YARDSTICK_BANDS.get(name)
+    if band:
+        verdicts = " / ".join("yes" if within(v, band) else "no" for v in (whole, steady))
+        return f"({band[0]:.0f}-{band[1]:.0f})", f"({verdicts})"
+    if goal == (0.0, 100.0):
+        return "-", "-"
+    return f"{goal[0]:.0f}-{goal[1]:.0f}", " / ".join("yes" if within(v, goal) else "no" for v in (whole, steady))
+
+
+def print_summary(results: dict[str, list[dict]], table: dict) -> bool:
+    """Both shares per pairing and the goal checked on each: `whole` over the run (the
+    receivers' totals), `steady` after the start-up (the client's ss samples). True when a
+    goal failed on the whole-run share (the exit status, as before the steady column)."""
+    print("share of A in %: whole = over the whole run, steady = after the start-up (--settle-s); "
+          "Jain = Jain's index over the steady window")
+    print(f"{'pairing':<20} {'whole, each rep':<20} {'mean':>5} {'steady, each rep':<20} {'mean':>5} "
+          f"{'Jain, each rep':<18} {'goal':>7}  met (whole / steady)")
+    failed = False
+    for name, rows in results.items():
+        goal = table[name][2]
+        whole = [r["share_a_pct"] for r in rows]
+        steady = [r["steady_share_a_pct"] for r in rows]
+        jain = [r["steady_jain"] for r in rows]
+        steady_known = [v for v in steady if v is not None]
+        failed |= not within(whole, goal)
+        band, met = goal_columns(name, goal, whole, steady)
+        print(f"{name:<20} {', '.join(pct(v) for v in whole):<20} {statistics.mean(whole):>5.1f} "
+              f"{', '.join(pct(v) for v in steady):<20} {pct(statistics.mean(steady_known) if steady_known else None):>5} "
+              f"{', '.join('-' if j is None else f'{j:.3f}' for j in jain):<18} {band:>7}  {met}")
+    return failed
+
+
+def plot_shares(results: dict[str, list[dict]], path: Path, seconds: float) -> None:
+    """Per pairing of two flows, A's share per second of every repetition (up to the run's
+    end: the interval past it holds one flow's tail), the 50 % line and the start of the
+    steady window."""
+    results = {name: rows for name, rows in results.items() if len(rows[0]["bytes"]) == 2}
+    if not results:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        print(f"share plot: {err}")
+        return
+    fig, axes = plt.subplots(len(results), 1, figsize=(10, 2.6 * len(results)), squeeze=False, sharex=True)
+    for ax, (name, rows) in zip(axes[:, 0], results.items()):
+        for rep, row in enumerate(rows):
+            points = [p for p in row["per_second"] if p["share_a_pct"] is not None and p["t_s"] <= seconds]
+            ax.plot([p["t_s"] for p in points], [p["share_a_pct"] for p in points], lw=1,
+                    label=f"rep {rep + 1}: whole {pct(row['share_a_pct'])} %, steady {pct(row['steady_share_a_pct'])} %")
+        ax.axhline(50, color="grey", lw=0.6, ls=":")
+        ax.axvline(rows[0]["settle_s"], color="grey", lw=0.6, ls="--")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("A's share, %")
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("s since the flows started (dashed: the steady window's start)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    print(f"share plot: {path}")
 
 
 if __name__ == "__main__":

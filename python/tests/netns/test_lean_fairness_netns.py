@@ -44,5 +44,10 @@ def test_lean_cubic_gets_a_share_beside_kernel_cubic(tmp_path, monkeypatch):
     # (No check that the link was full: at a load average of 41 the two flows together
     # moved only 21 Mbit/s in 4 s; the share is a ratio within one run.)
     assert row["share_a_pct"] >= 5.0, row
+    # the client's ss samples (one a second) saw both flows: per-second shares and the share
+    # after the start-up (a third of the run)
+    assert row["per_second"] and row["steady"] is not None, row
+    assert row["steady"]["bytes"][0] > 0 and row["steady"]["bytes"][1] > 0, row
+    assert 0.5 <= row["steady_jain"] <= 1.0, row
     start = json.loads((tmp_path / "logs" / "servers" / "l1-t" / "leanweb.jsonl").read_text().splitlines()[0])
     assert start.get("cc") == "cubic", start

@@ -182,3 +182,18 @@ def test_ping_argv_flood_and_deadline():
     assert argv[:4] == ["ping", "-f", "-q", "-4"] and argv[-1] == "10.0.0.2"
     assert "-w" not in argv  # no deadline: in-flight requests would count as lost
     assert "-f" not in ping.ping_argv("fd00::2", "v6", 10, 0.01, flood=False)
+
+
+def test_ss_connections_endpoints_and_counters():
+    # `ss -tinH` without a state filter: the state column first; a TIME-WAIT socket has no info line
+    out = ("ESTAB 0      0      10.61.0.10:5201 10.62.0.10:40002\n"
+           "\t cubic wscale:7,7 rto:204 rtt:0.1/0.05 mss:1448 bytes_acked:1 bytes_received:3000000 segs_out:5\n"
+           "TIME-WAIT 0 0 10.61.0.10:41999 10.62.0.12:80\n"
+           "ESTAB 0      0      [fd00:61::a]:41000 [fd00:62::b]:80\n"
+           "\t ts sack cubic wscale:7,7 rto:204 bytes_received:42\n")
+    conns = iperf.parse_ss_connections(out)
+    assert [(c.local, c.peer) for c in conns] == [("10.61.0.10:5201", "10.62.0.10:40002"),
+                                                 ("[fd00:61::a]:41000", "[fd00:62::b]:80")]
+    assert conns[0].counters["bytes_received"] == 3_000_000 and conns[0].counters["mss"] == 1448
+    assert "rtt" not in conns[0].counters  # rtt:0.1/0.05 is not an integer counter
+    assert iperf.ss_algorithm(conns[1].info) == "cubic"

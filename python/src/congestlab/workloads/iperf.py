@@ -231,23 +231,52 @@ def ss_algorithm(line: str) -> str | None:
     return match.group(1) if match else None
 
 
+@dataclass(frozen=True)
+class SsConnection:
+    """One connection of `ss -tinH`: its two endpoints ("addr:port", v6 as "[addr]:port"),
+    the `name:integer` counters of its info line (bytes_acked, bytes_received, ...) and that
+    line itself (ss_algorithm reads it)."""
+
+    local: str
+    peer: str
+    counters: dict[str, int]
+    info: str
+
+
+def parse_ss_connections(out: str) -> list[SsConnection]:
+    """`ss -tinH` (with or without a state filter) -> its connections, in order. A connection
+    is an address line (the last two fields the endpoints) followed by its info line, which
+    ss indents; a connection without one (TIME-WAIT) is left out."""
+    conns: list[SsConnection] = []
+    endpoints: tuple[str, str] | None = None
+    for line in out.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if not line[:1].isspace():
+            endpoints = (fields[-2], fields[-1]) if len(fields) >= 4 else None
+            continue
+        if endpoints is not None:
+            counters = {k: int(v) for k, v in (f.split(":", 1) for f in fields if f.count(":") == 1)
+                        if v.isdigit()}
+            conns.append(SsConnection(endpoints[0], endpoints[1], counters, line))
+            endpoints = None
+    return conns
+
+
 def parse_ss_algorithms(out: str, peer_addr: str) -> dict[int, tuple[int, str]]:
     """`ss -tinH state established` -> {remote port: (bytes_acked, algorithm)} of the busiest
     connection to `peer_addr` per remote port (iperf3 also opens a control connection)."""
     best: dict[int, tuple[int, str]] = {}
-    port: int | None = None
     peer = peer_addr if ":" not in peer_addr else f"[{peer_addr}]"
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[-1].startswith(peer + ":"):
-            port = int(fields[-1].rsplit(":", 1)[1])
+    for conn in parse_ss_connections(out):
+        if not conn.peer.startswith(peer + ":"):
             continue
-        if port is not None and fields:
-            acked = next((int(f.split(":")[1]) for f in fields if f.startswith("bytes_acked:")), 0)
-            algorithm = ss_algorithm(line) or "?"
-            if port not in best or acked >= best[port][0]:
-                best[port] = (acked, algorithm)
-            port = None
+        port = int(conn.peer.rsplit(":", 1)[1])
+        acked = conn.counters.get("bytes_acked", 0)
+        algorithm = ss_algorithm(conn.info) or "?"
+        if port not in best or acked >= best[port][0]:
+            best[port] = (acked, algorithm)
     return best
 
 
