@@ -172,9 +172,9 @@ def test_gso_puts_the_same_segments_on_the_wire_as_single_frames(tmp_path):
         assert run["tx"] == on_wire, gso
     for tag in ("gso", "default"):
         stop = runs[tag]["stop"]
-        # most segments went in super-frames (how many depends on the ACK clock: a lone
-        # segment per ACK goes as a plain frame)
-        assert stop["gso_segments"] > 0.5 * len(runs[tag]["tx"]) and stop["gso_super_frames"] > 10, (tag, stop)
+        # many segments went in super-frames (how many depends on the ACK clock: a lone
+        # segment per ACK goes as a plain frame; 47-77 % seen with modern's HyStart++)
+        assert stop["gso_segments"] > len(runs[tag]["tx"]) / 3 and stop["gso_super_frames"] > 10, (tag, stop)
     assert runs["plain"]["stop"]["gso_segments"] == 0
     for family in ("v4", "v6"):
         with_gso, without = relative(runs["gso"][family]["rows"]), relative(runs["plain"][family]["rows"])
