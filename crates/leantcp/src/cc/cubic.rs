@@ -21,8 +21,7 @@
 //! RTT in the target is SRTT (the latest sample before the first SRTT).
 use core::time::Duration;
 
-use super::hystart::{HyStartPlusPlus, Step};
-use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart, SlowStartGrowth};
 use crate::time::Instant;
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s³).
@@ -62,8 +61,7 @@ pub struct Cubic {
     /// cwnd_prior: the window at the last reduction (§4.3's switch of α_cubic to 1).
     cwnd_prior: f64,
     epoch: Option<Epoch>,
-    hystart: Option<HyStartPlusPlus>,
-    slow_start: SlowStart,
+    slow_start: SlowStartGrowth,
 }
 
 impl Cubic {
@@ -78,15 +76,13 @@ impl Cubic {
             w_max: 0.0,
             cwnd_prior: 0.0,
             epoch: None,
-            hystart: None,
-            slow_start: SlowStart::default(),
+            slow_start: SlowStartGrowth::new(SlowStart::default()),
         }
     }
 
     /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
     pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
-        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
-        self.slow_start = slow_start;
+        self.slow_start = SlowStartGrowth::new(slow_start);
         self
     }
 
@@ -152,11 +148,7 @@ impl CongestionControl for Cubic {
     }
 
     fn phase(&self) -> Phase {
-        match (&self.hystart, self.cwnd < self.ssthresh) {
-            (_, false) => Phase::CongestionAvoidance,
-            (Some(h), true) if h.phase() == super::hystart::Phase::Css => Phase::ConservativeSlowStart,
-            _ => Phase::SlowStart,
-        }
+        self.slow_start.phase(self.cwnd < self.ssthresh)
     }
 
     fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
@@ -166,15 +158,11 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss) as f64 / self.mss as f64;
-            match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
-                Some(Step::EnterAvoidance) => {
-                    self.ssthresh = self.cwnd;
-                    return;
-                }
-                Some(Step::Grow { divisor }) => grow /= divisor as f64,
-                None => {}
-            }
+            let Some(increase) = self.slow_start.on_ack(&acked, self.mss) else {
+                self.ssthresh = self.cwnd;
+                return;
+            };
+            let grow = increase.credit_bytes as f64 / self.mss as f64 / increase.divisor as f64;
             self.cwnd = (self.cwnd + grow).min(self.ssthresh.max(self.cwnd));
             return;
         }
@@ -182,9 +170,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_congestion_event(&mut self, _now: Instant, bytes_in_flight: usize, _rtt: &RttStats) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_congestion();
-        }
+        self.slow_start.on_congestion();
         self.reduce(bytes_in_flight);
         self.cwnd = self.ssthresh;
     }
@@ -194,9 +180,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_rto_expired(&mut self, _now: Instant, bytes_in_flight: usize, first: bool) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_congestion();
-        }
+        self.slow_start.on_congestion();
         if first {
             self.reduce(bytes_in_flight);
         }

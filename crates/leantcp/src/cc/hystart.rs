@@ -11,8 +11,8 @@
 //! during slow start or CSS ends HyStart++ (the controller's normal response). Only the
 //! initial slow start uses it (§4.3: slow start after a timeout is standard).
 //!
-//! Not here: L (the per-ACK increase limit) — leantcp's slow start already counts at most
-//! 2·SMSS per ACK (RFC 3465), below RFC 9406's L = 8 for unpaced senders.
+//! Not here: L (the per-ACK increase limit) — leantcp's slow start has its own, RFC 3465's
+//! (crate::cc::SlowStart, 2·SMSS by default), below RFC 9406's L = 8 for unpaced senders.
 use core::time::Duration;
 
 use crate::seq::Seq;

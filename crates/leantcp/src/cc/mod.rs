@@ -71,6 +71,54 @@ impl SlowStart {
     }
 }
 
+/// Slow start's growth as Reno and CUBIC share it: the per-ACK limit and, if asked, HyStart++
+/// in the initial slow start.
+#[derive(Debug, Clone)]
+pub struct SlowStartGrowth {
+    config: SlowStart,
+    hystart: Option<hystart::HyStartPlusPlus>,
+}
+
+/// One ACK's increase in slow start: `credit_bytes` divided by `divisor` (4 in HyStart++'s CSS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Increase {
+    pub credit_bytes: usize,
+    pub divisor: usize,
+}
+
+impl SlowStartGrowth {
+    pub fn new(config: SlowStart) -> Self {
+        SlowStartGrowth { config, hystart: config.hystart.then(hystart::HyStartPlusPlus::default) }
+    }
+
+    /// One ACK of new data while cwnd < ssthresh: the increase, or `None` when HyStart++ ends
+    /// slow start here (the controller sets ssthresh = cwnd).
+    pub fn on_ack(&mut self, acked: &Acked, mss: usize) -> Option<Increase> {
+        let credit_bytes = self.config.credit(acked.acked_bytes, mss);
+        match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
+            Some(hystart::Step::EnterAvoidance) => None,
+            Some(hystart::Step::Grow { divisor }) => Some(Increase { credit_bytes, divisor }),
+            None => Some(Increase { credit_bytes, divisor: 1 }),
+        }
+    }
+
+    /// A loss or a timeout ends HyStart++ for the connection.
+    pub fn on_congestion(&mut self) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_congestion();
+        }
+    }
+
+    /// The phase of a controller that is (`in_slow_start`) or is not below ssthresh.
+    pub fn phase(&self, in_slow_start: bool) -> Phase {
+        match (&self.hystart, in_slow_start) {
+            (_, false) => Phase::CongestionAvoidance,
+            (Some(h), true) if h.phase() == hystart::Phase::Css => Phase::ConservativeSlowStart,
+            _ => Phase::SlowStart,
+        }
+    }
+}
+
 /// The controller's phase, for the event log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {

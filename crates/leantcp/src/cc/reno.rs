@@ -6,8 +6,7 @@
 //! Initial window: RFC 6928, min(IW·MSS, max(2·MSS, 14600 bytes)) with IW = the configured
 //! segment count (10 by default). Slow start counts bytes (RFC 3465) with L = 2·MSS; with
 //! HyStart++ (RFC 9406, crate::cc::hystart) the initial slow start may end on a delay increase.
-use super::hystart::{HyStartPlusPlus, Step};
-use super::{Acked, CongestionControl, Phase, RttStats, SlowStart};
+use super::{Acked, CongestionControl, Phase, RttStats, SlowStart, SlowStartGrowth};
 use crate::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -17,21 +16,19 @@ pub struct Reno {
     ssthresh: usize,
     /// Bytes acknowledged in congestion avoidance since cwnd last grew.
     avoidance_acked: usize,
-    hystart: Option<HyStartPlusPlus>,
-    slow_start: SlowStart,
+    slow_start: SlowStartGrowth,
 }
 
 impl Reno {
     pub fn new(mss: usize, initial_window_segments: usize) -> Self {
         let mss = mss.max(1);
         let iw = (initial_window_segments.max(1) * mss).min((2 * mss).max(14600));
-        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, hystart: None, slow_start: SlowStart::default() }
+        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, slow_start: SlowStartGrowth::new(SlowStart::default()) }
     }
 
     /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.
     pub fn with_slow_start(mut self, slow_start: SlowStart) -> Self {
-        self.hystart = slow_start.hystart.then(HyStartPlusPlus::default);
-        self.slow_start = slow_start;
+        self.slow_start = SlowStartGrowth::new(slow_start);
         self
     }
 
@@ -54,11 +51,7 @@ impl CongestionControl for Reno {
     }
 
     fn phase(&self) -> Phase {
-        match (&self.hystart, self.cwnd < self.ssthresh) {
-            (_, false) => Phase::CongestionAvoidance,
-            (Some(h), true) if h.phase() == super::hystart::Phase::Css => Phase::ConservativeSlowStart,
-            _ => Phase::SlowStart,
-        }
+        self.slow_start.phase(self.cwnd < self.ssthresh)
     }
 
     fn on_sent(&mut self, _now: Instant, _bytes: usize, _in_flight: usize) {}
@@ -68,16 +61,10 @@ impl CongestionControl for Reno {
             return;
         }
         if self.cwnd < self.ssthresh {
-            let mut grow = self.slow_start.credit(acked.acked_bytes, self.mss);
-            match self.hystart.as_mut().map(|h| h.on_ack(acked.ack, acked.snd_max, acked.rtt_sample)) {
-                Some(Step::EnterAvoidance) => {
-                    self.ssthresh = self.cwnd;
-                    return;
-                }
-                Some(Step::Grow { divisor }) => grow /= divisor,
-                None => {}
+            match self.slow_start.on_ack(&acked, self.mss) {
+                Some(increase) => self.cwnd += increase.credit_bytes / increase.divisor,
+                None => self.ssthresh = self.cwnd,
             }
-            self.cwnd += grow;
         } else {
             self.avoidance_acked += acked.acked_bytes;
             if self.avoidance_acked >= self.cwnd {
@@ -88,9 +75,7 @@ impl CongestionControl for Reno {
     }
 
     fn on_congestion_event(&mut self, _now: Instant, bytes_in_flight: usize, _rtt: &RttStats) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_congestion();
-        }
+        self.slow_start.on_congestion();
         self.ssthresh = self.reduced(bytes_in_flight);
         self.cwnd = self.ssthresh;
         self.avoidance_acked = 0;
@@ -101,9 +86,7 @@ impl CongestionControl for Reno {
     }
 
     fn on_rto_expired(&mut self, _now: Instant, bytes_in_flight: usize, first: bool) {
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_congestion();
-        }
+        self.slow_start.on_congestion();
         if first {
             self.ssthresh = self.reduced(bytes_in_flight);
         }
