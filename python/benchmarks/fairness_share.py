@@ -34,20 +34,26 @@ def bytes_received_by_endpoint(ss_text: str, endpoints: list[str]) -> list[int]:
     return [max((n for local, peer, n in conns if endpoint in (local, peer)), default=0) for endpoint in endpoints]
 
 
-def parse_samples(text: str, endpoints: list[str]) -> list[tuple[float, list[int]]]:
-    """The sampler's output ("T <unix s>" then ss's lines, repeated) -> (unix s, bytes per
-    endpoint) per sample, each count made monotonic (a connection that closed keeps its last
-    count rather than dropping to 0)."""
-    samples: list[tuple[float, list[int]]] = []
+def sample_chunks(text: str) -> list[tuple[float, str]]:
+    """A sampler's output (fairness_trace.sampler_argv: "T <unix s>" then the command's lines,
+    repeated) -> (unix s, that sample's text) per sample."""
     chunks: list[tuple[float, list[str]]] = []
     for line in text.splitlines():
         if line.startswith("T "):
             chunks.append((float(line.split()[1]), []))
         elif chunks:
             chunks[-1][1].append(line)
+    return [(t, "\n".join(lines)) for t, lines in chunks]
+
+
+def parse_samples(text: str, endpoints: list[str]) -> list[tuple[float, list[int]]]:
+    """The sampler's output ("T <unix s>" then ss's lines, repeated) -> (unix s, bytes per
+    endpoint) per sample, each count made monotonic (a connection that closed keeps its last
+    count rather than dropping to 0)."""
+    samples: list[tuple[float, list[int]]] = []
     last = [0] * len(endpoints)
-    for t, lines in chunks:
-        got = bytes_received_by_endpoint("\n".join(lines), endpoints)
+    for t, sample in sample_chunks(text):
+        got = bytes_received_by_endpoint(sample, endpoints)
         last = [max(a, b) for a, b in zip(last, got)]
         samples.append((t, last))
     return samples

@@ -20,7 +20,11 @@ import re
 import subprocess
 from pathlib import Path
 
-SS_FIELDS = {"cwnd": int, "ssthresh": int, "unacked": int, "bytes_acked": int, "lost": int, "mss": int}
+from congestlab.workloads.iperf import parse_ss_connections
+from fairness_share import sample_chunks
+
+# the integer counters of a kernel flow's `ss -tinH` line kept per sample
+SS_FIELDS = ("cwnd", "ssthresh", "unacked", "bytes_acked", "lost", "mss")
 HYSTART_COUNTERS = ("TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
                     "TcpExtTCPHystartDelayCwnd", "TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPTimeouts")
 
@@ -34,40 +38,24 @@ def parse_ss(text: str, port: int) -> list[dict]:
     """`ss -tinH` samples -> the data connection's state per sample (the one with most bytes acked:
     iperf3 also keeps a control connection on the same port)."""
     out: list[dict] = []
-    t = None
-    best: dict | None = None
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("T "):
-            if t is not None and best is not None:
-                out.append(best)
-            t, best = float(line.split()[1]), None
-            i += 1
-            continue
-        if f":{port}" in line and i + 1 < len(lines):
-            info = lines[i + 1]
-            row: dict = {"t": t}
-            for key, conv in SS_FIELDS.items():
-                m = re.search(rf"\b{key}:(\d+)", info)
-                if m:
-                    row[key] = conv(m.group(1))
-            m = re.search(r"\brtt:([\d.]+)/", info)
+    for t, sample in sample_chunks(text):
+        best: dict | None = None
+        for conn in parse_ss_connections(sample):
+            if not any(end.endswith(f":{port}") for end in (conn.local, conn.peer)):
+                continue
+            row: dict = {"t": t, **{key: conn.counters[key] for key in SS_FIELDS if key in conn.counters}}
+            m = re.search(r"\brtt:([\d.]+)/", conn.info)
             if m:
                 row["rtt_ms"] = float(m.group(1))
-            m = re.search(r"\bminrtt:([\d.]+)", info)
+            m = re.search(r"\bminrtt:([\d.]+)", conn.info)
             if m:
                 row["minrtt_ms"] = float(m.group(1))
-            m = re.search(r"\bretrans:\d+/(\d+)", info)
+            m = re.search(r"\bretrans:\d+/(\d+)", conn.info)
             row["retrans_total"] = int(m.group(1)) if m else 0
             if best is None or row.get("bytes_acked", 0) > best.get("bytes_acked", 0):
                 best = row
-            i += 2
-            continue
-        i += 1
-    if t is not None and best is not None:
-        out.append(best)
+        if best is not None:
+            out.append(best)
     return out
 
 
