@@ -250,11 +250,7 @@ impl Args {
         let tcp = TcpConfig {
             mtu,
             send_buffer_bytes: self.send_buffer_bytes.unwrap_or(base.send_buffer_bytes).max(1),
-            send_buffer_max_bytes: match self.send_buffer_max_bytes {
-                Some(0) => None,
-                Some(bytes) => Some(bytes),
-                None => base.send_buffer_max_bytes,
-            },
+            send_buffer_max_bytes: zero_means_none(self.send_buffer_max_bytes, base.send_buffer_max_bytes),
             recv_buffer_bytes: self.recv_buffer_bytes.unwrap_or(base.recv_buffer_bytes).clamp(1, 1 << 30),
             window_scale: self.window_scale.unwrap_or(base.window_scale).min(14),
             rto: self.rto_config()?,
@@ -266,11 +262,7 @@ impl Args {
             limited_transmit: self.limited_transmit.unwrap_or(base.limited_transmit),
             initial_window_segments: self.initial_window_segments.unwrap_or(base.initial_window_segments),
             hystart: self.hystart.unwrap_or(base.hystart),
-            abc_limit_segments: match self.abc_limit_segments {
-                Some(0) => None,
-                Some(n) => Some(n),
-                None => base.abc_limit_segments,
-            },
+            abc_limit_segments: zero_means_none(self.abc_limit_segments, base.abc_limit_segments),
             send_window_segments: self.send_window_segments.or(base.send_window_segments),
             pacing_rate_bps: self.pacing_rate_bps()?.or(base.pacing_rate_bps),
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
@@ -354,6 +346,15 @@ fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
         return Err(bad(format!("--root {}: not a directory", path.display())));
     }
     Ok(real)
+}
+
+/// A flag where 0 switches the limit off (`None`); not given: the profile's value.
+fn zero_means_none(flag: Option<usize>, profile: Option<usize>) -> Option<usize> {
+    match flag {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => profile,
+    }
 }
 
 #[cfg(test)]
