@@ -1,4 +1,4 @@
-"""Benchmark: how leantcp's congestion controls share a 100 Mbit/s bottleneck (issue 13).
+"""Benchmark: how leantcp's congestion controls share a 100 Mbit/s bottleneck.
 
 Pairings, each two bulk flows started together through the same bottleneck, for
 `--seconds` (30) and `--repetitions` (3):

@@ -1,7 +1,7 @@
 """Benchmark: leanweb's `modern` profile (SACK recovery, RACK-TLP, timestamps, CUBIC; Reno
 in docs/notes/leantcp-loss-recovery.md's numbers, taken before CUBIC became modern's) against
 nginx on kernel TCP (CUBIC) and leanweb's `bare` profile, 320 KiB over a path that drops
-5 % of the packets toward the client (issue 12).
+5 % of the packets toward the client.
 
 Topology: bench_leanweb.py's client -- router -- server namespaces (names `b<4 hex>-*`,
 removed at the end also on error, Ctrl-C or SIGTERM; offloads off on every veth, the bridge
@@ -13,7 +13,7 @@ alike; the client's ACKs are not. nginx's namespace routes carry `congctl cubic`
 Each fetch is a fresh connection (curl, `Connection: close`); the figure is curl's
 time_total (connect + GET -> last byte). Fetches alternate between the servers in rounds so
 that drifting machine load hits all of them alike. Per server and family: median, min, max;
-then the ratios of the medians. Goal (issue 12): modern <= 2 x nginx.
+then the ratios of the medians. Goal: modern <= 2 x nginx.
 
 Run as root after `cargo build --release -p leanweb`:
     .venv/bin/python python/benchmarks/bench_lean_loss.py [--fetches 15] [--bare-fetches 7] [--loss 0.05]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 import statistics
 import sys
@@ -21,8 +20,7 @@ SUBAPPS = [
     ("bench", "congestlab.bench.cli", "dualbench: ANMA dual-stack benchmark and HTTP stress."),
 ]
 for name, module, help_text in SUBAPPS:
-    if importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
-        app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
+    app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
 
 def _spec_for(spec_path: Path | None, preset: str | None):
     from congestlab.spec import load_preset, load_spec
@@ -315,7 +313,7 @@ def report(
 
     built = build_report(run_dir)
     _print_report(built, Console())
-    failed = getattr(built, "failed_properties", [])
+    failed = built.failed_properties
     for finding in failed:
         print(f"congestlab: property {finding.claim.id} does not hold: {finding.claim.title}", file=sys.stderr)
     if check and failed:

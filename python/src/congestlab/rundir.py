@@ -15,6 +15,11 @@ from congestlab.paths import REPO_ROOT
 FORMAT_VERSION = 2
 
 
+def utc_now() -> str:
+    """A manifest's timestamps (started_utc, finished_utc, ...)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def new_run_dir(base: Path, name: str, prefix: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     # absolute: servers and tools started in namespaces get these paths (Apache would read a

@@ -41,7 +41,7 @@ from rich.progress import (
 from congestlab import fidelity
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_version, wait_listening
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
-from congestlab.rundir import FORMAT_VERSION, environment, write_manifest
+from congestlab.rundir import FORMAT_VERSION, environment, utc_now, write_manifest
 from congestlab.servers.files import url_path, write_files
 from congestlab.servers.lean import requested_cc
 from congestlab.servers.factory import make_server
@@ -165,7 +165,7 @@ class Runner:
             "preset": preset,
             "quick": quick,
             "status": "running",
-            "started_utc": _utc_now(),
+            "started_utc": utc_now(),
             "command": argv or sys.argv,
             "spec": study.model_dump(mode="json"),
             "axes": self.axes,
@@ -207,7 +207,7 @@ class Runner:
         self.manifest.setdefault("reconfigurations", [])
         self.manifest["testbed"] = {"prefix": self.prefix}
         self._instances = sum(len(v) for v in self.manifest["servers"].values())
-        self._resume_entry = {"started_utc": _utc_now(), "command": argv or sys.argv,
+        self._resume_entry = {"started_utc": utc_now(), "command": argv or sys.argv,
                               "previous_status": stored.get("status"), "previous_error": stored.get("error"),
                               "previous_prefix": stored.get("testbed", {}).get("prefix"), "prefix": self.prefix,
                               "kept": len(done), "ran": [f"{p.id}#{r}" for p, r in self.runs]}
@@ -266,7 +266,7 @@ class Runner:
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
                                      "warnings": [c.message for c in self.checks if not c.ok]}
         self.manifest["status"] = "complete"
-        self.manifest["finished_utc"] = _utc_now()
+        self.manifest["finished_utc"] = utc_now()
         if self._resume_entry is not None:
             self._resume_entry |= {"finished_utc": self.manifest["finished_utc"], "status": "complete",
                                    "wall_s": self.manifest["timing"]["wall_s"]}
@@ -305,7 +305,7 @@ class Runner:
         self.manifest["status"] = status
         self.manifest["error"] = message
         if self._resume_entry is not None:
-            self._resume_entry |= {"finished_utc": _utc_now(), "status": status}
+            self._resume_entry |= {"finished_utc": utc_now(), "status": status}
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
         write_manifest(self.run_dir, self.manifest)
 
@@ -349,7 +349,7 @@ class Runner:
         q0 = self._qdisc_snapshot(tb)
         linkem0 = tb.linkem_stats()
         cpu0 = fidelity.read_cpu_jiffies()
-        info: dict = {"point": point.id, "repetition": rep, "started_utc": _utc_now()}
+        info: dict = {"point": point.id, "repetition": rep, "started_utc": utc_now()}
         checks: list[fidelity.Check] = []
         try:
             if started:  # a long-lived background warms up before the capture: a 60 s warm-up
@@ -391,7 +391,7 @@ class Runner:
                           for label, now in tb.linkem_stats().items()}
         info["servers"] = {name: s.record["instance"] for name, s in self.servers.items()}
         info["checks"] = fidelity.checks_to_json(checks)
-        info["finished_utc"] = _utc_now()
+        info["finished_utc"] = utc_now()
         self.checks += [fidelity.Check(f"{c.name}@{point.id}#{rep}", c.ok, c.value, c.expected, c.message)
                         for c in checks]
         with open(rep_dir / "records.jsonl", "w") as fh:
@@ -526,7 +526,7 @@ class Runner:
     def _stop_server(self, name: str) -> None:
         server = self.servers.pop(name)
         server.handle.stop()
-        server.record["stopped_utc"] = _utc_now()
+        server.record["stopped_utc"] = utc_now()
 
     def _stop_servers(self) -> None:
         for name in list(self.servers):
@@ -751,10 +751,6 @@ class Runner:
         result = analyze_run(self.run_dir, self.manifest)
         self.manifest["analysis"] = result.summary
         self.checks += result.checks
-
-
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _client_of(point: Point, server_name: str) -> str | None:

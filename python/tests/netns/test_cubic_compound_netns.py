@@ -99,7 +99,6 @@ def test_tiny_cubic_compound_run_and_report_without_root(tmp_path):
     background, = read_results(run_dir, "background")
     assert background["cls"] == "udp4" and float(background["requested_bps"]) == 10e6
 
-    pytest.importorskip("congestlab.report.declaration", reason="the report engine (issue 10) is not merged yet")
     proc, md = report_as_nobody(run_dir)
     assert proc.returncode == 0, proc.stderr
     assert "Table 14" in md and "45.34" in md  # our cell beside the seed's

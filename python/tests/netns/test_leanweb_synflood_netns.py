@@ -1,4 +1,4 @@
-"""leanweb under a spoofed SYN flood (issue 14): the testbed builds a LAN of three
+"""leanweb under a spoofed SYN flood: the testbed builds a LAN of three
 namespaces — srv (a user-stack node: leanweb's TAP on its bridge), cli (curl) and atk —
 and atk sends thousands of SYNs from addresses no namespace owns (synflood.py, AF_PACKET).
 With SYN cookies (the default, `--syn-cookies auto`) every v4 and v6 fetch made during and

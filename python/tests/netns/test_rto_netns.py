@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import tomllib
 from fractions import Fraction
-from importlib import resources, util
+from importlib import resources
 
 import pytest
 from spine_helpers import namespaces_with, processes_mentioning
@@ -72,10 +72,9 @@ def test_tiny_rto_run_keeps_the_background_across_lean_restarts_and_reports(tmp_
     background = [r for r in read_results(run_dir, "background")]
     assert {float(r["requested_bps"]) for r in background} == {7.5e6}
 
-    if util.find_spec("congestlab.analysis.rto_replay") is not None:  # the replay (branch rto-replay)
-        bins = [r for r in read_results(run_dir, "rto_bins") if r["live_settings"] == "True" and r["source"] == "log"]
-        assert {r["point_id"] for r in bins} == set(CELLS)
-        assert all(int(r["samples"]) > 0 for r in bins)
+    bins = [r for r in read_results(run_dir, "rto_bins") if r["live_settings"] == "True" and r["source"] == "log"]
+    assert {r["point_id"] for r in bins} == set(CELLS)
+    assert all(int(r["samples"]) > 0 for r in bins)
 
     proc, md = report_as_nobody(run_dir)
     assert proc.returncode == 0, proc.stderr

@@ -14,6 +14,7 @@ from report_fixtures import RunBuilder
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
+from congestlab.report.declaration import validate_report
 from congestlab.results import read_results
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import expand, run_order
@@ -224,9 +225,7 @@ def test_published_shares_are_the_published_client_throughputs_over_the_rates(st
 
 
 def test_report_declaration_is_valid_for_the_report_engine(study):
-    declaration = pytest.importorskip("congestlab.report.declaration",
-                                      reason="the report engine (issue 10) is not merged yet")
-    report = declaration.validate_report(study.report, ["pair", "level", "size_kib"], study.published)
+    report = validate_report(study.report, ["pair", "level", "size_kib"], study.published)
     assert {t.id for t in report.tables} >= {"t2", "t3", "t4", "t8", "t13", "t14", "t15", "t19-21-23", "t20-22-24"}
     assert [c.id for c in report.claims] == ["1", "2", "3", "4", "5", "6", "7"]
 

@@ -247,10 +247,3 @@ def _rto_replay(run_dir: Path, manifest: dict, rows: dict[str, list[dict]], prob
         rows[kind] += kind_rows
     problems += [f"RTO replay: {p}" for p in result.problems]
     return result
-
-
-def is_number(value) -> bool:
-    try:
-        return not math.isnan(float(value))
-    except (TypeError, ValueError):
-        return False

@@ -1,16 +1,13 @@
 """dualbench as the HTTP stress/background client of a study (http_load in seeds 000/002):
-a spec of the load, its command line, and a run in a testbed node that ends with the
-parsed report. E.g. "50 Mbit/s of HTTP stress of a 320 KB file" = HttpStress.for_throughput."""
+a spec of the load and its command line. E.g. "50 Mbit/s of HTTP stress of a 320 KB file"
+= HttpStress.for_throughput."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from congestlab.bench.results import DualbenchReport, read_report
-from congestlab.errors import SpecError, ToolError
-from congestlab.paths import rust_binary
+from congestlab.errors import SpecError
 
 
 @dataclass(frozen=True)
@@ -52,26 +49,3 @@ class HttpStress:
             argv += ["--max-connections", str(self.max_connections)]
         return argv + (["--keepalive"] if self.keepalive else [])
 
-
-class StressRun:
-    """Start `stress` in a testbed node (killed at teardown if still running), then `wait()`."""
-
-    def __init__(self, testbed, node: str, stress: HttpStress, json_path: Path, log_path: Path):
-        self.testbed = testbed
-        self.json_path = Path(json_path)
-        self.log_path = Path(log_path)
-        self.argv = stress.argv(rust_binary("dualbench"), self.json_path)
-        self.deadline_s = stress.seconds + stress.timeout_s + 30
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            self.proc = testbed.start(node, self.argv, stdout=log, stderr=subprocess.STDOUT)
-
-    def wait(self) -> DualbenchReport:
-        try:
-            rc = self.proc.wait(timeout=self.deadline_s)
-        except subprocess.TimeoutExpired:
-            self.testbed.stop(self.proc)
-            raise ToolError(self.argv, None, f"did not finish within {self.deadline_s:g} s") from None
-        if rc != 0:
-            raise ToolError(self.argv, rc, self.log_path.read_text(errors="replace"))
-        return read_report(self.json_path)

@@ -24,8 +24,8 @@ import ray
 from congestlab import fidelity
 from congestlab.cluster.node import CHUNK_BYTES, run_unit
 from congestlab.errors import ClusterError, Interrupted
-from congestlab.rundir import write_manifest
-from congestlab.runner import Runner, _utc_now
+from congestlab.rundir import utc_now, write_manifest
+from congestlab.runner import Runner
 
 RESOURCE = "congestlab_testbed"
 ATTEMPTS = 2  # the first, and one explicit re-submission
@@ -128,7 +128,7 @@ class ClusterRun:
             if error:
                 manifest["error"] = error
                 manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.head.checks)}
-            manifest["finished_utc"] = _utc_now()
+            manifest["finished_utc"] = utc_now()
             entry = self.head._resume_entry
             if entry is not None:
                 entry |= {"finished_utc": manifest["finished_utc"], "status": status}
@@ -156,7 +156,7 @@ class ClusterRun:
                 return
             tag = f"-s{self.session}{unit}a{attempt}"
             task = {"unit": unit, "attempt": attempt, "runs": [f"{p}#{r}" for p, r in todo],
-                    "submitted_utc": _utc_now(), "submitted_epoch_s": round(time.time(), 3)}
+                    "submitted_utc": utc_now(), "submitted_epoch_s": round(time.time(), 3)}
             with self.lock:
                 self.record["tasks"].append(task)
             gen = self.task.remote(head.study, head.quick, todo, tag, self.calibrate)
@@ -170,7 +170,7 @@ class ClusterRun:
                 with self.lock:
                     self.active.pop(unit, None)
             with self.lock:
-                task["finished_utc"] = _utc_now()
+                task["finished_utc"] = utc_now()
                 task["finished_epoch_s"] = round(time.time(), 3)
                 task["error"] = error
                 if error:

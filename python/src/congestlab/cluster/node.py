@@ -36,7 +36,7 @@ def work_parent() -> Path:
 def clean_work_dirs() -> list[Path]:
     """Work directories of tasks whose worker process died (killed with its driver, or a
     crash): a node removes them before it takes new work; `congestlab clean` too."""
-    from congestlab.testbed.namespaces import _alive
+    from congestlab.testbed.namespaces import pid_alive
 
     removed = []
     for work in sorted(work_parent().glob(WORK_PREFIX + "*")):
@@ -44,7 +44,7 @@ def clean_work_dirs() -> list[Path]:
             pid = int((work / OWNER_FILE).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if not _alive(pid):
+        if not pid_alive(pid):
             shutil.rmtree(work, ignore_errors=True)
             work.with_name(work.name + ".tar").unlink(missing_ok=True)
             removed.append(work)

@@ -37,7 +37,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from congestlab.report.data import RunData, Stats, matches, norm, _number
+from congestlab.report.data import RunData, Stats, matches, norm, parse_number
 from congestlab.report.declaration import CheckSpec, ClaimSpec, MetricSpec, Selector
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED = "holds", "does not hold", "inconclusive", "not measured"
@@ -329,7 +329,7 @@ def _shape(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selec
     cells = _cells_along(data, check, metric, selection)
     xs, ys = [], []
     for v, s in cells:
-        x = _number(v)
+        x = parse_number(v)
         if x is None:
             return CheckResult(label, INCONCLUSIVE, "–", "", f"{check.along}={v} is not a number")
         xs += [x] * s.n
@@ -365,7 +365,7 @@ def _share(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Selec
     groups: dict[tuple[str, str], list[float]] = {}
     for row in data.rows(metric.kind):
         if matches(row, where):
-            value = _number(row.get(metric.column))
+            value = parse_number(row.get(metric.column))
             if value is not None:
                 groups.setdefault((row["point_id"], row["repetition"]), []).append(value * metric.scale)
     if not groups:

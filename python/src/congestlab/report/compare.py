@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
-from congestlab.report.data import RunData, Stats, _number, norm
-from congestlab.report.engine import Console, _data_uri, verdict_class
+from congestlab.report.data import RunData, Stats, parse_number, norm
+from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
 
@@ -65,7 +65,7 @@ def _union(runs: list[RunData], dim: str | None, explicit: list, kinds: list[str
         for v in run.values(dim, kinds, where):
             seen.setdefault(v, None)
     values = list(seen)
-    if values and all(_number(v) is not None for v in values):
+    if values and all(parse_number(v) is not None for v in values):
         values.sort(key=float)
     return values
 
@@ -121,7 +121,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
         fig = render_plot(plot, [Source(label, run) for label, run in zip(labels, runs)], out / "plots")
         if fig is None:
             continue
-        fig.svg_uri = _data_uri(fig.svg, "image/svg+xml")
+        fig.svg_uri = data_uri(fig.svg, "image/svg+xml")
         fig.png_href = str(fig.png.relative_to(out))
         fig.svg_href = str(fig.svg.relative_to(out))
         figures.append(fig)

@@ -33,7 +33,7 @@ def norm(value) -> str:
     return text
 
 
-def _number(text) -> float | None:
+def parse_number(text) -> float | None:
     if text is None or text == "":
         return None
     try:
@@ -118,7 +118,7 @@ class RunData:
                 if dim in row and row[dim] != "" and matches(row, where or {}):
                     seen.setdefault(row[dim], None)
         found = list(seen)
-        if found and all(_number(v) is not None for v in found):
+        if found and all(parse_number(v) is not None for v in found):
             return sorted(found, key=lambda v: float(v))
         if dim in self.axes:
             order = {}
@@ -161,7 +161,7 @@ class RunData:
             coords = {k: rows[0].get(k, "") for k in [*self.axes, *where]}
             t = None
             if time_column:
-                times = [x for x in (_number(r.get(time_column)) for r in rows) if x is not None]
+                times = [x for x in (parse_number(r.get(time_column)) for r in rows) if x is not None]
                 t = min(times) if times else None
             out.append(Sample(key[0], key[1], value * metric.scale, coords, t))
         return out
@@ -222,7 +222,7 @@ def matches(row: dict, where: Selector) -> bool:
 def reduce_rows(rows: list[dict], column: str, how: str) -> float | None:
     if how == "count":
         return float(len(rows))
-    values = [x for x in (_number(r.get(column)) for r in rows) if x is not None]
+    values = [x for x in (parse_number(r.get(column)) for r in rows) if x is not None]
     if not values:
         return None
     if how == "mean":

@@ -86,7 +86,7 @@ def console_tables(findings: list[ClaimResult], data: RunData) -> Console:
     return {title: (("claim", "verdict (checks measured)", "statement"), rows)} if rows else {}
 
 
-def _data_uri(path: Path, mime: str) -> str:
+def data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
 
 
@@ -191,7 +191,7 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
     fidelity = m.get("fidelity") or {}
     for section in sections:
         for fig in section.figures:
-            fig.svg_uri = _data_uri(fig.svg, "image/svg+xml")
+            fig.svg_uri = data_uri(fig.svg, "image/svg+xml")
             fig.png_href = os.path.relpath(fig.png, run_dir)
             fig.svg_href = os.path.relpath(fig.svg, run_dir)
     counts = {v: sum(f.verdict == v for f in findings) for v in VERDICT_ORDER}

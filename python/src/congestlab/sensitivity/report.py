@@ -13,7 +13,7 @@ from pathlib import Path
 from congestlab.errors import CongestlabError, RunDirError
 from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
-from congestlab.report.engine import Console, _data_uri, verdict_class
+from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.render import render_template
 from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, WITHIN_25_PCT, CellDistance, Distance, best,
                                              distance, robustness)
@@ -147,7 +147,7 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
         for fig in (distance_plot(rows, plots_dir), verdict_plot(matrix, measured_ids, plots_dir)):
             if fig is None:
                 continue
-            figures.append({"title": fig["title"], "svg_uri": _data_uri(fig["svg"], "image/svg+xml"),
+            figures.append({"title": fig["title"], "svg_uri": data_uri(fig["svg"], "image/svg+xml"),
                             "png_href": str(fig["png"].relative_to(parent)),
                             "svg_href": str(fig["svg"].relative_to(parent))})
             plots += [fig["png"], fig["svg"]]

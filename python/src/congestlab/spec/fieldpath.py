@@ -91,3 +91,22 @@ def apply(data: dict, settings: dict[str, Any], create: bool = False) -> dict:
     for path, value in settings.items():
         set_field(out, path, value, create)
     return out
+
+
+def field_path(loc: tuple, data: Any) -> str:
+    """`servers[0].cc` style path; list items named by their `name` when they have one."""
+    parts: list[str] = []
+    node = data
+    for key in loc:
+        if isinstance(key, int):
+            label = f"[{key}]"
+            if isinstance(node, list) and key < len(node) and isinstance(node[key], dict):
+                name = node[key].get("name")
+                if name:
+                    label = f"[{key}:{name}]"
+            parts.append(label)
+            node = node[key] if isinstance(node, list) and key < len(node) else None
+        else:
+            parts.append(("." if parts else "") + str(key))
+            node = node.get(key) if isinstance(node, dict) else None
+    return "".join(parts)

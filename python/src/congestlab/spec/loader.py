@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
+from congestlab.spec.fieldpath import field_path
 from congestlab.spec.models import StudySpec
 
 PRESETS = "congestlab.spec.presets"
@@ -128,7 +129,7 @@ def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
         study = StudySpec.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        where = _field_path(first["loc"], data)
+        where = field_path(first["loc"], data)
         message = first["msg"].removeprefix("Value error, ")
         raise SpecError(f"{origin}: {where}" if where else origin, message) from None
     _validate_report(study, origin)
@@ -151,22 +152,3 @@ def _validate_report(study: StudySpec, origin: str) -> None:
         validate_report(study.report, axes, study.published)
     except SpecError as err:
         raise SpecError(f"{origin}: {err.where}", err.problem) from None
-
-
-def _field_path(loc: tuple, data: Any) -> str:
-    """`servers[0].cc` style path; list items named by their `name` when they have one."""
-    parts: list[str] = []
-    node = data
-    for key in loc:
-        if isinstance(key, int):
-            label = f"[{key}]"
-            if isinstance(node, list) and key < len(node) and isinstance(node[key], dict):
-                name = node[key].get("name")
-                if name:
-                    label = f"[{key}:{name}]"
-            parts.append(label)
-            node = node[key] if isinstance(node, list) and key < len(node) else None
-        else:
-            parts.append(("." if parts else "") + str(key))
-            node = node.get(key) if isinstance(node, dict) else None
-    return "".join(parts)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from congestlab.spec.fieldpath import FieldPathError, apply
+from congestlab.spec.fieldpath import FieldPathError, apply, field_path
 from congestlab.spec.models import ExperimentSpec, StudySpec
 from congestlab.spec.workloads import BACKGROUND_KINDS
 
@@ -125,10 +125,8 @@ def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> S
     try:
         return StudySpec.model_validate(data)
     except ValidationError as err:
-        from congestlab.spec.loader import _field_path
-
         first = err.errors()[0]
-        loc = _field_path(first["loc"], data)
+        loc = field_path(first["loc"], data)
         raise SweepError(where, f"{loc}: {first['msg'].removeprefix('Value error, ')}") from None
 
 

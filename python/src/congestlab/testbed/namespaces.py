@@ -36,7 +36,7 @@ def kill_pids(pids: list[int], grace_s: float = 2.0) -> None:
             pass
     deadline = time.monotonic() + grace_s
     while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _alive(p)]
+        alive = [p for p in alive if pid_alive(p)]
         if alive:
             time.sleep(0.02)
     for pid in alive:
@@ -57,7 +57,7 @@ def stop_processes(procs: list[subprocess.Popen]) -> None:
     procs.clear()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)  # reap our own children
     except ChildProcessError:
@@ -94,7 +94,7 @@ def owner_alive(prefix: str) -> bool:
         pid = int((OWNERS_DIR / prefix).read_text().split()[0])
     except (FileNotFoundError, ValueError, IndexError):
         return False
-    return _alive(pid)
+    return pid_alive(pid)
 
 
 def clean_leftovers(include_running: bool = False) -> list[str]:

@@ -223,7 +223,3 @@ def teardown_order(layout: Layout) -> list[str]:
     """Hosts and routers first, switches last: deleting a namespace removes its veths."""
     return [n.namespace for n in layout.nodes.values()] + list(layout.switch_namespaces.values())
 
-
-def describe_interface(iface: Interface) -> str:
-    rate = f"{iface.rate_bps / 1e6:g} Mbit/s, queue {iface.queue_packets} pkts" if iface.rate_bps else "unshaped"
-    return f"{iface.node}/{iface.dev} {iface.addr4}/{iface.prefix4} {iface.addr6}/{iface.prefix6} on {iface.switch} ({rate})"
