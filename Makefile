@@ -45,6 +45,7 @@ demo: install
 	$(CONGESTLAB) reproduce ipv6 --quick
 
 test-python: install
+	$(VENV)/bin/lint-imports  # the package layers (pyproject.toml, docs/python-packages.md)
 	$(PY) -m pytest -q python/tests
 
 test: install test-python $(TEST_TARGETS)

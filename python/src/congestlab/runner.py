@@ -43,7 +43,7 @@ from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, tcpdump_
 from congestlab.errors import CongestlabError, Interrupted, NotRootError, SpecError, TestbedError
 from congestlab.rundir import FORMAT_VERSION, environment, utc_now, write_manifest
 from congestlab.servers.files import url_path, write_files
-from congestlab.servers.lean import requested_cc
+from congestlab.spec.lean_knobs import requested_cc
 from congestlab.servers.factory import make_server
 from congestlab.spec.models import ServerSpec, StudySpec
 from congestlab.spec.sweep import Point, block_backgrounds, expand, run_order

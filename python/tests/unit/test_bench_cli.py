@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from congestlab.bench import cli as bench_cli
+from congestlab.cli import bench as bench_cli
 from congestlab.cli import app
 
 

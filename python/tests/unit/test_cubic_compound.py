@@ -14,7 +14,7 @@ from report_fixtures import RunBuilder
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
-from congestlab.report.declaration import validate_report
+from congestlab.spec.report import validate_report
 from congestlab.results import read_results
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import expand, run_order

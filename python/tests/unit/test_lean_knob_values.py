@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from congestlab.errors import SpecError
-from congestlab.servers.lean import KNOB_FLAGS, KNOB_VALUES, knob_value_problem
+from congestlab.spec.lean_knobs import KNOB_FLAGS, KNOB_VALUES, knob_value_problem
 from congestlab.spec.loader import parse_spec
 
 
@@ -73,3 +73,26 @@ def test_sweep_value_is_checked_before_anything_runs(tmp_path):
     assert "lean knob sampling = 'most': expected all, one, some" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "sweep").exists()
+
+
+def test_the_spec_layer_alone_rejects_a_bad_lean_knob_value():
+    """The spec sits at the bottom of the package graph: loading a spec needs no server,
+    testbed or workload module, and still refuses a value leanweb would refuse."""
+    text = _variant("sampling", '"most"')
+    code = (
+        "import sys\n"
+        "from congestlab.errors import SpecError\n"
+        "from congestlab.spec.loader import parse_spec\n"
+        f"text = {text!r}\n"
+        "try:\n"
+        "    parse_spec(text, 'variant.toml')\n"
+        "except SpecError as err:\n"
+        "    print(err)\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('congestlab.servers', 'congestlab.testbed',\n"
+        "                                                        'congestlab.workloads')))\n"
+        "print('loaded:', ' '.join(loaded))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rejected, loaded = proc.stdout.strip().splitlines()
+    assert "lean knob sampling = 'most': expected all, one, some" in rejected
+    assert loaded == "loaded:", loaded

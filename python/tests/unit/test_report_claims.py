@@ -8,7 +8,7 @@ import pytest
 from congestlab.report.claims import (FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, decide_compare, evaluate_claims,
                                       fit_shapes)
 from congestlab.report.data import RunData, Stats
-from congestlab.report.declaration import MetricSpec
+from congestlab.spec.report import MetricSpec
 from report_fixtures import RunBuilder, request_run
 
 METRICS = {
@@ -284,7 +284,7 @@ def test_best_along_a_dimension_holds_when_the_winner_changes_and_fails_when_it_
 
 
 def test_best_needs_among_and_either_a_or_along():
-    from congestlab.report.declaration import ReportSpec
+    from congestlab.spec.report import ReportSpec
 
     for bad in ({"among": []}, {"a": {"server": "apache"}, "along": "level"}, {}):
         with pytest.raises(ValueError, match="rule 'best' needs among"):

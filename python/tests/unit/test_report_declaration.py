@@ -9,7 +9,7 @@ import re
 import pytest
 
 from congestlab.errors import SpecError
-from congestlab.report.declaration import ReportSpec, check_references, load_report_spec
+from congestlab.spec.report import ReportSpec, check_references, load_report_spec
 from congestlab.report.declarations import declaration_names, load_declaration
 from congestlab.paths import REPO_ROOT
 
@@ -136,7 +136,7 @@ def test_anma_published_values_are_the_slides():
 
 
 def test_validate_report_for_the_spec_loader():
-    from congestlab.report.declaration import validate_report
+    from congestlab.spec.report import validate_report
 
     decl = load_declaration("ipv6")
     assert validate_report(decl["report"], ["server", "level"], decl["published"]).claims

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from congestlab.results import read_results
 from congestlab.rundir import read_manifest
+from congestlab.spec import load_preset
+from congestlab.spec.fieldpath import apply
+from congestlab.spec.loader import validate_spec
 
 PRESET = "cc-share"
 BOTTLENECK = "nodes.r.links.sr"  # the preset's bottleneck link (r's link toward the receiver)
@@ -16,10 +19,6 @@ BOTTLENECK = "nodes.r.links.sr"  # the preset's bottleneck link (r's link toward
 
 def preset_with(seconds: float, rate_bps: int, queue_packets: int, ack_delay_ms: float):
     """The cc-share preset with `congestlab cc share`'s options as its settings."""
-    from congestlab.spec import load_preset
-    from congestlab.spec.fieldpath import apply
-    from congestlab.spec.loader import validate_spec
-
     spec = load_preset(PRESET)
     data = apply(spec.model_dump(mode="json", exclude_unset=True), {
         "workloads.share.duration_s": seconds, f"{BOTTLENECK}.rate_bps": rate_bps,

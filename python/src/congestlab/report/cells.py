@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from congestlab.report.data import RunData, Stats, norm
-from congestlab.report.declaration import MetricSpec, TableSpec
+from congestlab.spec.report import MetricSpec, TableSpec
 
 
 @dataclass

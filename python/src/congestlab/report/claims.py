@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 
 from congestlab.report.data import RunData, Stats, matches, norm, parse_number
-from congestlab.report.declaration import CheckSpec, ClaimSpec, MetricSpec, Selector
+from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec, Selector
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_MEASURED = "holds", "does not hold", "inconclusive", "not measured"
 MIN_WELCH_N = 3

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.spec.report import MetricSpec, ReportSpec, Selector, load_report_spec
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
 

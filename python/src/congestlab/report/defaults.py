@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from congestlab.report.declaration import ReportSpec
+from congestlab.spec.report import ReportSpec
 from congestlab.results import result_path
 
 # kind -> (metric name, declaration); the kinds' main numbers (docs/data-format.md)

@@ -13,7 +13,7 @@ from pathlib import Path
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
 from congestlab.report.data import RunData
-from congestlab.report.declaration import check_references
+from congestlab.spec.report import check_references
 from congestlab.report.figures import Figure, Source, render_plot
 from congestlab.report.render import render_template
 

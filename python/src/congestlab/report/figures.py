@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from congestlab.report.data import RunData, Stats, parse_number, norm  # noqa: E402
-from congestlab.report.declaration import PlotSpec  # noqa: E402
+from congestlab.spec.report import PlotSpec  # noqa: E402
 
 # Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
 # reddish purple, sky blue, yellow

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
+from congestlab.spec.loader import apply_settings
 from congestlab.spec.models import AxisSpec, StudySpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
@@ -122,8 +123,6 @@ def swept_fields(study: StudySpec) -> set[str]:
 def apply_configuration(study: StudySpec, config: Configuration, origin: str) -> StudySpec:
     """The study with the configuration's fields set, validated like a spec file (its
     sweeps and report too); a wrong field or value is one SpecError line."""
-    from congestlab.spec.loader import apply_settings
-
     clash = sorted(set(config.settings) & swept_fields(study))
     if clash:
         raise SpecError(f"{origin}: {clash[0]}", "the study's own axes or levels set this field; sweep another")

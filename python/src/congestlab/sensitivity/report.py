@@ -18,8 +18,12 @@ from congestlab.report.render import render_template
 from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, WITHIN_25_PCT, CellDistance, Distance, best,
                                              distance, robustness)
 from congestlab.sensitivity.configurations import value_labels
-from congestlab.sensitivity.sweep_run import STATE, run_status
+from congestlab.sensitivity.figures import distance_plot, verdict_plot
+from congestlab.sensitivity.sweep_run import STATE
+from congestlab.spec import load_preset, load_spec
+from congestlab.spec.fieldpath import FieldPathError, get_field
 from congestlab.spec.models import AxisSpec
+from congestlab.study import child_status
 
 
 @dataclass
@@ -48,11 +52,6 @@ def published_cells(data: RunData) -> list[CellDistance]:
 
 def _as_written(state: dict) -> str | None:
     """The configuration whose every field has the preset's own value (today's preset)."""
-    from congestlab.spec import load_preset
-    from congestlab.spec.fieldpath import FieldPathError, get_field
-
-    from congestlab.spec import load_spec
-
     name = state["preset"]
     try:
         base = (load_spec(Path(name)) if name.endswith(".toml") else load_preset(name)).model_dump(mode="json")
@@ -94,7 +93,7 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
                "md_href": f"{run_dir.relative_to(parent)}/report.md", "error": run.get("error", ""), "not_ok": "",
                "fidelity_warnings": "–"}
         if row["status"] == "not run":  # the sweep records a configuration once it ends
-            row["status"] = run_status(run_dir) or "not run"
+            row["status"] = child_status(run_dir) or "not run"
             if row["status"] != "complete":
                 rows.append(row)
                 continue
@@ -142,8 +141,6 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
     plots = []
     figures = []
     if distances:
-        from congestlab.sensitivity.figures import distance_plot, verdict_plot
-
         for fig in (distance_plot(rows, plots_dir), verdict_plot(matrix, measured_ids, plots_dir)):
             if fig is None:
                 continue

@@ -1,5 +1,5 @@
 """`congestlab sensitivity PRESET --axis ...`: one ordinary run directory per configuration
-under one parent, each run by the one runner (cli._execute: local or --cluster), so every
+under one parent, each run by the one way to run a study (study.run_child: local or --cluster), so every
 configuration has its own full report and `--resume`. The parent's `sensitivity.json` names
 the preset, the axes and the configurations; run again with `--out PARENT` to continue:
 complete configurations are kept, an interrupted one is resumed, the rest run.
@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from congestlab.errors import CongestlabError, Interrupted, RunDirError
+from congestlab.report import build_report
+from congestlab.report.terminal import print_report
 from congestlab.sensitivity.configurations import Configuration, apply_configuration, configurations
+from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import AxisSpec, StudySpec
+from congestlab.spec.sweep import expand
+from congestlab.study import child_status, run_child
+from congestlab.testbed import new_prefix
 
 STATE = "sensitivity.json"
 FORMAT = 1
@@ -39,8 +46,6 @@ class Plan:
 def plan(preset: str, axes: list[AxisSpec], quick: bool) -> Plan:
     """Every configuration checked (field paths, values, the points of its sweep) before
     anything runs: a bad one is one SpecError line."""
-    from congestlab.spec import load_preset, load_spec
-
     if not axes:
         raise RunDirError("sensitivity needs at least one --axis or --axes file")
     if preset.endswith(".toml"):  # a spec file: stored absolute, so the sweep continues from anywhere
@@ -56,8 +61,6 @@ def config_dir(parent: Path, config: Configuration) -> Path:
 
 
 def _open_parent(out: Path | None, p: Plan) -> Path:
-    from congestlab.testbed import new_prefix
-
     if out is None:
         parent = Path("runs") / f"sensitivity-{Path(p.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
     else:
@@ -77,17 +80,6 @@ def _open_parent(out: Path | None, p: Plan) -> Path:
     return parent
 
 
-def run_status(run_dir: Path) -> str | None:
-    """complete, another recorded status, or None (no manifest: nothing to keep)."""
-    path = run_dir / "manifest.json"
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text()).get("status") or "unknown"
-    except ValueError:
-        return None
-
-
 def _record(parent: Path, config_id: str, entry: dict) -> None:
     state_path = parent / STATE
     state = json.loads(state_path.read_text())
@@ -101,27 +93,22 @@ def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster:
                     echo=print) -> Path:
     """Run every configuration not yet complete; a configuration that fails is recorded and
     the sweep goes on (its report says so); Ctrl-C/SIGTERM stop the sweep."""
-    from congestlab.cli import _execute
-
     parent = _open_parent(out, p)
     echo(f"sensitivity run: {parent} ({len(p.configs)} configurations)")
     for i, config in enumerate(p.configs, start=1):
         run_dir = config_dir(parent, config)
-        status = run_status(run_dir)
+        status = child_status(run_dir)
         if status == "complete":
             echo(f"[{i}/{len(p.configs)}] {config.id}: complete, kept")
             continue
         echo(f"[{i}/{len(p.configs)}] {config.id}: " + ("resuming" if status else "running"))
-        if status is None and run_dir.exists():
-            shutil.rmtree(run_dir)  # a run that wrote no manifest holds nothing to keep
         started = time.monotonic()
         # the machine is shared: the load beside every wall time (docs/notes/sensitivity-ipv6.md)
         entry = {"dir": str(run_dir.relative_to(parent)), "load_avg_1m_start": round(os.getloadavg()[0], 2)}
         try:
-            if status is None:
-                _execute(p.specs[config.id], p.quick, run_dir, False, calibrate, None, None, cluster)
-            else:
-                _execute(p.specs[config.id], p.quick, None, False, calibrate, None, run_dir, cluster)
+            console = Console()
+            run_child(p.specs[config.id], run_dir, p.quick, calibrate, cluster, console)  # (no manifest: afresh)
+            print_report(build_report(run_dir), console)
             entry["status"] = "complete"
         except Interrupted:
             _record(parent, config.id, entry | {"status": "interrupted", "wall_s": round(time.monotonic() - started, 1)})
@@ -136,8 +123,6 @@ def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster:
 
 
 def dry_run(p: Plan, echo=print) -> None:
-    from congestlab.spec.sweep import expand
-
     for config in p.configs:
         points = expand(p.specs[config.id], p.quick)
         reps = sum(pt.repetitions for pt in points)

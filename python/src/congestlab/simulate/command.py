@@ -1,17 +1,21 @@
 """`congestlab simulate SPEC [--compare]`: the spec's points in leansim, then (with --compare)
-the same spec in netns through the one runner, and the gap per metric as sim ÷ emulation."""
+the same spec in netns through the one way to run a study (study.py), and the gap per metric as sim ÷ emulation."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
+from rich.console import Console
+
 from congestlab.results import read_results
+from congestlab.rundir import prepare_out_dir
+from congestlab.runner import require_root
 from congestlab.simulate.compare import compare_rows, conditions, failed_checks, write_comparison
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
+from congestlab.study import run_study
 
 
 def _summary(rows: list[dict]) -> str:
@@ -30,12 +34,8 @@ def _summary(rows: list[dict]) -> str:
 
 
 def run_simulate(spec, quick: bool, compare: bool, out: Path | None, repetitions: int | None, seed: int) -> Path:
-    from congestlab.rundir import prepare_out_dir
-
     points = sim_points(spec, quick)  # refuses what it cannot model before anything runs
     if compare:
-        from congestlab.runner import require_root
-
         require_root()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = prepare_out_dir(out or Path("runs") / f"sim-{spec.name}-{stamp}")
@@ -46,17 +46,13 @@ def run_simulate(spec, quick: bool, compare: bool, out: Path | None, repetitions
     print(f"simulation: {len(sim_rows)} GETs in {sim_wall_s:.1f} s wall; rows in {out_dir / 'sim/results/request.csv'}")
     if not compare:
         return out_dir
-    from congestlab.runner import Runner
-
     if repetitions is not None:
         spec = spec.model_copy(update={"repetitions": repetitions})
         if quick:
             spec = spec.model_copy(update={"quick": spec.quick.model_copy(update={"repetitions": repetitions})})
     emu_dir = out_dir / "emulation"
-    emu_dir.mkdir()
-    (emu_dir / "logs").mkdir()
     started = time.monotonic()
-    Runner(spec, emu_dir, quick=quick, argv=sys.argv).run()
+    run_study(spec, quick, out=emu_dir, console=Console(quiet=True))  # (its place is said below)
     emu_wall_s = time.monotonic() - started
     rows = compare_rows(sim_rows, read_results(emu_dir, "request"))
     title = f"{spec.name}: simulation ÷ emulation"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from congestlab.errors import SpecError
 from congestlab.servers.files import url_path
-from congestlab.servers.lean import KNOB_FLAGS, knob_args
+from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
 from congestlab.spec.models import LinkSpec, StudySpec
 from congestlab.spec.sweep import Point, expand
 

@@ -10,8 +10,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
-from congestlab.spec.fieldpath import field_path
+from congestlab.spec.fieldpath import FieldPathError, apply, field_path
 from congestlab.spec.models import StudySpec
+from congestlab.spec.report import validate_report
+from congestlab.spec.sweep import SweepError, expand
 
 PRESETS = "congestlab.spec.presets"
 
@@ -57,8 +59,6 @@ def apply_settings(study: StudySpec, settings: dict[str, Any], origin: str, over
     """The study with `settings` (dotted field path -> value, spec/fieldpath.py) applied and
     validated again like a spec file; a wrong path or value is one SpecError line.
     `over_quick`: the settings hold under --quick too (the same fields leave `[quick]`)."""
-    from congestlab.spec.fieldpath import FieldPathError, apply
-
     full = study.model_dump(mode="json")
     as_set = study.model_dump(mode="json", exclude_unset=True)
     try:
@@ -123,8 +123,6 @@ def extend_preset(data: dict[str, Any], origin: str, chain: tuple[str, ...] = ()
 def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
     """The study, its report declaration and every point of its sweeps (full and quick)
     checked now, so a wrong value fails before anything is built."""
-    from congestlab.spec.sweep import SweepError, expand
-
     try:
         study = StudySpec.model_validate(data)
     except ValidationError as err:
@@ -142,11 +140,9 @@ def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
 
 
 def _validate_report(study: StudySpec, origin: str) -> None:
-    """The report package owns the `[report]` table's schema (report/declaration.py)."""
+    """The `[report]` table's schema: spec/report.py (the report package renders it)."""
     if not study.report:
         return
-    from congestlab.report.declaration import validate_report
-
     axes = list(dict.fromkeys(a.name for e in study.experiments for a in e.axes))
     try:
         validate_report(study.report, axes, study.published)

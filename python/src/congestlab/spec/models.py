@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from congestlab.servers.lean import KNOB_FLAGS, knob_value_problem
+from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
 from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]

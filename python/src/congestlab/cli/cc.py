@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
+from rich.console import Console
 
 from congestlab.cc import registry, share
+from congestlab.runner import require_root
+from congestlab.study import run_study
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -43,18 +45,10 @@ def share_cmd(
 ) -> None:
     """Two iperf3 flows over one bottleneck: CUBIC vs Compound, Compound vs Compound, CUBIC vs CUBIC
     (the cc-share preset, with these options as its settings)."""
-    from rich.console import Console
-
-    from congestlab.rundir import new_run_dir, prepare_out_dir
-    from congestlab.runner import Runner, require_root
-    from congestlab.testbed import new_prefix
-
     require_root()
     spec = share.preset_with(seconds=seconds, rate_bps=rate_mbit * 1_000_000, queue_packets=fifo_packets,
                              ack_delay_ms=ack_delay_ms)
-    run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
-    Console(stderr=True).print(f"run directory: {run_dir}")
-    Runner(spec, run_dir, argv=sys.argv, preset="cc-share").run()
+    run_dir = run_study(spec, out=out, preset=share.PRESET, console=Console(stderr=True))
     typer.echo(f"bottleneck {rate_mbit} Mbit/s, FIFO {fifo_packets} packets, ACK delay {ack_delay_ms:g} ms, "
                f"{seconds:g} s per pair")
     typer.echo(share.markdown_table(share.shares(run_dir)))

@@ -1,169 +1,58 @@
-"""The congestlab command line: one line and a distinct exit code for every known error."""
+"""The congestlab command line: one line and a distinct exit code for every known error.
+Sub-apps: `congestlab cc` (cli/cc.py) and `congestlab bench` (cli/bench.py)."""
 
 from __future__ import annotations
 
-import importlib
+import json
 import math
 import statistics
 import sys
 from pathlib import Path
 
 import typer
+from rich.console import Console
 
-from congestlab.errors import CongestlabError
+from congestlab import study as studies
+from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
+from congestlab.analysis.run_analysis import analyze_run
+from congestlab.cli import bench as bench_cli
+from congestlab.cli import cc as cc_cli
+from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
+from congestlab.doctor import diagnose
+from congestlab.errors import CongestlabError, SpecError
+from congestlab.paths import REPO_ROOT
+from congestlab.report import build_report
+from congestlab.report.data import RunData
+from congestlab.report.terminal import print_report
+from congestlab.results import write_results
+from congestlab.rundir import read_manifest, write_manifest
+from congestlab.runner import require_root
+from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
+from congestlab.sensitivity.distance import by_metric as per_metric
+from congestlab.sensitivity.distance import distance as run_distance
+from congestlab.sensitivity.sweep_run import dry_run as print_plan
+from congestlab.sensitivity.sweep_run import plan, run_sensitivity
+from congestlab.simulate.command import run_simulate
+from congestlab.spec import load_preset, preset_names
+from congestlab.spec.models import StudySpec
+from congestlab.spec.reference import render
+from congestlab.testbed.namespaces import clean_leftovers
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
-# Sub-commands that live with their component: (name, module holding a typer `app`).
-SUBAPPS = [
-    ("cc", "congestlab.cc.cli", "Congestion controls: list, install and remove (Compound TCP via BPF)."),
-    ("bench", "congestlab.bench.cli", "dualbench: ANMA dual-stack benchmark and HTTP stress."),
-]
-for name, module, help_text in SUBAPPS:
-    app.add_typer(importlib.import_module(module).app, name=name, help=help_text)
-
-def _spec_for(spec_path: Path | None, preset: str | None):
-    from congestlab.spec import load_preset, load_spec
-
-    return load_preset(preset) if preset else load_spec(spec_path)
+app.add_typer(cc_cli.app, name="cc", help="Congestion controls: list, install and remove (Compound TCP via BPF).")
+app.add_typer(bench_cli.app, name="bench", help="dualbench: ANMA dual-stack benchmark and HTTP stress.")
 
 
-def _dry_run(spec, quick: bool) -> None:
-    """The testbed's commands, then every point with what it sets, in the order they run."""
-    from congestlab.runner import wanted_cc
-    from congestlab.spec.sweep import expand, run_order
-    from congestlab.testbed import Testbed
-
-    points = expand(spec, quick)
-    tb = Testbed(points[0].study.topology, kernel_cc=wanted_cc(points[0].study))
-    for step in tb.plan:
-        print(f"[{step.phase}] {step}")
-    for imp in tb.impairments:
-        iface = imp.iface
-        print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
-              f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
-              f"link_emulator = {spec.topology.link_emulator})")
-    print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
-          + " ".join(tb.layout.namespaces()))
-    runs = run_order(points, spec.order, spec.seed)
-    print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
-          f"{' (--quick)' if quick else ''}")
-    for point in points:
-        settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
-        print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
-              f"  workloads {','.join(point.workloads)}  sets: {settings}")
-    print("# run order: " + " ".join(f"{p.id}#{rep}" for p, rep in runs))
-
-
-def _resume_manifest(spec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
-    """The stored manifest of a run directory to continue with this very spec; refuses
-    (RunDirError, exit 7) another spec, another --quick, or a run whose process still lives."""
-    import json
-
-    from congestlab.errors import RunDirError
-    from congestlab.rundir import read_manifest
-    from congestlab.testbed.namespaces import list_namespaces, owner_alive
-
-    stored = read_manifest(resume, require_complete=False)
-    if stored.get("spec") != json.loads(json.dumps(spec.model_dump(mode="json"))):
-        raise RunDirError(f"{resume}: its manifest holds another spec than the one given; resume it with the "
-                          f"spec it ran ({stored.get('preset') or stored.get('study')!r})")
-    if bool(stored.get("quick")) != quick:
-        raise RunDirError(f"{resume}: it ran {'with' if stored.get('quick') else 'without'} --quick; "
-                          "resume it the same way")
-    prefix = stored.get("testbed", {}).get("prefix", "")
-    if prefix and stored.get("status") == "running" and owner_alive(prefix):
-        raise RunDirError(f"{resume}: its run is still in progress (testbed {prefix})")
-    if not cluster and prefix and any(ns.startswith(prefix + "-") for ns in list_namespaces()):
-        # (on a cluster every node removes its own stale testbeds before it takes work: cluster/node.py)
-        raise RunDirError(f"{resume}: namespaces of its crashed testbed {prefix} remain; run `congestlab clean` first")
-    return stored
-
-
-def _execute(spec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool, preset: str | None = None,
-             resume: Path | None = None, cluster: str | None = None) -> None:
-    from rich.console import Console
-
-    from congestlab.report import build_report
-    from congestlab.rundir import new_run_dir, prepare_out_dir
-    from congestlab.runner import Runner, require_root
-    from congestlab.testbed import new_prefix
-
+def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool,
+             preset: str | None, resume: Path | None, cluster: str | None) -> None:
     if dry_run:
-        _dry_run(spec, quick)
+        studies.dry_run(spec, quick)
         return
-    if cluster is None:
-        require_root()  # on a cluster, the nodes build the testbeds; the head only gathers
-    if calibrate and spec.calibrate is None:
-        from congestlab.errors import SpecError
-
-        raise SpecError("calibrate", f"study {spec.name!r} names no (sender, receiver) pair; --calibrate has "
-                        "nothing to measure")
     console = Console()
-    if resume is not None:
-        from congestlab.errors import RunDirError
-
-        if out is not None:
-            raise RunDirError("--resume continues its own directory; drop --out")
-        run_dir = resume.absolute()
-        stored = _resume_manifest(spec, quick, run_dir, cluster)
-        for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
-            partial.unlink()
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset,
-                        resume=stored)
-        console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "
-                      f"{len(runner.runs)} to run")
-    else:
-        run_dir = prepare_out_dir(out) if out else new_run_dir(Path("runs"), spec.name, new_prefix())
-        console.print(f"run directory: {run_dir}")
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=sys.argv, preset=preset)
-    if cluster is None:
-        runner.run()
-    else:
-        _run_on_cluster(runner, cluster, calibrate, console)
-    _print_report(build_report(run_dir), console)
-
-
-def _run_on_cluster(runner, address: str, calibrate: bool, console) -> None:
-    """--cluster: the only place Ray is imported (an optional extra: .[cluster])."""
-    from congestlab.errors import ClusterError
-
-    try:
-        from congestlab.cluster.driver import run_on_cluster
-    except ImportError as err:
-        raise ClusterError(f"--cluster needs Ray: pip install -e '.[cluster]' ({err})") from None
-    console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
-                  f"{len({p.unit for p, _ in runner.runs})} units")
-    try:
-        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
-    except CongestlabError as err:
-        # The run directory already says how the run ended (cluster/driver.py). End the
-        # process here: Ray's core worker aborts an interpreter exit (status 1) when an
-        # object reference of a cancelled task is collected after ray.shutdown().
-        import os
-
-        print(f"congestlab: {err}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(err.exit_code)
-
-
-def _print_report(report, console) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    # a pipe or file gets 80 columns, which squeezes wide tables (anma's 18 columns) to "…"
-    tables = console if console.is_terminal else Console(width=200)
-    for title, (header, rows) in report.console.items():
-        table = Table(title=title)
-        for col in header:
-            table.add_column(col, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        tables.print(table)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print(f"report: {report.markdown_path}  (also {report.html_path.name}, plots/)")
-
+    run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
+                                console=console)
+    print_report(build_report(run_dir), console)
 
 @app.command()
 def run(
@@ -178,7 +67,7 @@ def run(
                                 "auto; docs/cluster.md)"),
 ) -> None:
     """Run a study spec on a fresh testbed, then analyze and report it."""
-    _execute(_spec_for(spec_path, None), quick, out, dry_run, calibrate, resume=resume, cluster=cluster)
+    _execute(studies.load_study(spec_path), quick, out, dry_run, calibrate, None, resume, cluster)
 
 
 @app.command()
@@ -194,7 +83,7 @@ def reproduce(
                                 "auto; docs/cluster.md)"),
 ) -> None:
     """Reproduce a study from its preset (see `congestlab presets`)."""
-    _execute(_spec_for(None, name), quick, out, dry_run, calibrate, preset=name, resume=resume, cluster=cluster)
+    _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster)
 
 
 @app.command()
@@ -207,16 +96,12 @@ def simulate(
     out: Path = typer.Option(None, "--out", help="output directory (new or empty); default runs/sim-NAME-TIME"),
 ) -> None:
     """Run a one-bottleneck lean-server scenario in leantcp's simulator (docs/simulation.md)."""
-    from congestlab.simulate.command import run_simulate
-
-    run_simulate(_spec_for(spec_path, None), quick, compare, out, repetitions, seed)
+    run_simulate(studies.load_study(spec_path), quick, compare, out, repetitions, seed)
 
 
 @app.command()
 def presets() -> None:
     """List the studies' presets (each a TOML file; `congestlab schema` describes the format)."""
-    from congestlab.spec import load_preset, preset_names
-
     for name in preset_names():
         spec = load_preset(name)
         print(f"{name:10} {spec.title}  [{spec.source}]")
@@ -227,14 +112,7 @@ def schema(
     markdown: bool = typer.Option(False, "--markdown", help="the field reference (docs/spec.md) instead"),
 ) -> None:
     """Print the JSON Schema of a study spec (for editors that validate TOML as you type)."""
-    import json
-
-    from congestlab.paths import REPO_ROOT
-    from congestlab.spec.models import StudySpec
-
     if markdown:
-        from congestlab.spec.reference import render
-
         print(render(REPO_ROOT / "examples" / "lean-weights.toml"), end="")
         return
     print(json.dumps(StudySpec.model_json_schema(), indent=1))
@@ -243,9 +121,6 @@ def schema(
 @app.command()
 def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
     """Recompute results/*.csv from a run directory's captures and records (no root needed)."""
-    from congestlab.analysis.run_analysis import analyze_run
-    from congestlab.rundir import read_manifest, write_manifest
-
     manifest = read_manifest(run_dir)
     result = analyze_run(run_dir, manifest)
     manifest["analysis"] = result.summary
@@ -267,11 +142,6 @@ def rto_replay(
 ) -> None:
     """Replay the lean server's RTO estimator over its RTT samples (log and capture): Table 6
     and Tables 34-35 (docs/rto-replay.md). Writes results/rto_*.csv."""
-    from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
-    from congestlab.errors import SpecError
-    from congestlab.results import write_results
-    from congestlab.rundir import read_manifest
-
     weights = list(WEIGHTS) if weight.strip().lower() == "every" else _names(weight.upper(), WEIGHTS, "--weight")
     samplings = _names(sampling.lower(), SAMPLINGS, "--sampling")
     try:
@@ -292,8 +162,6 @@ def rto_replay(
 
 
 def _names(text: str, known, option: str) -> list[str]:
-    from congestlab.errors import SpecError
-
     names = [n.strip() for n in text.split(",") if n.strip()]
     for name in names:
         if name not in known:
@@ -307,12 +175,8 @@ def report(
     check: bool = typer.Option(False, "--check", help="exit 1 when a claim marked as a property of the tool fails"),
 ) -> None:
     """Write report.md, report.html and plots/ from a run directory (no root needed)."""
-    from rich.console import Console
-
-    from congestlab.report import build_report
-
     built = build_report(run_dir)
-    _print_report(built, Console())
+    print_report(built, Console())
     failed = built.failed_properties
     for finding in failed:
         print(f"congestlab: property {finding.claim.id} does not hold: {finding.claim.title}", file=sys.stderr)
@@ -326,11 +190,9 @@ def compare(
     out: Path = typer.Option(None, "--out", help="directory for compare.md/.html and plots; default compare-TIME"),
 ) -> None:
     """The same cells of several runs side by side, with differences and overlaid plots."""
-    from rich.console import Console
+    from congestlab.report.compare import compare_runs  # matplotlib
 
-    from congestlab.report.compare import compare_runs
-
-    _print_report(compare_runs(run_dirs, out), Console())
+    print_report(compare_runs(run_dirs, out), Console())
 
 
 @app.command()
@@ -346,9 +208,7 @@ def sensitivity(
 ) -> None:
     """Run a preset under every combination of plausible values; distance to the published
     numbers and robust findings per configuration (docs/fidelity.md)."""
-    from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
-    from congestlab.sensitivity.report import build_sensitivity_report
-    from congestlab.sensitivity.sweep_run import dry_run as print_plan, plan, run_sensitivity
+    from congestlab.sensitivity.report import build_sensitivity_report  # matplotlib
 
     parsed = (load_axes_file(axes) if axes else []) + [parse_axis_option(a) for a in axis]
     p = plan(preset, parsed, quick)
@@ -356,19 +216,17 @@ def sensitivity(
         print_plan(p)
         return
     if cluster is None:
-        from congestlab.runner import require_root
-
         require_root()
     parent = run_sensitivity(p, out, calibrate, cluster)
-    _print_report(build_sensitivity_report(parent), _console())
+    print_report(build_sensitivity_report(parent), Console())
 
 
 @app.command("sensitivity-report")
 def sensitivity_report(parent: Path = typer.Argument(..., help="a sensitivity run's parent directory")) -> None:
     """Rebuild sensitivity.md/.html and plots from a sensitivity run's stored runs (no root)."""
-    from congestlab.sensitivity.report import build_sensitivity_report
+    from congestlab.sensitivity.report import build_sensitivity_report  # matplotlib
 
-    _print_report(build_sensitivity_report(parent), _console())
+    print_report(build_sensitivity_report(parent), Console())
 
 
 @app.command()
@@ -377,10 +235,7 @@ def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run direc
                                             "median and range")) -> None:
     """Each run's distance to the published numbers: median and worst |ln(ours/published)|
     over the published cells, cells within 25 % (docs/fidelity.md)."""
-    from congestlab.report.data import RunData
-    from congestlab.sensitivity.distance import by_metric as per_metric
-    from congestlab.sensitivity.distance import distance as run_distance
-    from congestlab.sensitivity.report import published_cells
+    from congestlab.sensitivity.report import published_cells  # matplotlib
 
     for run_dir in run_dirs:
         cells = published_cells(RunData(run_dir))
@@ -401,23 +256,12 @@ def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run direc
                       f"{ratios[-1]:.2f}x), |ln| median {m.median:.2f}, {m.within()}/{m.measured} cells within 25 %")
 
 
-def _console():
-    from rich.console import Console
-
-    return Console()
-
-
 @app.command()
 def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
     """Remove namespaces (and their processes) left behind by crashed runs."""
-    from congestlab.runner import require_root
-    from congestlab.testbed.namespaces import clean_leftovers
-
     require_root()
-    from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
-
     removed = clean_leftovers(include_running=all_runs)
     print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
     works = clean_work_dirs()
@@ -428,8 +272,6 @@ def clean(
 @app.command()
 def doctor() -> None:
     """What is present or missing on this machine, and the command that fixes each."""
-    from congestlab.doctor import diagnose
-
     missing = 0
     for item in diagnose():
         mark = "ok  " if item.ok else ("MISS" if item.required else "----")
@@ -448,6 +290,3 @@ def main() -> None:
         print("congestlab: interrupted", file=sys.stderr)
         sys.exit(130)
 
-
-if __name__ == "__main__":
-    main()

@@ -10,6 +10,7 @@ import typer
 
 from congestlab.errors import ToolError
 from congestlab.paths import rust_binary
+from congestlab.runner import require_root
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -25,8 +26,6 @@ def dualbench_argv(mode: str, args: list[str], netns: str | None = None, binary:
 
 def _run(mode: str, args: list[str], netns: str | None) -> None:
     if netns:
-        from congestlab.runner import require_root
-
         require_root()
     argv = dualbench_argv(mode, args, netns)
     try:

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from congestlab.errors import SpecError
 from congestlab.results import COMMON_COLUMNS, KIND_COLUMNS
 
 Scalar = str | int | float | bool
@@ -303,8 +304,6 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
 def load_report_spec(spec: dict) -> ReportSpec:
     """The `[report]` section of a resolved spec (a manifest's "spec"), validated; a
     declaration error becomes a SpecError naming the field."""
-    from congestlab.errors import SpecError
-
     try:
         return ReportSpec.model_validate(spec.get("report") or {})
     except ValidationError as err:
@@ -316,8 +315,6 @@ def load_report_spec(spec: dict) -> ReportSpec:
 def validate_report(report: dict, axes: list[str], published: list[dict] | None = None) -> ReportSpec:
     """For the spec loader: a study's `[report]` section and `published` values, checked by
     themselves and against the study's axes; a SpecError naming the field otherwise."""
-    from congestlab.errors import SpecError
-
     spec = load_report_spec({"report": report})
     try:
         check_references(spec, axes, published)

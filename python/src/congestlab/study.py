@@ -1,0 +1,150 @@
+"""One public way to run a study: load a preset or a spec file, show its plan (`dry_run`),
+run it into a run directory (`run_study`: new, `--out`, `--resume`, on a Ray cluster), or
+run it as one child of a sweep's parent directory (`run_child`: sensitivity's
+configurations). The command line, sensitivity, `cc share`, `simulate` and the tests all
+come through here; the Runner (runner/) does one testbed's lifecycle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from congestlab.errors import ClusterError, CongestlabError, RunDirError, SpecError
+from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
+from congestlab.runner import Runner, require_root, wanted_cc
+from congestlab.spec import load_preset, load_spec
+from congestlab.spec.models import StudySpec
+from congestlab.spec.sweep import expand, run_order
+from congestlab.testbed import Testbed, new_prefix
+from congestlab.testbed.namespaces import list_namespaces, owner_alive
+
+RUNS_PARENT = Path("runs")
+
+
+def load_study(spec_path: Path | None = None, preset: str | None = None) -> StudySpec:
+    """A preset by name, else a spec file; a bad one is one SpecError line (exit 2)."""
+    return load_preset(preset) if preset else load_spec(spec_path)
+
+
+def dry_run(spec: StudySpec, quick: bool) -> None:
+    """The testbed's commands, then every point with what it sets, in the order they run."""
+    points = expand(spec, quick)
+    tb = Testbed(points[0].study.topology, kernel_cc=wanted_cc(points[0].study))
+    for step in tb.plan:
+        print(f"[{step.phase}] {step}")
+    for imp in tb.impairments:
+        iface = imp.iface
+        print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
+              f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
+              f"link_emulator = {spec.topology.link_emulator})")
+    print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
+          + " ".join(tb.layout.namespaces()))
+    runs = run_order(points, spec.order, spec.seed)
+    print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
+          f"{' (--quick)' if quick else ''}")
+    for point in points:
+        settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
+        print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
+              f"  workloads {','.join(point.workloads)}  sets: {settings}")
+    print("# run order: " + " ".join(f"{p.id}#{rep}" for p, rep in runs))
+
+
+def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
+    """The stored manifest of a run directory to continue with this very spec; refuses
+    (RunDirError, exit 7) another spec, another --quick, or a run whose process still lives."""
+    stored = read_manifest(resume, require_complete=False)
+    if stored.get("spec") != json.loads(json.dumps(spec.model_dump(mode="json"))):
+        raise RunDirError(f"{resume}: its manifest holds another spec than the one given; resume it with the "
+                          f"spec it ran ({stored.get('preset') or stored.get('study')!r})")
+    if bool(stored.get("quick")) != quick:
+        raise RunDirError(f"{resume}: it ran {'with' if stored.get('quick') else 'without'} --quick; "
+                          "resume it the same way")
+    prefix = stored.get("testbed", {}).get("prefix", "")
+    if prefix and stored.get("status") == "running" and owner_alive(prefix):
+        raise RunDirError(f"{resume}: its run is still in progress (testbed {prefix})")
+    if not cluster and prefix and any(ns.startswith(prefix + "-") for ns in list_namespaces()):
+        # (on a cluster every node removes its own stale testbeds before it takes work: cluster/node.py)
+        raise RunDirError(f"{resume}: namespaces of its crashed testbed {prefix} remain; run `congestlab clean` first")
+    return stored
+
+
+def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, calibrate: bool = False,
+              preset: str | None = None, resume: Path | None = None, cluster: str | None = None,
+              argv: list[str] | None = None, console: Console | None = None) -> Path:
+    """Run `spec` into a run directory and return it: a new one under runs/ (or `out`, new or
+    empty), or `resume`'s (only its repetitions without results run). `cluster`: the units
+    of points run on a Ray cluster at this address (docs/cluster.md)."""
+    if cluster is None:
+        require_root()  # on a cluster, the nodes build the testbeds; the head only gathers
+    if calibrate and spec.calibrate is None:
+        raise SpecError("calibrate", f"study {spec.name!r} names no (sender, receiver) pair; --calibrate has "
+                        "nothing to measure")
+    console = console or Console()
+    argv = argv if argv is not None else sys.argv
+    if resume is not None:
+        if out is not None:
+            raise RunDirError("--resume continues its own directory; drop --out")
+        run_dir = resume.absolute()
+        stored = resume_manifest(spec, quick, run_dir, cluster)
+        for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
+            partial.unlink()
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset, resume=stored)
+        console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "
+                      f"{len(runner.runs)} to run")
+    else:
+        run_dir = prepare_out_dir(out) if out else new_run_dir(RUNS_PARENT, spec.name, new_prefix())
+        console.print(f"run directory: {run_dir}")
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset)
+    if cluster is None:
+        runner.run()
+    else:
+        _run_on_cluster(runner, cluster, calibrate, console)
+    return run_dir
+
+
+def child_status(run_dir: Path) -> str | None:
+    """A sweep child's state: complete, another recorded status, or None (no manifest:
+    nothing to keep)."""
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text()).get("status") or "unknown"
+    except ValueError:
+        return None
+
+
+def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
+              cluster: str | None = None, console: Console | None = None) -> Path:
+    """One run of a sweep, at `run_dir` inside the sweep's parent directory: continued when
+    it has a manifest, else started afresh (a directory without one holds nothing to keep)."""
+    if child_status(run_dir) is None:
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        return run_study(spec, quick, out=run_dir, calibrate=calibrate, cluster=cluster, console=console)
+    return run_study(spec, quick, calibrate=calibrate, resume=run_dir, cluster=cluster, console=console)
+
+
+def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Console) -> None:
+    """--cluster: the only place Ray is imported (an optional extra: .[cluster])."""
+    try:
+        from congestlab.cluster.driver import run_on_cluster  # imports ray
+    except ImportError as err:
+        raise ClusterError(f"--cluster needs Ray: pip install -e '.[cluster]' ({err})") from None
+    console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
+                  f"{len({p.unit for p, _ in runner.runs})} units")
+    try:
+        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
+    except CongestlabError as err:
+        # The run directory already says how the run ended (cluster/driver.py). End the
+        # process here: Ray's core worker aborts an interpreter exit (status 1) when an
+        # object reference of a cancelled task is collected after ray.shutdown().
+        print(f"congestlab: {err}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(err.exit_code)
