@@ -238,7 +238,7 @@ def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(pr
     it running, so its own end (MGEN's OFF, the loads' --seconds) must lie beyond all of
     those runs, not only its first unit's (with the seed-fit's 60 s warm-ups it ran out
     before the last unit)."""
-    from congestlab.runner import Runner
+    from congestlab.runner import Runner, run_bound_s
     from congestlab.spec.sweep import block_backgrounds
 
     runner = Runner(load_preset(preset), "/nonexistent", quick=quick)
@@ -250,7 +250,7 @@ def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(pr
             if before.get(name) == spec:
                 continue  # kept from the previous run, not started here
             end = next((j for j in range(i, len(runs)) if block_backgrounds(runs[j][0]).get(name) != spec), len(runs))
-            assert runner._bound_s(point, rep) >= sum(runner._run_bound_s(p) for p, _ in runs[i:end]), (name, point.id)
+            assert runner.backgrounds.bound_s(point, rep) >= sum(run_bound_s(p) for p, _ in runs[i:end]), (name, point.id)
             checked += 1
     udp_starts = [p.id for i, (p, _) in enumerate(runs) if
                   block_backgrounds(p).get("udp") != (block_backgrounds(runs[i - 1][0]).get("udp") if i else None)]

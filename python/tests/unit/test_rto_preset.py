@@ -9,7 +9,7 @@ import re
 import pytest
 
 from congestlab.paths import REPO_ROOT
-from congestlab.runner import BACKGROUND_MARGIN_S, Runner
+from congestlab.runner import BACKGROUND_MARGIN_S, Runner, run_bound_s
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import background_key, expand, run_order
 
@@ -111,11 +111,11 @@ def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them
     first_100 = next(i for i, (p, _) in enumerate(runner.runs) if p.labels["level"] == "100")
     point, rep = runner.runs[first_100]
     kept = len(runner.runs) - first_100
-    assert runner._bound_s(point, rep) >= kept * (study.warmup_s + point.study.workload("get").timeout_s)
+    assert runner.backgrounds.bound_s(point, rep) >= kept * (study.warmup_s + point.study.workload("get").timeout_s)
     # the 75 Mbit/s background's bound counts its own level's runs, not the next level's
     point75, rep75 = runner.runs[0]
-    assert runner._bound_s(point75, rep75) == BACKGROUND_MARGIN_S + sum(
-        runner._run_bound_s(p) for p, _ in runner.runs[:first_100])
+    assert runner.backgrounds.bound_s(point75, rep75) == BACKGROUND_MARGIN_S + sum(
+        run_bound_s(p) for p, _ in runner.runs[:first_100])
 
 
 # Spot checks of the published values against seed 000's appendix (Tables 25-38).
@@ -280,5 +280,5 @@ def test_e4_probes_the_pairs_other_server_from_the_units_other_point(study):
     for exp, first, other in (("e4-lean-apache", "lean", "apache"), ("e4-apache-iis", "apache", "iis"),
                               ("e4-iis-lean", "iis", "lean")):
         point = next(p for p in runner.points if p.experiment == exp and p.labels["server"] == first)
-        assert runner._probe_client(point, point.study.server(other)) == "client"
-        assert runner._probe_client(point, point.study.server("bts")) == "btcli"
+        assert runner.servers.probe_client(point, point.study.server(other)) == "client"
+        assert runner.servers.probe_client(point, point.study.server("bts")) == "btcli"

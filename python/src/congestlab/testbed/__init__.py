@@ -222,6 +222,10 @@ class Testbed:
             if proc in self.processes:
                 self.processes.remove(proc)
 
+    def show(self, argv: list[str]) -> str:
+        """A read-only query of the testbed's state (e.g. `tc -n NS -s qdisc show dev D`)."""
+        return self.executor.query(argv)
+
     def ping(self, src: str, dst: str, family: str, count: int = 1, timeout_s: float = 3.0) -> None:
         addr = self.address(dst, family)
         argv = ["ping", "-4" if family == "v4" else "-6", "-c", str(count), "-W", str(int(timeout_s)), "-q", addr]

@@ -46,6 +46,11 @@ class Executor:
                 self._batch(key, group)
         self.seconds += time.monotonic() - start
 
+    def query(self, argv: list[str]) -> str:
+        """The output of a read-only command (e.g. `tc -n NS qdisc show`); not a step of
+        the plan, so not counted in commands_run. A failure raises ToolError."""
+        return run_argv(argv).stdout
+
     def _one(self, step: Step) -> None:
         self.commands_run += 1
         try:

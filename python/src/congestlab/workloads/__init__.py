@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
 
 from congestlab.errors import SpecError
+from congestlab.paths import rust_binary
+from congestlab.workloads.base import Background
 
 # kind -> (module, class); imported on use so a study loads only what it runs
 RUNNERS = {
@@ -24,18 +27,24 @@ def runner_for(spec):
     return getattr(importlib.import_module(module), name)
 
 
-def tool_versions(kinds: set[str]) -> dict[str, str]:
-    """Versions of the tools the given workload kinds drive (for the manifest)."""
+def is_background(spec) -> bool:
+    """A background load (runs beside the measuring workloads) rather than a measuring one."""
+    return issubclass(runner_for(spec), Background)
+
+
+def tool_versions(specs: list) -> dict[str, str]:
+    """Versions of the tools the given workloads drive (for the manifest)."""
+    kinds = {spec.kind for spec in specs}
     versions = {}
+    if any(spec.kind == "get" and spec.client_kind == "chromium" for spec in specs):
+        from congestlab.traffic.chromium import chromium_version
+
+        versions["chromium"] = chromium_version()
     if "mgen" in kinds:
         from congestlab.traffic.mgen import mgen_version
 
         versions["mgen"] = mgen_version()
     if kinds & {"http_load", "anma"}:
-        import subprocess
-
-        from congestlab.paths import rust_binary
-
         out = subprocess.run([str(rust_binary("dualbench")), "--version"], capture_output=True, text=True, timeout=10)
         versions["dualbench"] = out.stdout.strip()
     if "iperf" in kinds:
@@ -43,8 +52,6 @@ def tool_versions(kinds: set[str]) -> dict[str, str]:
 
         versions |= iperf_versions()
     if "ping" in kinds:
-        import subprocess
-
         out = subprocess.run(["ping", "-V"], capture_output=True, text=True, timeout=10)
         versions["ping"] = (out.stdout + out.stderr).strip().splitlines()[0] if out.returncode == 0 else "?"
     return versions

@@ -44,6 +44,14 @@ def anma_row(name: str, server: str, family: str, fam: FamilyResult) -> dict:
 
 
 class AnmaRunner(Measuring):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(spec.client, study.server(spec.server).node)}
+
+    @classmethod
+    def client_of(cls, spec, server_name: str) -> str | None:
+        return spec.client if spec.server == server_name else None
+
     def run(self, repetition: int) -> tuple[list[Record], list]:
         spec, ctx = self.spec, self.ctx
         server = ctx.servers[spec.server]

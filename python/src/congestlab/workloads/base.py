@@ -49,6 +49,23 @@ class _WorkloadRunner(ABC):
         self.log_dir = log_dir
         self.argvs: list[list[str]] = []
 
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        """(source, destination) hosts its traffic joins: each pair of kernel hosts must
+        answer ping over both families before anything runs."""
+        return set()
+
+    @classmethod
+    def client_of(cls, spec, server_name: str) -> str | None:
+        """The host it fetches `server_name`'s files from, when it talks to that server
+        (the server's ready and congestion-control checks run from there)."""
+        return None
+
+    @classmethod
+    def socket_ccs(cls, spec) -> set[str]:
+        """Congestion controls its flows select per socket (the kernel must offer them)."""
+        return set()
+
 
 class Background(_WorkloadRunner):
     @abstractmethod

@@ -18,6 +18,14 @@ RAW_KIND = "get_raw"  # a request as curl saw it; the analysis measures it in th
 
 
 class GetRunner(Measuring):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(r.client, study.server(r.server).node) for r in spec.requests}
+
+    @classmethod
+    def client_of(cls, spec, server_name: str) -> str | None:
+        return next((req.client for req in spec.requests if req.server == server_name), None)
+
     def run(self, repetition: int) -> tuple[list[Record], list]:
         results: list[list[Record]] = [[] for _ in self.spec.requests]
         threads = [threading.Thread(target=self._one_request, args=(i, req, results[i]), daemon=True)

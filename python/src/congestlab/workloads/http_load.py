@@ -35,6 +35,14 @@ def parse_seconds(text: bytes) -> list[dict]:
 
 
 class HttpLoadRunner(Background):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(spec.client, study.server(spec.server).node)}
+
+    @classmethod
+    def client_of(cls, spec, server_name: str) -> str | None:
+        return spec.client if spec.server == server_name else None
+
     def __init__(self, spec, ctx, log_dir: Path):
         super().__init__(spec, ctx, log_dir)
         self.proc: subprocess.Popen | None = None

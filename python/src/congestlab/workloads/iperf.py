@@ -295,6 +295,15 @@ def iperf_versions() -> dict[str, str]:
 
 # --- the runner ----------------------------------------------------------------------------
 class IperfRunner(Measuring):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(spec.client, spec.server)} | {(f.client, spec.server) for f in spec.flows if f.client}
+
+    @classmethod
+    def socket_ccs(cls, spec) -> set[str]:
+        """iperf3 -C asks for these on its own sockets."""
+        return {flow.cc for flow in spec.flows if flow.cc}
+
     def run(self, repetition: int) -> tuple[list[Record], list[Check]]:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.spec.version == 2:

@@ -30,6 +30,10 @@ def utc_seconds_of_day(epoch_s: float) -> float:
 
 
 class MgenRunner(Background):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(p.source, p.sink) for p in spec.pairs}
+
     """The flows of one MgenWorkload. Every flow is switched off by the source script
     itself after the context's bound, so the traffic stops even if congestlab dies."""
 

@@ -89,6 +89,10 @@ def loss_check(name: str, result: PingResult, expected: float, tolerance: float,
 
 
 class PingRunner(Measuring):
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(spec.client, spec.server)}
+
     def run(self, repetition: int) -> tuple[list[Record], list[Check]]:
         spec = self.spec
         addr = self.ctx.address(spec.server, spec.family)

@@ -1,0 +1,87 @@
+"""What a run asks of the machine itself: root, SIGTERM as Ctrl-C, and the kernel's
+congestion controls (the spec's per host, Compound TCP from BPF when asked for)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from contextlib import contextmanager
+
+from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available, ensure, remove
+from congestlab.errors import Interrupted, NotRootError
+from congestlab.spec.models import StudySpec
+from congestlab.workloads import runner_for
+
+BUILTIN_CC = ("cubic", "reno", "bbr")
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise NotRootError("this command builds network namespaces and needs root (run it with sudo)")
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM unwinds like Ctrl-C, so every `finally` (teardown) runs. Only the main
+    thread can set a handler: elsewhere (e.g. a cluster task's thread) the host's own applies."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted("terminated by SIGTERM; testbed torn down")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def kernel_cc_name(cc: str) -> str:
+    """Kernel name of a spec's congestion control; Compound TCP comes from BPF
+    (installed as `congestlab cc install` would)."""
+    return cc if cc in BUILTIN_CC else ensure(cc)
+
+
+def wanted_cc(study: StudySpec) -> dict[str, str]:
+    """Spec congestion control per kernel host: the node's, or that of a server on it."""
+    chosen = {n.name: n.cc for n in study.topology.nodes if n.kind == "host" and n.stack == "kernel"}
+    for server in study.servers:
+        if server.kind != "lean":
+            chosen[server.node] = server.cc
+    return chosen
+
+
+def flow_cc(study: StudySpec) -> set[str]:
+    """Congestion controls the study's flows select per socket (e.g. iperf3 -C)."""
+    return {cc for w in study.workloads for cc in runner_for(w).socket_ccs(w)}
+
+
+class CongestionControls:
+    """The kernel congestion control of every host of a point; what this run had to
+    install (Compound TCP), it removes: registration is global to the machine."""
+
+    def __init__(self, run):
+        self.run = run  # the Runner: its manifest records what this run installed
+        self.installed: list[str] = []
+
+    def per_host(self, study: StudySpec) -> dict[str, str]:
+        chosen = wanted_cc(study)
+        per_socket = flow_cc(study)
+        if "compound" in set(chosen.values()) | per_socket and "compound" not in self.installed:
+            if COMPOUND_KERNEL_NAME not in available():
+                self.installed.append("compound")
+        for cc in sorted(per_socket):
+            kernel_cc_name(cc)  # installs Compound TCP when a flow asks for it
+        names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
+        record = self.run.manifest.setdefault("congestion_control", {"per_host": names})
+        record["installed_for_this_run"] = self.installed
+        return names
+
+    def remove_installed(self) -> None:
+        if self.installed:
+            for name in self.installed:
+                remove(name)
+            self.installed = []

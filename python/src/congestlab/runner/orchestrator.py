@@ -1,0 +1,324 @@
+"""The one experiment lifecycle, for every study: plan the points, build the testbed once,
+then for each (point, repetition) in order: reconfigure the testbed, keep the right servers
+and long-lived background running, capture at every server's port, run the measuring
+workloads, record; then analysis, manifest and report. Teardown always runs (exceptions,
+Ctrl-C, SIGTERM), and the manifest says how the run ended.
+
+Run directory: docs/data-format.md. Each repetition of a point writes its own directory
+points/<point id>/r<repetition>/ (pcap/, logs/, records.jsonl, rep.json); rep.json is
+written last, so a repetition without it did not complete.
+
+A Runner can also execute a subset of the runs (`runs=`: a cluster node's unit) and
+continue a run directory (`resume=`: only the repetitions without rep.json run; the
+manifest records each resume).
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from congestlab import fidelity
+from congestlab.analysis.run_analysis import analyze_run
+from congestlab.calibrate import calibrate_bottleneck
+from congestlab.capture.tcpdump import tcpdump_version
+from congestlab.errors import CongestlabError, Interrupted, SpecError
+from congestlab.rundir import utc_now, write_manifest
+from congestlab.runner.background import Backgrounds
+from congestlab.runner.captures import Captures, start_captures, stop_captures
+from congestlab.runner.host import CongestionControls, require_root, sigterm_as_interrupt
+from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
+from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
+from congestlab.runner.progress import run_progress
+from congestlab.runner.servers import Servers
+from congestlab.spec.models import StudySpec
+from congestlab.spec.sweep import Point, expand, run_order
+from congestlab.testbed import Testbed, new_prefix
+from congestlab.testbed.executor import run_argv
+from congestlab.traffic.http_request import curl_version
+from congestlab.workloads import is_background, runner_for, tool_versions
+from congestlab.workloads.base import Background, Context, RunningServer
+
+
+class Runner:
+    def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
+                 console: Console | None = None, argv: list[str] | None = None, preset: str | None = None,
+                 runs: list[tuple[str, int]] | None = None, resume: dict | None = None, analyze: bool = True,
+                 tag: str = ""):
+        """`runs`: only these (point id, repetition) pairs, in the study's order (default all).
+        `resume`: the stored manifest of `run_dir`; the repetitions without rep.json run, the
+        finished ones are kept. `analyze`: False leaves analysis to the caller (cluster nodes).
+        `tag`: appended to server instance names and background log directories, so those of
+        several executions gathered into one run directory never collide (cluster/)."""
+        self.study = study
+        self.run_dir = Path(run_dir)
+        self.quick = quick
+        self.calibrate = calibrate
+        self.console = console or Console(stderr=True)
+        self.prefix = new_prefix()
+        self.points: list[Point] = expand(study, quick)
+        self.all_runs = run_order(self.points, study.order, study.seed)
+        self.runs = self.all_runs
+        if runs is not None:
+            wanted = {(str(pid), int(rep)) for pid, rep in runs}
+            unknown = wanted - {(p.id, r) for p, r in self.all_runs}
+            if unknown:
+                raise SpecError("runs", f"not runs of this study: {sorted(unknown)}")
+            self.runs = [(p, r) for p, r in self.all_runs if (p.id, r) in wanted]
+        self.do_analyze = analyze
+        self.tag = tag
+        self.axes = list(dict.fromkeys(a for p in self.points for a in p.labels))
+        self.checks: list[fidelity.Check] = []
+        self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
+                                           self.prefix)
+        self.cc = CongestionControls(self)
+        self.servers = Servers(self)
+        self.backgrounds = Backgrounds(self)
+        self.temp_dirs: list[Path] = []
+        self._last_point = ""
+        self._resume_entry: dict | None = None
+        if resume is not None:
+            done = [(p, r) for p, r in self.runs if self.rep_complete(p.id, r)]
+            self.runs = [(p, r) for p, r in self.runs if not self.rep_complete(p.id, r)]
+            self.manifest, self._resume_entry, kept = continued_manifest(resume, self.manifest, self.run_dir, done,
+                                                                         self.runs, argv, self.prefix)
+            self.checks += kept
+            self.servers.instances = sum(len(v) for v in self.manifest["servers"].values())
+
+    @property
+    def resuming(self) -> bool:
+        return self._resume_entry is not None
+
+    def rep_complete(self, point_id: str, rep: int) -> bool:
+        """rep.json is written last: a repetition with it completed."""
+        return rep_complete(self.run_dir, point_id, rep)
+
+    # ------------------------------------------------------------------------------
+    def run(self) -> Path:
+        require_root()
+        start = time.monotonic()
+        usage0 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu0 = fidelity.read_cpu_jiffies()
+        (self.run_dir / "points").mkdir(parents=True, exist_ok=True)
+        for point, rep in self.runs:  # a repetition without rep.json did not complete: discarded
+            shutil.rmtree(rep_dir(self.run_dir, point.id, rep), ignore_errors=True)
+        write_manifest(self.run_dir, self.manifest)
+        try:
+            with sigterm_as_interrupt():
+                if self.runs:
+                    self._run_testbed()
+            if self.do_analyze:
+                self._analyze()
+        except KeyboardInterrupt:
+            self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
+            raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
+        except Interrupted as err:
+            self._fail("interrupted", str(err))
+            raise
+        except CongestlabError as err:
+            self._fail("failed", str(err))
+            raise
+        except Exception as err:
+            self._fail("failed", f"{type(err).__name__}: {err}")
+            raise
+        usage1 = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.monotonic() - start
+        harness_cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+        self.manifest["timing"] = {
+            "wall_s": round(wall, 2),
+            "harness_cpu_s": round(harness_cpu, 2),
+            "harness_cpu_pct_of_one_core": round(100 * harness_cpu / wall, 2),
+            "machine_cpu_busy_pct": round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1),
+        }
+        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
+                                     "warnings": [c.message for c in self.checks if not c.ok]}
+        self.manifest["status"] = "complete"
+        self.manifest["finished_utc"] = utc_now()
+        if self._resume_entry is not None:
+            self._resume_entry |= {"finished_utc": self.manifest["finished_utc"], "status": "complete",
+                                   "wall_s": self.manifest["timing"]["wall_s"]}
+        write_manifest(self.run_dir, self.manifest)
+        return self.run_dir
+
+    def _run_testbed(self) -> None:
+        """One testbed for self.runs (built for the first point, reconfigured per run); torn down always."""
+        self.manifest["tools"] = self._tool_versions()
+        first = self.points[0]  # as before; each run reconfigures the testbed to its point
+        kernel_cc = self.cc.per_host(first.study)
+        with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
+                     run_dir=str(self.run_dir)) as tb:
+            try:
+                self.manifest["testbed"] = tb.describe() | {
+                    "setup_s": round(tb.setup_s, 3), "setup_commands": tb.executor.commands_run}
+                check_reachability(tb, first)
+                self.manifest["qdiscs"] = qdisc_config(tb)
+                if self.calibrate:
+                    self.manifest["calibration"] = self._calibrate(tb)
+                self._run_all(tb)
+            finally:
+                self.backgrounds.stop_all(self._last_point)
+                self.servers.stop_all()
+        self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
+        self.manifest["testbed"]["link_emulation"] = tb.emulation  # with linkem's final counters
+        self.cc.remove_installed()
+        self._remove_temp_dirs()
+
+    def _fail(self, status: str, message: str) -> None:
+        self._remove_temp_dirs()
+        try:
+            self.cc.remove_installed()
+        except CongestlabError as err:
+            message += f"; and removing the congestion controls it installed failed: {err}"
+        self.manifest["status"] = status
+        self.manifest["error"] = message
+        if self._resume_entry is not None:
+            self._resume_entry |= {"finished_utc": utc_now(), "status": status}
+        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
+        write_manifest(self.run_dir, self.manifest)
+
+    def _remove_temp_dirs(self) -> None:
+        for path in self.temp_dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        self.temp_dirs = []
+
+    # ------------------------------------------------------------------------------
+    def _run_all(self, tb: Testbed) -> None:
+        with run_progress(self.console, self.study.name, len(self.runs)) as (describe, advance):
+            for point, rep in self.runs:
+                describe(f"{point.id} #{rep}")
+                self._run_one(tb, point, rep)
+                self.manifest["runs_done"] += 1
+                write_manifest(self.run_dir, self.manifest)
+                advance()
+
+    def _run_one(self, tb: Testbed, point: Point, rep: int) -> None:
+        study = point.study
+        kernel_cc = self.cc.per_host(study)
+        changes = tb.reconfigure(study.topology, kernel_cc)
+        if changes:
+            self.manifest["reconfigurations"].append({"before": f"{point.id}#{rep}", "changes": changes})
+        # before servers start: their ready check needs a quiet path
+        self.backgrounds.stop_stale(point, self.servers.restarting(point), self._last_point)
+        self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
+        running = self.servers.running
+        ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in running.items()},
+                      bound_s=self.backgrounds.bound_s(point, rep))
+        started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
+        self._last_point = point.id
+        rep_path = rep_dir(self.run_dir, point.id, rep)
+        if rep_path.exists():
+            shutil.rmtree(rep_path)  # a repetition that did not complete before
+        (rep_path / "logs").mkdir(parents=True)
+        (rep_path / "pcap").mkdir()
+        point_backgrounds: list[Background] = []
+        captures = Captures()
+        q0 = qdisc_snapshot(tb)
+        linkem0 = tb.linkem_stats()
+        cpu0 = fidelity.read_cpu_jiffies()
+        info: dict = {"point": point.id, "repetition": rep, "started_utc": utc_now()}
+        checks: list[fidelity.Check] = []
+        try:
+            if started:  # a long-lived background warms up before the capture: a 60 s warm-up
+                time.sleep(study.warmup_s)  # of 100 Mbit/s would fill the first repetition's pcap
+            captures = start_captures(tb, running, rep_path)
+            started = False
+            for name in point.workloads:
+                spec = study.workload(name)
+                if is_background(spec) and spec.lifetime == "point":
+                    bg = runner_for(spec)(spec, ctx, rep_path / "logs")
+                    point_backgrounds.append(bg)
+                    bg.start()
+                    started = True
+            if started:
+                time.sleep(study.warmup_s)
+            backgrounds = self.backgrounds.runners() + point_backgrounds
+            for bg in backgrounds:
+                bg.open_window()
+            records, checks, window = self._measure(ctx, point, rep, rep_path)
+            for bg in backgrounds:
+                bg_records, bg_checks = bg.measure(window)
+                records += bg_records
+                checks += bg_checks
+            info["window_epoch_s"] = list(window)
+        finally:
+            for bg in point_backgrounds:
+                checks += bg.lifetime_checks()
+                bg.stop()
+            stop_captures(tb, captures, info)
+        info["cpu_busy_pct"] = round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1)
+        info["qdiscs"] = {label: fidelity.qdisc_delta(q0.get(label, {}), now)
+                          for label, now in qdisc_snapshot(tb).items()}
+        info["bottleneck_drops"] = {label: sum(q["drops"] for q in qs.values() if q["kind"] in ("pfifo", "tbf"))
+                                    for label, qs in info["qdiscs"].items()}
+        # what the link emulator did during the repetition (e.g. the loss it realised)
+        info["linkem"] = {label: {k: v - linkem0.get(label, {}).get(k, 0) for k, v in now.items()
+                                  if isinstance(v, int) and k in ("received", "delayed", "dropped", "dropped_random",
+                                                                  "dropped_held_cap", "kernel_user_dropped")}
+                          for label, now in tb.linkem_stats().items()}
+        info["servers"] = {name: s.record["instance"] for name, s in running.items()}
+        info["checks"] = fidelity.checks_to_json(checks)
+        info["finished_utc"] = utc_now()
+        self.checks += [fidelity.Check(f"{c.name}@{point.id}#{rep}", c.ok, c.value, c.expected, c.message)
+                        for c in checks]
+        write_repetition(rep_path, info, records)
+
+    def _measure(self, ctx: Context, point: Point, rep: int, rep_path: Path):
+        """The measuring workloads of the point, all at once; with none, the background
+        runs for its declared duration (the window)."""
+        study = point.study
+        measuring = [study.workload(n) for n in point.workloads if not is_background(study.workload(n))]
+        t0 = time.time()
+        if not measuring:
+            hold_s = max((getattr(study.workload(n), "duration_s", 0) for n in point.workloads), default=0)
+            time.sleep(max(hold_s, 1.0))
+            return [], [], (t0, time.time())
+        runners = [runner_for(spec)(spec, ctx, rep_path / "logs") for spec in measuring]
+        results: list = [None] * len(runners)
+        errors: list[BaseException] = []
+
+        def one(i: int) -> None:
+            try:
+                results[i] = runners[i].run(rep)
+            except BaseException as err:  # re-raised in the main thread
+                errors.append(err)
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(runners))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # joined in slices so Ctrl-C reaches the main thread
+                t.join(0.2)
+        if errors:
+            raise errors[0]
+        t1 = time.time()
+        for spec, r in zip(measuring, runners):
+            self.manifest["workloads"].setdefault(spec.name, {"kind": spec.kind, "argv": r.argvs[:4]})
+        records = [rec for res in results for rec in res[0]]
+        checks = [c for res in results for c in res[1]]
+        return records, checks, (t0, t1)
+
+    # --- environment ------------------------------------------------------------------
+    def _tool_versions(self) -> dict:
+        versions = {"tcpdump": tcpdump_version(), "curl": curl_version(),
+                    "iproute2": run_argv(["ip", "-V"]).stdout.strip()}
+        return versions | tool_versions([w for p in self.points for w in p.study.workloads if w.name in p.workloads])
+
+    def _calibrate(self, tb: Testbed) -> dict:
+        """One iperf3 flow per family across the bottleneck, 5 s each."""
+        if self.study.calibrate is None:
+            raise SpecError("calibrate", "this spec names no (sender, receiver) pair for --calibrate")
+        sender, receiver = self.study.calibrate
+        log_dir = self.run_dir / "logs"
+        log_dir.mkdir(exist_ok=True)
+        return calibrate_bottleneck(tb, sender, receiver, log_dir)
+
+    # ------------------------------------------------------------------------------
+    def _analyze(self) -> None:
+        result = analyze_run(self.run_dir, self.manifest)
+        self.manifest["analysis"] = result.summary
+        self.checks += result.checks

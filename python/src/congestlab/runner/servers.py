@@ -1,0 +1,168 @@
+"""The servers of a run: started when a point needs one with new settings, kept while
+points with the same settings follow, and checked before anything is measured (both
+families answer with the whole file; the connections use the requested congestion control)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from congestlab.errors import SpecError, TestbedError
+from congestlab.rundir import utc_now
+from congestlab.servers.factory import make_server
+from congestlab.servers.files import url_path, write_files
+from congestlab.spec.lean_knobs import requested_cc
+from congestlab.spec.models import ServerSpec
+from congestlab.spec.sweep import Point
+from congestlab.testbed import Testbed
+from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
+from congestlab.workloads import runner_for
+from congestlab.workloads.iperf import ss_algorithm
+
+PROBE_FILE_KIB = 504
+# a new server must answer its ready check within this long (quiet path / under a background)
+READY_S = 10.0
+READY_UNDER_LOAD_S = 60.0
+
+
+class RunningServer:
+    """A server started for a run of points with the same settings."""
+
+    def __init__(self, spec: ServerSpec, handle, docroot: Path, record: dict):
+        self.spec = spec
+        self.handle = handle
+        self.docroot = docroot
+        self.record = record
+
+
+class Servers:
+    """The Runner's servers (name -> RunningServer); `started`: those the latest
+    reconcile started (a background aimed at one of them starts again too)."""
+
+    def __init__(self, run):
+        self.run = run  # the Runner: run directory, manifest, prefix, tag, temporary dirs
+        self.running: dict[str, RunningServer] = {}
+        self.started: set[str] = set()
+        self.instances = 0
+
+    def reconcile(self, tb: Testbed, point: Point, under_load: bool) -> None:
+        want = {name: point.study.server(name) for name in point.servers}
+        for name in list(self.running):
+            if name not in want or self.running[name].spec != want[name]:
+                self.stop(name)
+        self.started = set()
+        for name, spec in want.items():
+            if name not in self.running:
+                self._start(tb, spec, point, under_load)
+                self.started.add(name)
+
+    def restarting(self, point: Point) -> set[str]:
+        """The point's servers that are not running with its settings."""
+        return {name for name in point.servers
+                if name not in self.running or self.running[name].spec != point.study.server(name)}
+
+    def _start(self, tb: Testbed, spec: ServerSpec, point: Point, under_load: bool) -> None:
+        run = self.run
+        # Apache's workers run as www-data, which may not traverse the run directory
+        # (e.g. under a private --out): serve from a world-readable temporary docroot.
+        docroot = Path(tempfile.mkdtemp(prefix=f"congestlab-{run.prefix}-docroot-"))
+        docroot.chmod(0o755)
+        run.temp_dirs.append(docroot)
+        digests = write_files(docroot, sorted(set(spec.files_kib) | {PROBE_FILE_KIB}))
+        self.instances += 1
+        instance = f"i{self.instances}{run.tag}"
+        handle = make_server(spec, tb, run.run_dir, docroot, instance)
+        user_stack = spec.kind == "lean"
+        record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
+                  "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
+                  "cc_requested": f"leanweb --cc {requested_cc(spec.knobs)}" if user_stack else spec.cc,
+                  "cc_kernel": None if user_stack else run.cc.per_host(point.study).get(spec.node),
+                  "files_sha256": {str(k): v for k, v in digests.items()},
+                  "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}")}
+        run.manifest["servers"].setdefault(spec.name, []).append(record)
+        server = RunningServer(spec, handle, docroot, record)
+        self.running[spec.name] = server
+        handle.start()  # a process in the node's namespace: namespace deletion also ends it
+        handle.wait_started()
+        record["argv"] = handle.argv
+        client = self.probe_client(point, spec)
+        # a server started while a long-lived background loads the path (e.g. the rto preset's
+        # lean server per cell at 125 Mbit/s) may lose its first SYN-ACKs: give it longer
+        self._ready_check(tb, spec, client, READY_UNDER_LOAD_S if under_load else READY_S)
+        if user_stack:  # leanweb's own account of the settings it runs with (first log line)
+            record["settings_effective"] = handle.effective_settings()
+            record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
+            wanted = record["cc_requested"]
+        else:
+            record["cc_effective"] = self._effective_cc(tb, spec, client)
+            wanted = record["cc_kernel"]
+        if record["cc_effective"] != wanted:
+            raise TestbedError(f"server {spec.name}: connections use {record['cc_effective']!r}, "
+                               f"not the requested {wanted!r}")
+
+    def probe_client(self, point: Point, server: ServerSpec) -> str:
+        """A kernel host that talks to this server in the point, else in another point of its
+        unit (for ready and cc checks): the rto preset's E4 starts both servers of a pair at
+        the unit's first point, whose GET goes to one of them."""
+        unit = [point] + [p for p in self.run.points if p.unit == point.unit and p is not point]
+        client = next(filter(None, (_client_of(candidate, server.name) for candidate in unit)), None)
+        if client is None:
+            raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
+                            "(nothing to probe it from)")
+        return client
+
+    def stop(self, name: str) -> None:
+        server = self.running.pop(name)
+        server.handle.stop()
+        server.record["stopped_utc"] = utc_now()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            try:
+                self.stop(name)
+            except Exception:  # noqa: BLE001 - teardown kills what is left by namespace
+                pass
+
+    def _ready_check(self, tb: Testbed, server: ServerSpec, client: str, timeout_s: float = READY_S) -> None:
+        """Both families answer 200 with the whole file before anything is measured."""
+        size = min(server.files_kib)
+        for fam in ("v4", "v6"):
+            url = url_for(tb.address(server.node, fam), server.port, url_path(size))
+            deadline = time.monotonic() + timeout_s
+            while True:
+                proc = tb.run(client, curl_argv(url, fam, 5), check=False, timeout_s=10)
+                result = parse_curl_json(fam, url, size * 1024, proc)
+                if result.ok:
+                    break
+                if time.monotonic() > deadline:
+                    raise TestbedError(f"server {server.name} not ready over {fam}: {result.error}")
+                time.sleep(0.2)
+
+    def _effective_cc(self, tb: Testbed, server: ServerSpec, client: str) -> str:
+        """The algorithm of a live server-side connection, from `ss -ti` in the server's
+        namespace while a rate-limited download keeps the connection open."""
+        url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB))
+        probe = tb.start(client, ["curl", "-s", "-4", "--limit-rate", "20k", "--max-time", "10", "-o", "/dev/null",
+                                  url])
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                out = tb.run(server.node, ["ss", "-tinH", "state", "established", f"( sport = :{server.port} )"]).stdout
+                algorithm = next(filter(None, map(ss_algorithm, out.splitlines())), None)
+                if algorithm:
+                    return algorithm
+                time.sleep(0.1)
+        finally:
+            tb.stop(probe)
+        raise TestbedError(f"server {server.name}: could not read the congestion control with ss -ti")
+
+
+def _client_of(point: Point, server_name: str) -> str | None:
+    """The client of the first workload of `point` that talks to `server_name`."""
+    for name in point.workloads:
+        spec = point.study.workload(name)
+        client = runner_for(spec).client_of(spec, server_name)
+        if client:
+            return client
+    return None
