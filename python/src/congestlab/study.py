@@ -18,6 +18,7 @@ from rich.console import Console
 from congestlab.errors import ClusterError, CongestlabError, RunDirError, SpecError
 from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
 from congestlab.runner import Runner, require_root, wanted_cc
+from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import expand, run_order
@@ -38,6 +39,11 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
     tb = Testbed(points[0].study.topology, kernel_cc=wanted_cc(points[0].study))
     for step in tb.plan:
         print(f"[{step.phase}] {step}")
+    servers = {(p.study.server(name).node, p.study.server(name).kind): p.study.server(name)
+               for p in points for name in p.servers}
+    for server in servers.values():  # made when a server starts (every start), removed when it stops
+        for step in network_steps(server, tb):
+            print(f"[{step.phase}] {step}  # server {server.name}")
     for imp in tb.impairments:
         iface = imp.iface
         print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "

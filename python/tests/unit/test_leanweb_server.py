@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from congestlab.errors import SpecError
+from congestlab.errors import SpecError, ToolError
 from congestlab.paths import REPO_ROOT
 from congestlab.servers import lean
 from congestlab.servers.lean import LeanServer
@@ -97,3 +99,35 @@ def test_the_requested_cc_follows_the_profile_unless_the_knobs_name_one():
     for profile, cc in lean_knobs.PROFILE_CC.items():
         body = conn_rs[conn_rs.index(f"pub fn {profile}() -> Self"):]
         assert re.search(r"cc: CcKind::(\w+)", body).group(1).lower() == cc
+
+
+class RecordingExecutor:
+    """Stands in for the testbed's Executor: records the steps it is given."""
+
+    def __init__(self):
+        self.commands: list[str] = []
+
+    def run(self, steps) -> None:
+        self.commands += [str(step) for step in steps]
+
+
+def test_the_tap_device_is_made_and_removed_through_the_testbeds_executor(tmp_path):
+    """So `--dry-run` can show it (study.dry_run): leanweb itself fails here (no such
+    namespace), and stop() removes the TAP device through the same executor."""
+    executor = RecordingExecutor()
+    server = make(netns="cl-no-such-ns", root_dir=tmp_path, log_path=tmp_path / "lean.jsonl", executor=executor)
+    with pytest.raises(ToolError):
+        server.start()
+    assert executor.commands == ["ip -n cl-no-such-ns tuntap add dev lw0 mode tap",
+                                 "ip -n cl-no-such-ns link set lw0 master br0",
+                                 "ip -n cl-no-such-ns link set lw0 up",
+                                 "ip -n cl-no-such-ns link del lw0"]
+
+
+def test_the_dry_run_shows_the_lean_servers_tap_commands():
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "ipv6", "--quick", "--dry-run"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    taps = [line for line in proc.stdout.splitlines() if line.startswith("[user-stack]")]
+    assert any(re.search(r"ip -n cl\w+-bare tuntap add dev tap0 mode tap  # server lean$", t) for t in taps), taps
+    assert any(re.search(r"ip -n cl\w+-bare link del tap0  # server lean$", t) for t in taps), taps

@@ -6,7 +6,10 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
+from congestlab.servers.lean import LeanServer
+from congestlab.servers.nginx import NginxServer
 from congestlab.spec.models import ServerSpec
+from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap_steps
 
 
 def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = ""):
@@ -21,20 +24,25 @@ def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instanc
     if spec.kind == "apache":
         return ApacheServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
     if spec.kind == "nginx":
-        from congestlab.servers.nginx import NginxServer
-
         return NginxServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
     if spec.kind == "lean":
-        from congestlab.servers.lean import LeanServer
-        from congestlab.testbed.plan import USER_STACK_BRIDGE
-
         node = testbed.layout.nodes[spec.node]
         iface = node.interfaces[0]
         gateways = {r.family: r.via for r in node.routes if r.dest == "default"}
         knobs = dict(spec.knobs)
         if spec.port != 80:
             knobs["port"] = spec.port
-        return LeanServer(ns, "tap0", USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
+        return LeanServer(ns, USER_STACK_TAP, USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
                           f"{iface.addr6}/{iface.prefix6}", gateways.get("v4"), gateways.get("v6"), docroot,
-                          log_dir / "leanweb.jsonl", knobs)
+                          log_dir / "leanweb.jsonl", knobs, executor=testbed.executor)
     raise SpecError(f"servers[{spec.name}].kind", f"server kind {spec.kind!r} is not available yet")
+
+
+def network_steps(spec: ServerSpec, testbed) -> list[Step]:
+    """The commands a server runs on the testbed's network when it starts and stops (the
+    lean server's TAP device; none for a kernel server), for `--dry-run`."""
+    if spec.kind != "lean":
+        return []
+    ns = testbed.ns(spec.node)
+    return (tap_steps(ns, USER_STACK_TAP, USER_STACK_BRIDGE, "add")
+            + tap_steps(ns, USER_STACK_TAP, USER_STACK_BRIDGE, "del"))

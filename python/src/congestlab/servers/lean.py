@@ -1,8 +1,9 @@
 """The lean ("bare PC") server: leanweb on a TAP device inside a server namespace.
 
 `LeanServer.start()` creates the TAP device in the namespace, attaches it to the given
-bridge, starts `leanweb` there and waits for its one ready line; `stop()` sends SIGTERM
-to that PID (SIGKILL after a grace period) and deletes the TAP device. The kernel of the
+bridge (testbed/plan.py tap_steps, run by the testbed's Executor), starts `leanweb` there
+and waits for its one ready line; `stop()` sends SIGTERM to that PID (SIGKILL after a grace
+period) and deletes the TAP device. The kernel of the
 namespace never sees the server's IP traffic: leanweb has its own TCP/IP stack.
 """
 
@@ -15,9 +16,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from congestlab.errors import SpecError, ToolError
+from congestlab.errors import SpecError, TestbedError, ToolError
 from congestlab.paths import rust_binary
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
+from congestlab.testbed.executor import Executor
+from congestlab.testbed.plan import tap_steps
 
 READY_PREFIX = "leanweb ready "
 READY_TIMEOUT_S = 10.0
@@ -45,7 +48,10 @@ class LeanServer:
         root_dir: Path,
         log_path: Path,
         knobs: dict[str, str | float | int | bool] | None = None,
+        executor: Executor | None = None,
     ):
+        """`executor`: the testbed's, which runs the TAP device's commands (default: one of
+        its own, for a server outside a Testbed, e.g. the benchmarks)."""
         if not 0 < len(tap) <= 15:
             raise SpecError("lean.tap", f"interface name {tap!r} must be 1..15 characters")
         for name in (knobs or {}):
@@ -61,6 +67,7 @@ class LeanServer:
         self.root_dir = Path(root_dir)
         self.log_path = Path(log_path)
         self.knobs = dict(knobs or {})
+        self.executor = executor or Executor()
         self.ready_line: str | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._tap_created = False
@@ -91,12 +98,9 @@ class LeanServer:
         return _run([str(self.binary), "--version"]).strip()
 
     def start(self) -> None:
-        ns = ["ip", "-n", self.netns]
-        _run(ns + ["tuntap", "add", "dev", self.tap, "mode", "tap"])
-        self._tap_created = True
+        self._tap_created = True  # (if adding it fails half-way, stop() removes what was made)
         try:
-            _run(ns + ["link", "set", self.tap, "master", self.bridge])
-            _run(ns + ["link", "set", self.tap, "up"])
+            self.executor.run(tap_steps(self.netns, self.tap, self.bridge, "add"))
             argv = ["ip", "netns", "exec", self.netns] + self.argv
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # stdout and stderr go to a file, never a pipe nobody drains once it is ready
@@ -154,7 +158,10 @@ class LeanServer:
         finally:
             if self._tap_created:
                 self._tap_created = False
-                subprocess.run(["ip", "-n", self.netns, "link", "del", self.tap], capture_output=True, timeout=30)
+                try:
+                    self.executor.run(tap_steps(self.netns, self.tap, self.bridge, "del"))
+                except TestbedError:
+                    pass  # never made, or gone with its namespace
 
     def __enter__(self) -> LeanServer:
         self.start()

@@ -15,6 +15,7 @@ from congestlab.testbed.layout import Interface, Layout, NodeLayout, Route
 
 ETH_FRAME_BYTES = 1514
 USER_STACK_BRIDGE = "br0"
+USER_STACK_TAP = "tap0"
 # HTB's burst is sent at line speed; a small burst keeps the 100 Mbit/s link honest for
 # short transfers (a 15 KB burst lets them briefly exceed the rate).
 HTB_BURST_BYTES = 4 * ETH_FRAME_BYTES
@@ -223,3 +224,12 @@ def teardown_order(layout: Layout) -> list[str]:
     """Hosts and routers first, switches last: deleting a namespace removes its veths."""
     return [n.namespace for n in layout.nodes.values()] + list(layout.switch_namespaces.values())
 
+
+def tap_steps(ns: str, tap: str, bridge: str, verb: str) -> list[Step]:
+    """A user-space stack's TAP device on its node's bridge (`add`), or its removal (`del`):
+    the lean server's own piece of the network, made when it starts (servers/lean.py)."""
+    if verb == "add":
+        return [_ip(ns, "tuntap", "add", "dev", tap, "mode", "tap", phase="user-stack"),
+                _ip(ns, "link", "set", tap, "master", bridge, phase="user-stack"),
+                _ip(ns, "link", "set", tap, "up", phase="user-stack")]
+    return [_ip(ns, "link", "del", tap, phase="user-stack")]
