@@ -84,3 +84,12 @@ def _git_revision() -> str:
         return rev + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
+    """(point id, repetition, directory) of every repetition that wrote its rep.json."""
+    out = []
+    for rep_json in sorted(Path(run_dir).glob("points/*/r*/rep.json")):
+        rep_dir = rep_json.parent
+        out.append((rep_dir.parent.name, int(rep_dir.name[1:]), rep_dir))
+    return out

@@ -19,6 +19,7 @@ from pathlib import Path
 from congestlab.analysis.rto_estimator import SAMPLINGS, WEIGHTS, Estimator, RtoSettings, Sampler, weight_of
 from congestlab.analysis.rto_streams import ConnStream, LeanLog, pcap_streams, read_lean_log
 from congestlab.errors import RunDirError
+from congestlab.rundir import completed_repetitions
 
 ONE_S_US = 1_000_000
 THRESHOLDS_MS = (250, 500, 750, 1000)
@@ -158,8 +159,6 @@ def lean_servers(manifest: dict) -> dict[str, dict[str, dict]]:
 def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, samplings: list[str] | None = None,
                thresholds_ms: tuple[int, ...] = THRESHOLDS_MS) -> ReplayResult:
     """Replays every repetition with a lean server; weights/samplings default to the live ones."""
-    from congestlab.analysis.run_analysis import completed_repetitions
-
     started, cpu_started = time.monotonic(), time.process_time()
     run_dir = Path(run_dir)
     servers = lean_servers(manifest)

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.analysis.rto_replay import lean_servers, replay_run
 from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
 from congestlab.errors import LeanLogError, RunDirError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
+from congestlab.rundir import completed_repetitions
 from congestlab.workloads.get import RAW_KIND
 
 
@@ -27,15 +29,6 @@ class AnalysisResult:
     summary: dict
     checks: list[Check] = field(default_factory=list)
     rows: dict[str, list[dict]] = field(default_factory=dict)
-
-
-def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
-    """(point id, repetition, directory) of every repetition that wrote its rep.json."""
-    out = []
-    for rep_json in sorted(Path(run_dir).glob("points/*/r*/rep.json")):
-        rep_dir = rep_json.parent
-        out.append((rep_dir.parent.name, int(rep_dir.name[1:]), rep_dir))
-    return out
 
 
 def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
@@ -190,8 +183,6 @@ def _metrics(m: ConnectionMetrics) -> dict:
 
 def _lean_logs(run_dir: Path, manifest: dict) -> dict[tuple[str, str], Path]:
     """(server, instance) -> leanweb's log, for every lean server of the run."""
-    from congestlab.analysis.rto_replay import lean_servers
-
     return {(server, instance): run_dir / record["log_dir"] / "leanweb.jsonl"
             for server, instances in lean_servers(manifest).items() for instance, record in instances.items()}
 
@@ -236,8 +227,6 @@ def _lean_log_checks(by_server: dict[str, list[tuple]]) -> list[Check]:
 
 def _rto_replay(run_dir: Path, manifest: dict, rows: dict[str, list[dict]], problems: list[str]):
     """The RTO replay with each lean server's live settings (analysis/rto_replay.py)."""
-    from congestlab.analysis.rto_replay import replay_run
-
     try:
         result = replay_run(run_dir, manifest)
     except LeanLogError as err:

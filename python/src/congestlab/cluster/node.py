@@ -21,6 +21,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from rich.console import Console
+
+from congestlab.errors import CongestlabError, Interrupted
+from congestlab.runner import Runner
+from congestlab.testbed.namespaces import clean_leftovers, pid_alive
+
 CHUNK_BYTES = 4 << 20  # pcaps can be large: never one object for a whole unit
 WORKDIR_ENV = "CONGESTLAB_WORKDIR"  # node-local parent of the work directories (default: the temp dir)
 
@@ -36,8 +42,6 @@ def work_parent() -> Path:
 def clean_work_dirs() -> list[Path]:
     """Work directories of tasks whose worker process died (killed with its driver, or a
     crash): a node removes them before it takes new work; `congestlab clean` too."""
-    from congestlab.testbed.namespaces import pid_alive
-
     removed = []
     for work in sorted(work_parent().glob(WORK_PREFIX + "*")):
         try:
@@ -66,12 +70,6 @@ def run_unit(study, quick: bool, runs: list[tuple[str, int]], tag: str, calibrat
     """`study`: the StudySpec itself (pickled by Ray; its JSON dump, with every default
     filled in, does not validate again). Yields: one dict (node, the node run's manifest, error or None), then bytes chunks
     of a tar holding points/ and logs/ of the work directory."""
-    from rich.console import Console
-
-    from congestlab.errors import CongestlabError, Interrupted
-    from congestlab.runner import Runner
-    from congestlab.testbed.namespaces import clean_leftovers
-
     cleaned = clean_leftovers()  # this machine's testbeds whose owner died (never a live one)
     cleaned += [str(p) for p in clean_work_dirs()]
     parent = work_parent()

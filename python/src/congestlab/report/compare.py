@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.errors import RunDirError
 from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
 from congestlab.report.data import RunData, Stats, parse_number, norm
 from congestlab.report.engine import Console, data_uri, verdict_class
@@ -78,8 +79,6 @@ def _labels(runs: list[RunData]) -> list[str]:
 
 
 def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
-    from congestlab.errors import RunDirError
-
     if len(run_dirs) < 2:
         raise RunDirError("compare needs at least two run directories")
     runs = [RunData(Path(d)) for d in run_dirs]

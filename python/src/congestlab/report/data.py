@@ -12,9 +12,11 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.spec.report import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
+from congestlab.spec.fieldpath import get_field
+from congestlab.spec.report import MetricSpec, ReportSpec, Selector, load_report_spec
 
 
 def norm(value) -> str:
@@ -87,8 +89,6 @@ class RunData:
             if self.spec.get("report"):
                 report = load_report_spec(self.spec)
             else:
-                from congestlab.report.defaults import default_report
-
                 report = default_report(self.run_dir, self.axes)
         self.report = report
         self.points: list[dict] = list(self.manifest.get("points") or [])
@@ -174,8 +174,6 @@ class RunData:
         the value is known only to exceed it, e.g. a GET that timed out."""
         if not metric.censored:
             return []
-        from congestlab.spec.fieldpath import get_field
-
         where = {**metric.where, **metric.censored, **selection}
         settings = {p["id"]: p.get("settings") or {} for p in self.points}
         limits: dict[tuple[str, str], float] = {}

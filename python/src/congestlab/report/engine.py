@@ -10,12 +10,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.errors import SpecError
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
 from congestlab.report.data import RunData
-from congestlab.spec.report import check_references
 from congestlab.report.figures import Figure, Source, render_plot
 from congestlab.report.render import render_template
+from congestlab.spec.report import check_references
 
 VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, NOT_MEASURED]
 
@@ -54,8 +55,6 @@ def build_report(run_dir: Path) -> Report:
     try:
         check_references(data.report, list(dict.fromkeys([*data.axes, *filter(None, declared)])), data.published)
     except ValueError as err:
-        from congestlab.errors import SpecError
-
         raise SpecError("report", str(err)) from None
     warnings: list[str] = list((data.manifest.get("fidelity") or {}).get("warnings") or [])
     sections: dict[str, Section] = {}

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
+from congestlab.spec.validate import check_references
 from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
@@ -281,8 +282,6 @@ class StudySpec(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> "StudySpec":
-        from congestlab.spec.validate import check_references
-
         check_references(self)
         return self
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from congestlab.errors import TestbedError
+from congestlab.linkem.runner import LinkemElement
 from congestlab.testbed.layout import Interface, Layout, NodeLayout
 from congestlab.testbed.plan import Step
 
@@ -99,8 +100,6 @@ def netem_steps(layout: Layout, found: list[Impairment]) -> list[Step]:
 
 def linkem_elements(found: list[Impairment], log_dir: Path | None, seed: int = 1) -> list:
     """One linkem element per impaired direction, each on its own NFQUEUE number."""
-    from congestlab.linkem.runner import LinkemElement
-
     elements = []
     for index, imp in enumerate(found):
         egress = imp.direction == "egress"

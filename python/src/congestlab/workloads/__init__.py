@@ -7,9 +7,12 @@ import subprocess
 
 from congestlab.errors import SpecError
 from congestlab.paths import rust_binary
+from congestlab.traffic.chromium import chromium_version
+from congestlab.traffic.mgen import mgen_version
 from congestlab.workloads.base import Background
+from congestlab.workloads.iperf import iperf_versions
 
-# kind -> (module, class); imported on use so a study loads only what it runs
+# kind -> (module, class) of its runner
 RUNNERS = {
     "mgen": ("congestlab.workloads.mgen", "MgenRunner"),
     "http_load": ("congestlab.workloads.http_load", "HttpLoadRunner"),
@@ -37,19 +40,13 @@ def tool_versions(specs: list) -> dict[str, str]:
     kinds = {spec.kind for spec in specs}
     versions = {}
     if any(spec.kind == "get" and spec.client_kind == "chromium" for spec in specs):
-        from congestlab.traffic.chromium import chromium_version
-
         versions["chromium"] = chromium_version()
     if "mgen" in kinds:
-        from congestlab.traffic.mgen import mgen_version
-
         versions["mgen"] = mgen_version()
     if kinds & {"http_load", "anma"}:
         out = subprocess.run([str(rust_binary("dualbench")), "--version"], capture_output=True, text=True, timeout=10)
         versions["dualbench"] = out.stdout.strip()
     if "iperf" in kinds:
-        from congestlab.workloads.iperf import iperf_versions
-
         versions |= iperf_versions()
     if "ping" in kinds:
         out = subprocess.run(["ping", "-V"], capture_output=True, text=True, timeout=10)

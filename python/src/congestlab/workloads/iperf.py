@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from congestlab.cc.registry import COMPOUND_KERNEL_NAME
 from congestlab.errors import TestbedError, ToolError
 from congestlab.fidelity import Check
 from congestlab.workloads.base import Measuring, Record
@@ -506,7 +507,5 @@ class IperfRunner(Measuring):
 def _kernel_name(cc: str | None) -> str | None:
     """The kernel's name of a spec's cc; the runner installed Compound TCP before the point."""
     if cc == "compound":
-        from congestlab.cc.registry import COMPOUND_KERNEL_NAME
-
         return COMPOUND_KERNEL_NAME
     return cc
