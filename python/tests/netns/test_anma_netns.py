@@ -18,7 +18,7 @@ import pytest
 from spine_helpers import namespaces_with, processes_mentioning
 
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec.loader import validate_spec
 
 pytestmark = pytest.mark.netns
@@ -62,7 +62,7 @@ def report_as_nobody(run_dir: Path) -> subprocess.CompletedProcess:
 def test_tiny_anma_run_and_report_without_root(tmp_path):
     spec = tiny_anma_spec()
     run_dir = tmp_path / "run"
-    Runner(spec, run_dir, preset="anma").run()
+    run_study(spec, out=run_dir, preset="anma")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert namespaces_with(manifest["testbed"]["prefix"]) == []

@@ -10,7 +10,7 @@ import pytest
 from spine_helpers import mini_spec_text, namespaces_with, processes_mentioning
 
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec import load_spec
 
 pytestmark = pytest.mark.netns
@@ -27,7 +27,7 @@ def test_chromium_fetches_one_file_per_family_and_leaves_nothing(tmp_path):
     assert spec.workload("get").client_kind == "chromium"
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    Runner(spec, run_dir).run()
+    run_study(spec, out=run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert namespaces_with(manifest["testbed"]["prefix"]) == []

@@ -13,7 +13,7 @@ import pytest
 from spine_helpers import namespaces_with, processes_mentioning
 
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec.loader import parse_spec
 
 pytestmark = pytest.mark.netns
@@ -103,7 +103,7 @@ def syn_count(pcap) -> int:
 def test_two_servers_at_once_with_a_load_across_points(tmp_path):
     spec = parse_spec(SPEC, "competing")
     run_dir = tmp_path / "run"
-    Runner(spec, run_dir).run()
+    run_study(spec, out=run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert namespaces_with(manifest["testbed"]["prefix"]) == []

@@ -19,7 +19,7 @@ import pytest
 from spine_helpers import namespaces_with, processes_mentioning
 
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec.loader import validate_spec
 
 pytestmark = pytest.mark.netns
@@ -59,7 +59,7 @@ def report_as_nobody(run_dir: Path) -> tuple[subprocess.CompletedProcess, str]:
 
 def test_tiny_cubic_compound_run_and_report_without_root(tmp_path):
     run_dir = tmp_path / "run"
-    Runner(tiny_spec(), run_dir, preset="cubic-compound").run()
+    run_study(tiny_spec(), out=run_dir, preset="cubic-compound")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert namespaces_with(manifest["testbed"]["prefix"]) == []

@@ -16,7 +16,7 @@ from spine_helpers import namespaces_with, processes_mentioning
 from test_cubic_compound_netns import report_as_nobody
 
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec.loader import validate_spec
 
 pytestmark = pytest.mark.netns
@@ -38,7 +38,7 @@ def tiny_spec():
 def test_tiny_rto_run_keeps_the_background_across_lean_restarts_and_reports(tmp_path):
     run_dir = tmp_path / "run"
     spec = tiny_spec()
-    Runner(spec, run_dir, quick=True, preset="rto").run()
+    run_study(spec, quick=True, out=run_dir, preset="rto")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert namespaces_with(manifest["testbed"]["prefix"]) == []

@@ -16,7 +16,7 @@ from spine_helpers import namespaces_with, processes_mentioning, write_mini_spec
 
 from congestlab.report import build_report
 from congestlab.results import read_results
-from congestlab.runner import Runner
+from congestlab.study import run_study
 from congestlab.spec import load_spec
 
 pytestmark = pytest.mark.netns
@@ -26,7 +26,7 @@ def test_mini_study_end_to_end(tmp_path, within):
     spec = load_spec(write_mini_spec(tmp_path))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    Runner(spec, run_dir).run()
+    run_study(spec, out=run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert manifest["format_version"] == 2 and manifest["axes"] == ["server", "level"]

@@ -88,7 +88,7 @@ def test_not_started_server_has_no_pids_and_stop_is_harmless():
 
 
 def test_the_requested_cc_follows_the_profile_unless_the_knobs_name_one():
-    """The runner checks leanweb's first log line against this (runner.py cc_requested):
+    """The runner checks leanweb's first log line against this (runner/servers.py cc_requested):
     `profile = "modern"` alone runs CUBIC (crates/leantcp/src/conn.rs TcpConfig::modern)."""
     assert lean_knobs.requested_cc({}) == "none"
     assert lean_knobs.requested_cc({"profile": "bare"}) == "none"

@@ -188,7 +188,7 @@ def _lean_logs(run_dir: Path, manifest: dict) -> dict[tuple[str, str], Path]:
 
 
 def _capture_span_s(info: dict) -> tuple[float, float] | None:
-    """When the repetition's captures ran (epoch s). Runs from before runner.py recorded it:
+    """When the repetition's captures ran (epoch s). Runs from before the runner recorded it:
     the measurement window, which ends 0.2 s before the captures stop."""
     if info.get("capture_epoch_s"):
         return tuple(info["capture_epoch_s"])

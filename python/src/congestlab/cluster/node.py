@@ -2,7 +2,7 @@
 
 It first removes its own stale testbeds (namespaces whose owning process died, e.g. a
 worker killed mid-point), then runs the unit's (point, repetition) pairs with the
-ordinary Runner (runner.py) into a node-local work directory, and streams the result back
+ordinary Runner (runner/orchestrator.py) into a node-local work directory, and streams the result back
 as a generator: first a description of the node and what ran, then the bytes of one tar
 of points/ and logs/ in chunks (the head writes them into the study directory). The work
 directory is removed at the end, whatever happened. No Ray import here.

@@ -20,7 +20,7 @@ CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
 Family = Literal["v4", "v6"]
 # Debian's httpd and nginx run on kernel TCP; "lean" is the user-space leanweb server.
 ServerKind = Literal["apache", "nginx", "lean"]
-# the lean server's knobs are leanweb's flags (servers/lean.py); its port is ServerSpec.port
+# the lean server's knobs are leanweb's flags (spec/lean_knobs.json); its port is ServerSpec.port
 LEAN_KNOBS = tuple(k for k in KNOB_FLAGS if k != "port")
 Scalar = str | int | float | bool
 

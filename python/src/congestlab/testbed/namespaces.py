@@ -113,7 +113,7 @@ def clean_leftovers(include_running: bool = False) -> list[str]:
         prefixes.add(prefix)
     for prefix in prefixes:
         forget_owner(prefix)
-        # the web servers' temporary docroots of that run (runner.py _start_server)
+        # the web servers' temporary docroots of that run (runner/servers.py)
         for docroot in Path(tempfile.gettempdir()).glob(f"congestlab-{prefix}-docroot-*"):
             shutil.rmtree(docroot, ignore_errors=True)
     return removed

@@ -1,4 +1,4 @@
-"""What every workload runner offers the runner (runner.py), and what it gets from it.
+"""What every workload runner offers the runner (runner/), and what it gets from it.
 
 Background runners (mgen, http_load) start, report what they achieved inside each
 measuring window while they keep running, and stop; measuring runners (get, iperf, anma,
