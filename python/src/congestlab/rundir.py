@@ -13,6 +13,8 @@ from congestlab.errors import RunDirError
 from congestlab.paths import REPO_ROOT
 
 FORMAT_VERSION = 2
+# the records.jsonl kind of a GET as curl saw it (workloads/get.py); the analysis measures it in the capture
+RAW_KIND = "get_raw"
 
 
 def utc_now() -> str:

@@ -25,7 +25,7 @@ from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap, read_series
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
-from congestlab.workloads.get import RAW_KIND
+from congestlab.rundir import RAW_KIND
 
 TIME_S = 1e-6  # 1 µs
 TIME_MS = 1e-3

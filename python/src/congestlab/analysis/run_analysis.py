@@ -20,8 +20,7 @@ from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pca
 from congestlab.errors import LeanLogError, RunDirError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
-from congestlab.rundir import completed_repetitions
-from congestlab.workloads.get import RAW_KIND
+from congestlab.rundir import RAW_KIND, completed_repetitions
 
 
 @dataclass

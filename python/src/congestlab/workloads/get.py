@@ -9,12 +9,12 @@ from __future__ import annotations
 import threading
 import time
 
+from congestlab.rundir import RAW_KIND
 from congestlab.servers.files import url_path
 from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
 from congestlab.workloads.base import Measuring, Record
 
-RAW_KIND = "get_raw"  # a request as curl saw it; the analysis measures it in the capture
 
 
 class GetRunner(Measuring):
