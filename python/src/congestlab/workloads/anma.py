@@ -12,7 +12,7 @@ from congestlab.bench.results import FamilyResult, read_report
 from congestlab.errors import ToolError
 from congestlab.paths import rust_binary
 from congestlab.servers.files import url_path
-from congestlab.workloads.base import Measuring, Record
+from congestlab.workloads.base import Measuring, OneClientOneServer, Record
 
 # the slides' address lists repeat one address per entry; dualbench's --seed fixes the
 # shuffle of the request order, so two runs of a pattern send the same sequence
@@ -43,15 +43,7 @@ def anma_row(name: str, server: str, family: str, fam: FamilyResult) -> dict:
             "throughput_mbps": fam.throughput_mbps}
 
 
-class AnmaRunner(Measuring):
-    @classmethod
-    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
-        return {(spec.client, study.server(spec.server).node)}
-
-    @classmethod
-    def client_of(cls, spec, server_name: str) -> str | None:
-        return spec.client if spec.server == server_name else None
-
+class AnmaRunner(OneClientOneServer, Measuring):
     def run(self, repetition: int) -> tuple[list[Record], list]:
         spec, ctx = self.spec, self.ctx
         server = ctx.servers[spec.server]

@@ -100,3 +100,15 @@ class Measuring(_WorkloadRunner):
     def time_bound_s(cls, spec, study) -> float:
         """How long run() may take at most (bounds the background's own lifetime)."""
         return 60.0
+
+
+class OneClientOneServer:
+    """For a workload whose `client` host talks to one `server` (http_load, anma)."""
+
+    @classmethod
+    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
+        return {(spec.client, study.server(spec.server).node)}
+
+    @classmethod
+    def client_of(cls, spec, server_name: str) -> str | None:
+        return spec.client if spec.server == server_name else None

@@ -15,7 +15,7 @@ from congestlab.fidelity import Check
 from congestlab.paths import rust_binary
 from congestlab.servers.files import url_path
 from congestlab.traffic.http_request import url_for
-from congestlab.workloads.base import Background, Record
+from congestlab.workloads.base import Background, OneClientOneServer, Record
 
 # dualbench's per-second line (crates/dualbench/src/load.rs, SecondLine::human)
 _SECOND = re.compile(rb"^\s*(\d+)s\s+started\s+(\d+)\s+done\s+(\d+)\s+normal\s+(\d+)\s+reset\s+(\d+)\s+timeout\s+(\d+)"
@@ -34,15 +34,7 @@ def parse_seconds(text: bytes) -> list[dict]:
     return rows
 
 
-class HttpLoadRunner(Background):
-    @classmethod
-    def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
-        return {(spec.client, study.server(spec.server).node)}
-
-    @classmethod
-    def client_of(cls, spec, server_name: str) -> str | None:
-        return spec.client if spec.server == server_name else None
-
+class HttpLoadRunner(OneClientOneServer, Background):
     def __init__(self, spec, ctx, log_dir: Path):
         super().__init__(spec, ctx, log_dir)
         self.proc: subprocess.Popen | None = None
