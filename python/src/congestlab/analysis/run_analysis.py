@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

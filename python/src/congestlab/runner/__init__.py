@@ -4,5 +4,5 @@ manifest.py (the run directory it writes, resume), host.py (root, signals, kerne
 controls) and progress.py. `congestlab.study` is the public way to run a study."""
 
 from congestlab.runner.background import BACKGROUND_MARGIN_S, run_bound_s  # noqa: F401
-from congestlab.runner.host import flow_cc, kernel_cc_name, require_root, sigterm_as_interrupt, wanted_cc  # noqa: F401
+from congestlab.runner.host import require_root, wanted_cc  # noqa: F401
 from congestlab.runner.orchestrator import Runner  # noqa: F401
