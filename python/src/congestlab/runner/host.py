@@ -8,7 +8,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from congestlab.cc.registry import COMPOUND_KERNEL_NAME, available, ensure, remove
+from congestlab.cc import registry
 from congestlab.errors import Interrupted, NotRootError
 from congestlab.spec.models import StudySpec
 from congestlab.workloads import runner_for
@@ -42,7 +42,7 @@ def sigterm_as_interrupt():
 def kernel_cc_name(cc: str) -> str:
     """Kernel name of a spec's congestion control; Compound TCP comes from BPF
     (installed as `congestlab cc install` would)."""
-    return cc if cc in BUILTIN_CC else ensure(cc)
+    return cc if cc in BUILTIN_CC else registry.ensure(cc)
 
 
 def wanted_cc(study: StudySpec) -> dict[str, str]:
@@ -71,7 +71,7 @@ class CongestionControls:
         chosen = wanted_cc(study)
         per_socket = flow_cc(study)
         if "compound" in set(chosen.values()) | per_socket and "compound" not in self.installed:
-            if COMPOUND_KERNEL_NAME not in available():
+            if registry.COMPOUND_KERNEL_NAME not in registry.available():
                 self.installed.append("compound")
         for cc in sorted(per_socket):
             kernel_cc_name(cc)  # installs Compound TCP when a flow asks for it
@@ -83,5 +83,5 @@ class CongestionControls:
     def remove_installed(self) -> None:
         if self.installed:
             for name in self.installed:
-                remove(name)
+                registry.remove(name)
             self.installed = []
