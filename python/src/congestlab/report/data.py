@@ -12,7 +12,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.errors import RunDirError
+from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, check_references, load_report_spec
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
 
@@ -73,6 +74,15 @@ class Sample:
     time: float | None = None
 
 
+def _check_stored_references(run_dir: Path, report, axes: list[str], published) -> None:
+    """The stored declaration and published values as the spec loader checked them, so a
+    damaged manifest is one line here rather than a traceback in a table."""
+    try:
+        check_references(report, axes, published)
+    except ValueError as err:
+        raise RunDirError(f"{run_dir}/manifest.json: damaged spec: {err}") from None
+
+
 class RunData:
     """One run directory, read once; rows are kept as strings (as the CSV has them)."""
 
@@ -86,6 +96,7 @@ class RunData:
         if report is None:
             if self.spec.get("report"):
                 report = load_report_spec(self.spec)
+                _check_stored_references(self.run_dir, report, self.axes, self.spec.get("published"))
             else:
                 from congestlab.report.defaults import default_report
 
