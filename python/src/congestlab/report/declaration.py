@@ -297,6 +297,11 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
     for claim in report.claims:
         for c in claim.checks():
             check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b, *c.among])
+    check_published(report, published)
+
+
+def check_published(report: ReportSpec, published: list[dict] | None) -> None:
+    """Every published entry names a declared metric and gives it a number (or nothing)."""
     for i, entry in enumerate(published or []):
         if not any(k in report.metrics for k in entry):
             raise ValueError(f"published[{i}] names no declared metric: {entry}")
