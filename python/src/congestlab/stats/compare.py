@@ -82,7 +82,7 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
         raise ValueError("the two cells are censored on different sides")
     counts = dict(n=(a.n, b.n), censored=(a.censored, b.censored), invalid=(a.invalid, b.invalid))
     rows = [(v, c, blk, 1.0) for v, c, blk in a.valid()] + [(v, c, blk, 0.0) for v, c, blk in b.valid()]
-    shared = {blk for _, _, blk in a.valid()} & {blk for _, _, blk in b.valid()}
+    shared = ({blk for _, _, blk in a.valid()} & {blk for _, _, blk in b.valid()}) - {None}
     # a block whose samples are all censored pins nothing but its own level
     informative = {blk for blk in shared if any(c for v, c, b2, _ in rows if b2 == blk)}
     use_blocks = blocked and len(informative) >= 2

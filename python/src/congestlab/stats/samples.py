@@ -34,11 +34,11 @@ class Cell:
     def of(cls, values: Sequence[float], outcomes: Sequence[str] | None = None,
            blocks: Sequence[Hashable] | None = None, limits: Sequence[float] | float | None = None,
            censoring: str = RIGHT) -> "Cell":
-        """Checks and builds a cell; `outcomes` defaults to all complete, `blocks` to 0, 1, 2, ...
-        and `limits` (one number for all, or one per sample) to NaN (needed only where timed out)."""
+        """Checks and builds a cell; `outcomes` defaults to all complete, `blocks` to None (no
+        block: compared unblocked) and `limits` (one number for all, or one per sample) to NaN (needed only where timed out)."""
         n = len(values)
         outcomes = tuple(outcomes) if outcomes is not None else (COMPLETE,) * n
-        blocks = tuple(blocks) if blocks is not None else tuple(range(n))
+        blocks = tuple(blocks) if blocks is not None else (None,) * n
         if limits is None or isinstance(limits, (int, float)):
             limits = (math.nan if limits is None else float(limits),) * n
         limits = tuple(float(x) for x in limits)
