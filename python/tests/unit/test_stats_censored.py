@@ -209,6 +209,13 @@ def test_every_cell_is_intersection_union_with_holm_on_the_failing_side():
     assert combined.cells[-1].p_fails == pytest.approx(6 * 0.02)
 
 
+def test_holm_is_statsmodels_holm():
+    from statsmodels.stats.multitest import multipletests
+
+    for ps in ([0.01, 0.04, 0.03, 0.005], [0.5], [0.02, 0.02, 0.9, 0.001, 0.2]):
+        assert rules.holm(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
+
+
 def test_magnitude_holds_when_every_ci_meets_the_range():
     inside = rules.magnitude(effect(math.log1p(0.10), 0.03), 4, 23)
     outside = rules.magnitude(effect(math.log1p(0.60), 0.03), 4, 23)
