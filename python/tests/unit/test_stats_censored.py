@@ -153,13 +153,30 @@ def test_uncensored_unblocked_compare_is_the_pooled_t_test_on_logs():
     assert 2 * min(e.p_above(0), e.p_below(0)) == pytest.approx(ref.pvalue)
 
 
-def test_all_censored_side_is_undetermined_and_inconclusive():
+def test_all_censored_side_falls_back_to_gehans_permutation_test():
     a = Cell.of([math.nan] * 3, [T] * 3, [0, 1, 2], 45.0)
     b = Cell.of([10.0, 12.0, 11.0], blocks=[0, 1, 2])
     e = compare(a, b)
     assert not e.determined and "a has no completed sample" in e.note
+    assert e.p_above(0.0) == pytest.approx(1 / 8)  # 3 blocks: 2^3 arrangements, ours the most extreme
     v = rules.direction(e)
     assert v.verdict == rules.INCONCLUSIVE and v.censored == 3 and "unbounded" in v.text()
+    six = compare(Cell.of([math.nan] * 6, [T] * 6, range(6), 45.0), Cell.of([10.0, 12, 11, 9, 13, 10], blocks=range(6)))
+    assert six.p_above(0.0) == pytest.approx(1 / 64) and rules.direction(six).verdict == rules.HOLDS
+    # a margin shifts a: at +400 % (x5), 45 / 5 = 9 is no longer surely above every b
+    assert six.p_above(math.log(5.0)) > 0.025
+    unblocked = compare(Cell.of([math.nan] * 5, [T] * 5, limits=45.0), Cell.of([10.0, 12, 11, 9, 13]))
+    assert unblocked.p_above(0.0) == pytest.approx(1 / math.comb(10, 5))
+
+
+def test_gehan_without_censoring_is_the_exact_mann_whitney_test():
+    from congestlab.stats import gehan
+
+    a, b = [3.1, 2.2, 5.0, 4.4], [1.0, 2.0, 3.0, 0.5, 2.5]
+    ours = gehan.p_values(np.log(a), [True] * 4, np.log(b), [True] * 5, None, None, right=True)
+    ref_gt = st.mannwhitneyu(a, b, alternative="greater", method="exact").pvalue
+    ref_lt = st.mannwhitneyu(a, b, alternative="less", method="exact").pvalue
+    assert ours == pytest.approx((ref_gt, ref_lt))
 
 
 def test_invalid_samples_are_left_out_and_counted():
@@ -281,3 +298,19 @@ def test_power_is_statsmodels_paired_t_power_at_the_final_level():
     assert power.rounds_needed(0.25, distance=0.3, censored_fraction=0.5) == 2 * n
     d = power.detectable_distance(n, 0.25)
     assert d <= 0.3 and power.rounds_needed(0.25, distance=d * 1.001) == n
+
+
+def test_stats_sits_at_the_bottom_of_the_layers():
+    """congestlab/stats/ imports nothing of congestlab but errors and itself."""
+    import ast
+    import pathlib
+
+    import congestlab.stats
+
+    for path in pathlib.Path(congestlab.stats.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                if name.startswith("congestlab"):
+                    assert name == "congestlab.errors" or name.startswith("congestlab.stats"), f"{path.name}: {name}"

@@ -11,7 +11,8 @@ With fewer than two shared blocks the cells are compared unblocked (a Welch-free
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -32,6 +33,8 @@ class Effect:
     blocks: int                 # blocks used (0: unblocked)
     sd_pair: float              # sd of a within-block log difference (sigma * sqrt 2), for power
     note: str = ""              # why the effect is undetermined, if it is
+    # for an undetermined effect: threshold -> (p above, p below) by a permutation test (gehan.py)
+    fallback: Callable[[float], tuple[float, float]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def determined(self) -> bool:
@@ -48,7 +51,7 @@ class Effect:
     def p_above(self, value: float) -> float:
         """One-sided p against H0: effect <= value (small: the effect is above value)."""
         if not self.determined:
-            return 1.0
+            return self.fallback(value)[0] if self.fallback else 1.0
         from scipy import stats as st
 
         return float(st.t.sf((self.estimate - value) / self.se, self.df))
@@ -56,7 +59,7 @@ class Effect:
     def p_below(self, value: float) -> float:
         """One-sided p against H0: effect >= value."""
         if not self.determined:
-            return 1.0
+            return self.fallback(value)[1] if self.fallback else 1.0
         from scipy import stats as st
 
         return float(st.t.cdf((self.estimate - value) / self.se, self.df))
@@ -93,7 +96,8 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
         if not any(c for _, c, _, s in rows if s == side):
             return Effect(math.nan, math.inf, 0, blocks=len(order), sd_pair=math.nan,
                           note=f"{name} has no completed sample{' in the blocks it shares' if use_blocks else ''}: "
-                               "the effect is unbounded", **counts)
+                               "the effect is unbounded; Gehan's permutation test decides", **counts,
+                          fallback=_gehan(rows, use_blocks, a.censoring == RIGHT))
     X = np.array([[1.0, s] + [1.0 if blk == o else 0.0 for o in order[1:]] for _, _, blk, s in rows])
     z = np.log(np.array([v for v, *_ in rows]))
     side = 1 if a.censoring == RIGHT else -1
@@ -109,3 +113,22 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
                       note="the censored fit did not converge", **counts)
     return Effect(float(f.beta[1]), float(math.sqrt(f.cov[1, 1])), f.df, blocks=len(order),
                   sd_pair=f.sigma * math.sqrt(2), **counts)
+
+
+def _gehan(rows, blocked: bool, right: bool) -> Callable[[float], tuple[float, float]]:
+    from congestlab.stats import gehan
+
+    side_a = [r for r in rows if r[3] == 1.0]
+    side_b = [r for r in rows if r[3] == 0.0]
+    cache: dict[float, tuple[float, float]] = {}
+
+    def test(threshold: float) -> tuple[float, float]:
+        if threshold not in cache:
+            cache[threshold] = gehan.p_values(
+                [math.log(v) for v, *_ in side_a], [c for _, c, *_ in side_a],
+                [math.log(v) for v, *_ in side_b], [c for _, c, *_ in side_b],
+                [r[2] for r in side_a] if blocked else None, [r[2] for r in side_b] if blocked else None,
+                right, threshold)
+        return cache[threshold]
+
+    return test
