@@ -353,3 +353,18 @@ def test_random_cells_never_raise_and_verdicts_stay_in_range():
                     compare(a.first_blocks(set(blocks[:r])), b.first_blocks(set(blocks[:r]))), True, alpha),
                     rounds_available=len(blocks))
                 assert out.verdict.verdict in (rules.HOLDS, rules.FAILS, rules.INCONCLUSIVE)
+
+
+def test_an_inconclusive_verdict_says_the_rounds_it_needs():
+    a = Cell.of([110.0, 95.0, 130.0], blocks=[1, 2, 3])
+    b = Cell.of([100.0, 90.0, 125.0], blocks=[1, 2, 3])
+    e = compare(a, b)
+    v = rules.direction(e)
+    assert v.verdict == rules.INCONCLUSIVE
+    need = power.rounds_needed_for_verdict(v)
+    assert need == power.rounds_needed(e.sd_pair, distance=e.estimate) and need > 3
+    eq = rules.equivalence(e, 10)
+    assert power.rounds_needed_for_verdict(eq) == power.rounds_needed(e.sd_pair, equivalence=(e.estimate, math.log1p(.1)))
+    both = rules.every_cell([v, eq])
+    assert power.rounds_needed_for_verdict(both) == max(need, power.rounds_needed_for_verdict(eq))
+    assert power.rounds_needed_for_verdict(rules.direction(effect(0.5, 0.05))) is None  # decided

@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 
 from congestlab.stats.compare import Effect, from_percent
-from congestlab.stats.rules import ALPHA
+from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
 
 POWER = 0.80
-MAX_EXACT_LOOKS = 20  # beyond: the levels of 20 equally spaced looks (they change by < 1e-3)
+MAX_EXACT_LOOKS = 20  # designs with more looks take the level of MANY_LOOKS equally spaced ones
+MANY_LOOKS = 80
 CAP_ROUNDS = 200
 
 
@@ -23,8 +24,11 @@ def final_level(rounds: int, first_look: int = 3, alpha: float = ALPHA) -> float
     first_look = min(first_look, rounds)
     if rounds - first_look + 1 <= MAX_EXACT_LOOKS:
         return SequentialDesign(rounds, first_look, alpha).final_level()
-    f0 = first_look / rounds
-    return nominal_levels(tuple(f0 + (1 - f0) * i / (MAX_EXACT_LOOKS - 1) for i in range(MAX_EXACT_LOOKS)), alpha)[-1]
+    # many looks: the last look's level hardly depends on where the first ones were (they spend
+    # next to nothing); 80 equally spaced looks, computed once, stand for all. Their level is at
+    # or below the exact one up to 80 rounds (0.01589 vs 0.01633 exact at 40 rounds, 0.01588 at
+    # 100), so the power is, if anything, underestimated
+    return nominal_levels(tuple(i / MANY_LOOKS for i in range(1, MANY_LOOKS + 1)), alpha)[-1]
 
 
 def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) -> float:
@@ -58,13 +62,16 @@ def rounds_needed(sd_pair: float, distance: float | None = None, equivalence: tu
     `equivalence` = (effect, margin) on the log scale."""
     if not 0 <= censored_fraction < 1:
         return None
-    for n in range(2, CAP_ROUNDS + 1):
+    def reached(n: int) -> bool:
         level = final_level(n, first_look, alpha)
         if distance is not None:
-            p = power_one_sided(n, distance, sd_pair, level)
-        else:
-            p = power_equivalence(n, equivalence[0], equivalence[1], sd_pair, level)
-        if p >= power:
+            return power_one_sided(n, distance, sd_pair, level) >= power
+        return power_equivalence(n, equivalence[0], equivalence[1], sd_pair, level) >= power
+
+    if not reached(CAP_ROUNDS):
+        return None
+    for n in range(2, CAP_ROUNDS + 1):
+        if reached(n):
             return max(first_look, math.ceil(n / (1 - censored_fraction)))
     return None
 
@@ -99,3 +106,17 @@ def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look:
         return None
     return rounds_needed(e.sd_pair, distance=distance, censored_fraction=cf, first_look=first_look,
                          alpha=alpha, power=power)
+
+
+def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER) -> int | None:
+    """The rounds an inconclusive verdict needs: its own, or for a claim over cells the most any
+    undecided cell needs. None when decided, when a cell's need is unknown (no estimate, a
+    magnitude range, "the best changes"), or beyond CAP_ROUNDS."""
+    if v.verdict != INCONCLUSIVE:
+        return None
+    if v.cells:
+        needs = [rounds_needed_for_verdict(c, first_look, power) for c in v.cells if c.verdict == INCONCLUSIVE]
+        return None if not needs or None in needs else max(needs)
+    if v.effect is None or v.kind not in ("greater", "less", "equivalence", "at_most", "at_least"):
+        return None
+    return rounds_needed_for(v.effect, v.kind, v.margin_pct, first_look, v.alpha, power)

@@ -50,6 +50,10 @@ class Verdict:
     note: str = ""
     weak_holds: bool = False        # magnitude: holds by not being outside
     cells: tuple["Verdict", ...] = field(default=())
+    # what the power estimate needs (power.rounds_needed_for_verdict)
+    kind: str = ""                  # greater, less, equivalence, at_most, at_least, magnitude
+    margin_pct: float = 0.0
+    effect: Effect | None = field(default=None, compare=False, repr=False)
 
     def text(self, digits: int = 1) -> str:
         parts = [self.verdict]
@@ -75,18 +79,21 @@ def _decide(p_holds: float, p_fails: float, alpha: float, weak_holds: bool = Fal
     return INCONCLUSIVE
 
 
-def _verdict(e: Effect, p_holds: float, p_fails: float, rule: str, alpha: float, label: str,
-             weak_holds: bool = False) -> Verdict:
+def _verdict(e: Effect, p_holds: float, p_fails: float, rule: str, alpha: float, label: str, kind: str,
+             margin_pct: float = 0.0, weak_holds: bool = False) -> Verdict:
     lo, hi = e.ci(1 - 2 * alpha)
     return Verdict(_decide(p_holds, p_fails, alpha, weak_holds), rule,
                    to_percent(e.estimate) if e.determined else math.nan, (to_percent(lo), to_percent(hi)),
-                   p_holds, p_fails, sum(e.n), sum(e.censored), sum(e.invalid), alpha, label, e.note, weak_holds)
+                   p_holds, p_fails, sum(e.n), sum(e.censored), sum(e.invalid), alpha, label, e.note, weak_holds,
+                   kind=kind, margin_pct=margin_pct, effect=e)
 
 
 def direction(e: Effect, greater: bool = True, alpha: float = ALPHA, label: str = "") -> Verdict:
     if greater:
-        return _verdict(e, e.p_above(0.0), e.p_below(0.0), "a > b: the CI of log(a/b) lies above 0", alpha, label)
-    return _verdict(e, e.p_below(0.0), e.p_above(0.0), "a < b: the CI of log(a/b) lies below 0", alpha, label)
+        return _verdict(e, e.p_above(0.0), e.p_below(0.0), "a > b: the CI of log(a/b) lies above 0", alpha, label,
+                        "greater")
+    return _verdict(e, e.p_below(0.0), e.p_above(0.0), "a < b: the CI of log(a/b) lies below 0", alpha, label,
+                    "less")
 
 
 def equivalence(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
@@ -94,28 +101,29 @@ def equivalence(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str =
     p_holds = max(e.p_above(-m), e.p_below(m))
     p_fails = min(e.p_below(-m), e.p_above(m))
     return _verdict(e, p_holds, p_fails, f"a ~ b: TOST, a/b within 1/(1+{margin_pct:g} %) .. 1+{margin_pct:g} %",
-                    alpha, label)
+                    alpha, label, "equivalence", margin_pct)
 
 
 def at_most(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     m = from_percent(margin_pct)
     return _verdict(e, e.p_below(m), e.p_above(m),
-                    f"a <= b: non-inferiority, a at most {margin_pct:g} % above b", alpha, label)
+                    f"a <= b: non-inferiority, a at most {margin_pct:g} % above b", alpha, label, "at_most", margin_pct)
 
 
 def at_least(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     m = from_percent(-margin_pct)
     return _verdict(e, e.p_above(m), e.p_below(m),
-                    f"a >= b: non-inferiority, a at most {margin_pct:g} % below b", alpha, label)
+                    f"a >= b: non-inferiority, a at most {margin_pct:g} % below b", alpha, label, "at_least",
+                    margin_pct)
 
 
 def magnitude(e: Effect, lo_pct: float, hi_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     lo, hi = from_percent(lo_pct), from_percent(hi_pct)
     p_fails = min(e.p_above(hi), e.p_below(lo))
     if not e.determined:
-        return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label)
+        return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label, "magnitude")
     return _verdict(e, p_fails, p_fails, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %: the CI meets the range",
-                    alpha, label, weak_holds=True)
+                    alpha, label, "magnitude", weak_holds=True)
 
 
 def holm(pvalues: list[float]) -> list[float]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 
+Z_GRID_MAX = 12.0  # a path above 12 sd has probability < 1e-32: the grid stops there
 GRID_STEP = 0.01  # on the Brownian scale; the boundaries agree with published ones to 2e-3 in z
 
 
@@ -51,8 +52,8 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
     for t in fractions:
         target = spent(t, alpha) - spent_prev
         if grid is None:
-            c = float(norm.isf(target))
-            upper = c * math.sqrt(t)
+            c = float(norm.isf(target)) if target > 1e-300 else math.inf
+            upper = min(c, Z_GRID_MAX) * math.sqrt(t)
             grid = np.arange(-8.0 * math.sqrt(t), upper, GRID_STEP)
             dens = norm.pdf(grid, scale=math.sqrt(t))
         else:
@@ -63,7 +64,7 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
                 return float(np.sum(mass * ndtr((grid - c * math.sqrt(t)) / d)))
 
             c = brentq(lambda c: tail(c) - target, -10.0, 50.0, xtol=1e-9) if target > 1e-15 else math.inf
-            upper = min(c, 50.0) * math.sqrt(t)
+            upper = min(c, Z_GRID_MAX) * math.sqrt(t)
             new = np.arange(-8.0 * math.sqrt(t), upper, GRID_STEP)
             dens = np.exp(-0.5 * ((new[:, None] - grid[None, :]) / d) ** 2) @ mass / (d * math.sqrt(2 * math.pi))
             grid = new
