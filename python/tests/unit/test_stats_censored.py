@@ -368,3 +368,23 @@ def test_an_inconclusive_verdict_says_the_rounds_it_needs():
     both = rules.every_cell([v, eq])
     assert power.rounds_needed_for_verdict(both) == max(need, power.rounds_needed_for_verdict(eq))
     assert power.rounds_needed_for_verdict(rules.direction(effect(0.5, 0.05))) is None  # decided
+
+
+def test_bad_designs_and_mixed_censoring_are_one_line_errors():
+    with pytest.raises(StatsInputError, match="first look"):
+        SequentialDesign(2, first_look=3)
+    with pytest.raises(StatsInputError, match="different sides"):
+        compare(Cell.of([1.0]), Cell.of([1.0], censoring=LEFT))
+    with pytest.raises(StatsInputError, match="no look"):
+        run_sequential(SequentialDesign(6), lambda r, a: rules.direction(effect(0, 1)), rounds_available=2)
+
+
+def test_gehan_monte_carlo_agrees_with_the_exact_distribution():
+    from congestlab.stats import gehan
+
+    rng = np.random.default_rng(3)
+    a, b = list(rng.normal(0.3, 1, 9)), list(rng.normal(0, 1, 9))
+    done = [True] * 9
+    drawn = gehan.p_values(a, done, b, done, None, None, right=True)  # C(18, 9) = 48620 > EXACT_MAX: drawn
+    ref = st.mannwhitneyu(np.exp(a), np.exp(b), alternative="greater", method="exact").pvalue
+    assert drawn[0] == pytest.approx(ref, abs=0.015)

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from congestlab.errors import StatsInputError
 from congestlab.stats import tobit
 from congestlab.stats.samples import Cell, RIGHT
 
@@ -82,7 +83,7 @@ def from_percent(pct: float) -> float:
 
 def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
     if a.censoring != b.censoring:
-        raise ValueError("the two cells are censored on different sides")
+        raise StatsInputError("the two cells are censored on different sides")
     counts = dict(n=(a.n, b.n), censored=(a.censored, b.censored), invalid=(a.invalid, b.invalid))
     rows = [(v, c, blk, 1.0) for v, c, blk in a.valid()] + [(v, c, blk, 0.0) for v, c, blk in b.valid()]
     shared = ({blk for _, _, blk in a.valid()} & {blk for _, _, blk in b.valid()}) - {None}

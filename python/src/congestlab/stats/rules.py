@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from congestlab.errors import StatsInputError
 from congestlab.stats.compare import Effect, from_percent, to_percent
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
@@ -143,7 +144,7 @@ def holm(pvalues: list[float]) -> list[float]:
 def every_cell(cells: list[Verdict], rule: str = "", alpha: float | None = None, label: str = "") -> Verdict:
     """Intersection–union over the cells; Holm on the "does not hold" side."""
     if not cells:
-        raise ValueError("every_cell needs at least one cell")
+        raise StatsInputError("every_cell needs at least one cell")
     alpha = cells[0].alpha if alpha is None else alpha
     adjusted = holm([c.p_fails for c in cells])
     cells = [replace(c, p_fails=p, verdict=_decide(c.p_holds, p, alpha, c.weak_holds)) for c, p in zip(cells, adjusted)]

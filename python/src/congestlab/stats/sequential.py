@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from congestlab.errors import StatsInputError
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 
 Z_GRID_MAX = 12.0  # a path above 12 sd has probability < 1e-32: the grid stops there
@@ -45,7 +46,7 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
     from scipy.stats import norm
 
     if any(b <= a for a, b in zip(fractions, fractions[1:])) or not fractions or fractions[0] <= 0:
-        raise ValueError(f"look fractions must increase from above 0: {fractions}")
+        raise StatsInputError(f"look fractions must increase from above 0: {fractions}")
     levels = []
     t_prev, spent_prev = 0.0, 0.0
     grid = weights = dens = None  # sub-density of the path at the previous look, not yet stopped
@@ -83,7 +84,8 @@ class SequentialDesign:
 
     def __post_init__(self):
         if not 1 <= self.first_look <= self.max_rounds:
-            raise ValueError(f"first_look {self.first_look} must lie in 1..max_rounds {self.max_rounds}")
+            raise StatsInputError(f"the first look ({self.first_look} rounds) must lie in 1..max_rounds "
+                                  f"({self.max_rounds})")
 
     def looks(self) -> list[int]:
         """The planned looks (rounds done at each): every round from first_look on."""
@@ -121,7 +123,7 @@ def run_sequential(design: SequentialDesign, evaluate: Callable[[int, float], Ve
         if verdict.verdict != INCONCLUSIVE:
             return Outcome(verdict, r, tuple(looks), True)
     if verdict is None:
-        raise ValueError(f"no look: {last} rounds available, the first look is at {design.first_look}")
+        raise StatsInputError(f"no look: {last} rounds available, the first look is at {design.first_look}")
     return Outcome(verdict, looks[-1], tuple(looks), False)
 
 
