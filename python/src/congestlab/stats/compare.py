@@ -5,7 +5,8 @@ With blocks shared by both cells, each block gets its own level (a fixed effect)
 that ran slow for everyone does not blur the comparison; without censoring this is the paired
 t-test on log values. Blocks that only one cell has, or where every sample is censored, carry no
 information on the effect and are left out (their samples still count in n, censored, invalid).
-With fewer than two shared blocks the cells are compared unblocked (a Welch-free pooled model).
+With fewer than two shared blocks the cells are compared unblocked, with one sigma for both cells
+(a pooled model: it assumes equal spread on the log scale, which the blocked, paired form does not).
 """
 
 from __future__ import annotations
