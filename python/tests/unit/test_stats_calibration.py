@@ -133,7 +133,9 @@ def scenarios() -> list[Scenario]:
                  rules.HOLDS),
         Scenario("magnitude 4..23 %, truth +10 % in 3 cells", 100, [math.log1p(0.10)] * 3, 0.1, None, 6,
                  _magnitude, rules.FAILS),
-        Scenario(f"direction, small effect {small:.3f} (6 rounds)", 200, [small], 0.25, None, 6, _direction,
+        # the effect the estimate says 6 rounds detect with exactly 80 %: many claims, since the
+        # realized share sits right at it (about 81 % over other seeds: the estimate is accurate)
+        Scenario(f"direction, small effect {small:.3f} (6 rounds)", 1000, [small], 0.25, None, 6, _direction,
                  rules.FAILS, rules.HOLDS),
         Scenario(f"direction, effect {cens_effect} censored {cf:.0%} ({cens_rounds} rounds)", 150, [cens_effect],
                  0.25, cens_limit, cens_rounds, _direction, rules.FAILS, rules.HOLDS),
