@@ -150,10 +150,56 @@ def scenarios() -> list[Scenario]:
     ]
 
 
+SAME_BEST = {"C1": {"x": 0.2, "y": 0.1, "z": 0.0}, "C2": {"x": 0.2, "y": 0.1, "z": 0.0}}
+SWAPPED = {"C1": {"x": 0.4, "y": 0.1, "z": 0.0}, "C2": {"x": 0.0, "y": 0.4, "z": 0.1}}
+
+
+@dataclass
+class BestScenario(Scenario):
+    """"The best changes with the level" over 3 cells x 2 levels, log-means per level and cell."""
+
+    means: dict = None
+
+    def cells(self, rng: np.random.Generator) -> dict:
+        n = self.max_rounds
+        levels = {}
+        for level, cells in self.means.items():
+            shared = rng.normal(0, BLOCK_SD, n)
+            levels[level] = {name: Cell.of(BASE_MS * np.exp(mu + shared + rng.normal(0, self.sigma, n)),
+                                           blocks=range(n))
+                             for name, mu in cells.items()}
+        return levels
+
+
+def simulate_best(s: BestScenario, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    design = SequentialDesign(s.max_rounds, FIRST_LOOK)
+    counts = {rules.HOLDS: 0, rules.FAILS: 0, rules.INCONCLUSIVE: 0}
+    rounds_used = 0
+    for _ in range(s.claims):
+        levels = s.cells(rng)
+
+        def evaluate(r: int, alpha: float) -> rules.Verdict:
+            keep = set(range(r))
+            return rules.best_changes({lv: {k: c.first_blocks(keep) for k, c in cells.items()}
+                                       for lv, cells in levels.items()}, "highest", alpha)
+
+        out = run_sequential(design, evaluate)
+        counts[out.verdict.verdict] += 1
+        rounds_used += out.rounds
+    return {"wrong": counts[s.wrong] / s.claims, "correct": counts[s.correct] / s.claims,
+            "holds": counts[rules.HOLDS], "fails": counts[rules.FAILS],
+            "inconclusive": counts[rules.INCONCLUSIVE], "mean_rounds": rounds_used / s.claims}
+
+
 @pytest.fixture(scope="module")
 def calibration() -> list[tuple[Scenario, dict]]:
     results = [(s, simulate(s, seed)) for seed, s in enumerate(scenarios(), start=2026)]
-    return results
+    same = BestScenario("best changes with the level: same best at both", 100, [], 0.1, None, 8, None,
+                        rules.HOLDS, rules.FAILS, promised=False, means=SAME_BEST)
+    swapped = BestScenario("best changes with the level: x, then y (0.3 apart)", 100, [], 0.1, None, 8, None,
+                           rules.FAILS, rules.HOLDS, promised=False, means=SWAPPED)
+    return results + [(same, simulate_best(same, 2100)), (swapped, simulate_best(swapped, 2101))]
 
 
 def table(results) -> str:
