@@ -64,9 +64,13 @@ def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path):
     median_ms, mean_ms = statistics.median(rtts_ms), statistics.fmean(rtts_ms)
     print(f"\nlinkem RTT 2x20 ms: median {median_ms:.3f} ms, mean {mean_ms:.3f} ms, "
           f"min {min(rtts_ms):.3f}, max {max(rtts_ms):.3f}, n={len(rtts_ms)}")
-    # median: robust to the odd scheduler hiccup; the mean must also hold
+    # The mean is not asserted: on a loaded 2-core machine a few percent of the probes wait
+    # for a CPU (one run at load 6: mean 42.3 ms, median 40.3, max 82.6). linkem's own
+    # properties are that no packet leaves early and that the bulk sits at the delay.
+    assert min(rtts_ms) >= 40.0 - 0.5, f"a probe came back early: min {min(rtts_ms)} ms"
     assert_within_tolerance("median RTT ms", median_ms, 40.0, 0.5)
-    assert_within_tolerance("mean RTT ms", mean_ms, 40.0, 0.5)
+    upper_quartile_ms = statistics.quantiles(rtts_ms, n=4)[2]
+    assert_within_tolerance("upper quartile RTT ms", upper_quartile_ms, 40.0, 1.0)
     assert fwd["delayed"] >= 300 and bwd["delayed"] >= 300
     assert fwd["dropped"] == 0 and bwd["dropped"] == 0, (fwd, bwd)
     print(f"kernel-stamped arrivals: {fwd['kernel_stamped']}/{fwd['received']} and {bwd['kernel_stamped']}/{bwd['received']}")

@@ -12,11 +12,12 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
 from congestlab.spec.fieldpath import get_field
-from congestlab.spec.report import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
 
 
 def norm(value) -> str:
@@ -75,6 +76,16 @@ class Sample:
     time: float | None = None
 
 
+def _check_stored_published(run_dir: Path, report, published) -> None:
+    """The stored published values as the spec loader checked them, so a damaged manifest is
+    one line here rather than a traceback in a table (the engine checks the declaration's
+    dimensions against every experiment's axes itself)."""
+    try:
+        check_published(report, published)
+    except ValueError as err:
+        raise RunDirError(f"{run_dir}/manifest.json: damaged spec: {err}") from None
+
+
 class RunData:
     """One run directory, read once; rows are kept as strings (as the CSV has them)."""
 
@@ -88,6 +99,7 @@ class RunData:
         if report is None:
             if self.spec.get("report"):
                 report = load_report_spec(self.spec)
+                _check_stored_published(self.run_dir, report, self.spec.get("published"))
             else:
                 report = default_report(self.run_dir, self.axes)
         self.report = report
