@@ -30,6 +30,8 @@ struct AckSnapshot {
     bytes_nrt: u64,
     payload_bytes: u64,
     is_request: bool,
+    /// What this ACK acknowledges, as an offset in the server's sequence space.
+    ack_off: Option<i64>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -95,6 +97,9 @@ pub struct Connection {
     // in flight: highest server sequence sent minus highest client ACK
     snd_max: Option<i64>,
     ack_max: Option<i64>,
+    /// End of the highest server payload byte (no SYN or FIN): the completeness check's
+    /// "last data" (is it covered by the last ACK?).
+    data_end: Option<i64>,
     bin: Option<SeriesBin>,
 }
 
@@ -136,6 +141,7 @@ impl Connection {
             rtt_max_ns: i64::MIN,
             snd_max: None,
             ack_max: None,
+            data_end: None,
             bin: None,
         }
     }
@@ -184,6 +190,11 @@ impl Connection {
             self.cum_payload += payload;
         }
         let is_request = from_client && payload > 0 && self.request_ns.is_none();
+        let ack_off = if from_client && seg.has_ack() {
+            self.seq[SERVER].nearest(seg.ack)
+        } else {
+            None
+        };
         if is_request {
             self.request_ns = Some(seg.ts_ns);
         }
@@ -201,6 +212,7 @@ impl Connection {
                     bytes_nrt: self.cum_nrt,
                     payload_bytes: self.cum_payload,
                     is_request,
+                    ack_off,
                 });
             }
         }
@@ -210,12 +222,14 @@ impl Connection {
             if payload > 0 {
                 self.rtt
                     .on_server_data(off, off + payload as i64, seg.ts_ns, retransmitted);
+                let end = off + i64::from(seg.payload_len) + i64::from(seg.syn());
+                self.data_end = Some(self.data_end.map_or(end, |m| m.max(end)));
             }
             if length > 0 {
                 self.snd_max = Some(self.snd_max.map_or(off + length, |m| m.max(off + length)));
             }
         } else if seg.has_ack() {
-            if let Some(ack_off) = self.seq[SERVER].nearest(seg.ack) {
+            if let Some(ack_off) = ack_off {
                 let (count, sum, min, max) = (
                     &mut self.rtt_count,
                     &mut self.rtt_sum_ns,
@@ -326,6 +340,7 @@ impl Connection {
             captured_throughput_mbps: None,
             nrt_throughput_mbps: None,
             goodput_mbps: None,
+            unacked_at_last_ack_bytes: None,
         };
         let Some(request_ns) = self.request_ns else {
             rec.error = Some(NO_REQUEST);
@@ -352,6 +367,11 @@ impl Connection {
         rec.captured_throughput_mbps = Some(mbps(ack.bytes_captured, delay_ns));
         rec.nrt_throughput_mbps = Some(mbps(ack.bytes_nrt, delay_ns));
         rec.goodput_mbps = Some(mbps(ack.payload_bytes, delay_ns));
+        rec.unacked_at_last_ack_bytes = Some(match (self.data_end, ack.ack_off) {
+            (Some(end), Some(acked)) => (end - acked).max(0),
+            (Some(end), None) => end.max(0),
+            (None, _) => 0,
+        });
         rec
     }
 }
@@ -445,6 +465,7 @@ mod tests {
         assert_eq!(rec.bytes_captured, Some(captured));
         assert_eq!(rec.bytes_nrt, Some(captured - 1066));
         assert_eq!(rec.payload_bytes, Some(4000));
+        assert_eq!(rec.unacked_at_last_ack_bytes, Some(0));
         // samples: two segments at the first ACK (2 ms), the fourth at the last ACK (9 ms);
         // none for the resent third
         assert_eq!(rtts, vec![2 * MS, 2 * MS, 9 * MS]);
@@ -507,6 +528,18 @@ mod tests {
             seg(30, true, 101, 1001, RST | ACK, 0),
         ]);
         assert_eq!(rec.error, Some(NO_ACK));
+    }
+
+    #[test]
+    fn last_ack_short_of_the_last_data() {
+        // cut after the duplicate ACK of 2001: 2000 bytes sent and never acknowledged
+        let (rec, _, _) = run(&transfer()[..10]);
+        assert_eq!(rec.error, None);
+        assert_eq!(rec.unacked_at_last_ack_bytes, Some(2000));
+        // no data from the server at all: nothing to acknowledge
+        let t = transfer();
+        let (rec, _, _) = run(&[t[0], t[1], t[2], t[3], seg(4, true, 101, 1, ACK, 0)]);
+        assert_eq!(rec.unacked_at_last_ack_bytes, Some(0));
     }
 
     #[test]

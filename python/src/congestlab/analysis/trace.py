@@ -194,7 +194,8 @@ def _connection_from_record(rec: dict) -> PcapConnection:
             nrt_throughput_mbps=rec["nrt_throughput_mbps"], captured_throughput_mbps=rec["captured_throughput_mbps"],
             goodput_mbps=rec["goodput_mbps"], retransmissions=rec["retransmissions"], bytes_nrt=rec["bytes_nrt"],
             bytes_captured=rec["bytes_captured"], payload_bytes=rec["payload_bytes"],
-            syn_to_last_ack_ms=rec["syn_to_last_ack_ms"])
+            syn_to_last_ack_ms=rec["syn_to_last_ack_ms"],
+            unacked_at_last_ack_bytes=rec.get("unacked_at_last_ack_bytes"))
     return PcapConnection(conn=rec["conn"], family=rec["family"], client=rec["client"], client_port=rec["client_port"],
                           server=rec["server"], server_port=rec["server_port"], first_ts=rec["first_ts_s"],
                           last_ts=rec["last_ts_s"], retransmissions=rec["retransmissions"], metrics=metrics,
