@@ -79,7 +79,8 @@ def assert_same_measurement(a, b):
         if x.metrics is None:
             continue
         mx, my = x.metrics, y.metrics
-        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port"):
+        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port",
+                     "unacked_at_last_ack_bytes"):
             assert getattr(mx, name) == getattr(my, name), f"{where}: {name}"
         assert abs(mx.delay_ms - my.delay_ms) <= TIME_MS, where
         assert (mx.syn_to_last_ack_ms is None) == (my.syn_to_last_ack_ms is None)
