@@ -30,8 +30,6 @@ struct AckSnapshot {
     bytes_nrt: u64,
     payload_bytes: u64,
     is_request: bool,
-    /// What this ACK acknowledges, as an offset in the server's sequence space.
-    ack_off: Option<i64>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -98,7 +96,7 @@ pub struct Connection {
     snd_max: Option<i64>,
     ack_max: Option<i64>,
     /// End of the highest server payload byte (no SYN or FIN): the completeness check's
-    /// "last data" (is it covered by the last ACK?).
+    /// "last data" (did the client acknowledge it?).
     data_end: Option<i64>,
     bin: Option<SeriesBin>,
 }
@@ -190,11 +188,7 @@ impl Connection {
             self.cum_payload += payload;
         }
         let is_request = from_client && payload > 0 && self.request_ns.is_none();
-        let ack_off = if from_client && seg.has_ack() {
-            self.seq[SERVER].nearest(seg.ack)
-        } else {
-            None
-        };
+
         if is_request {
             self.request_ns = Some(seg.ts_ns);
         }
@@ -212,7 +206,6 @@ impl Connection {
                     bytes_nrt: self.cum_nrt,
                     payload_bytes: self.cum_payload,
                     is_request,
-                    ack_off,
                 });
             }
         }
@@ -229,7 +222,7 @@ impl Connection {
                 self.snd_max = Some(self.snd_max.map_or(off + length, |m| m.max(off + length)));
             }
         } else if seg.has_ack() {
-            if let Some(ack_off) = ack_off {
+            if let Some(ack_off) = self.seq[SERVER].nearest(seg.ack) {
                 let (count, sum, min, max) = (
                     &mut self.rtt_count,
                     &mut self.rtt_sum_ns,
@@ -340,7 +333,11 @@ impl Connection {
             captured_throughput_mbps: None,
             nrt_throughput_mbps: None,
             goodput_mbps: None,
-            unacked_at_last_ack_bytes: None,
+            server_data_unacked_bytes: match (self.data_end, self.ack_max) {
+                (Some(end), Some(acked)) => (end - acked).max(0),
+                (Some(end), None) => end.max(0),
+                (None, _) => 0,
+            },
         };
         let Some(request_ns) = self.request_ns else {
             rec.error = Some(NO_REQUEST);
@@ -367,11 +364,6 @@ impl Connection {
         rec.captured_throughput_mbps = Some(mbps(ack.bytes_captured, delay_ns));
         rec.nrt_throughput_mbps = Some(mbps(ack.bytes_nrt, delay_ns));
         rec.goodput_mbps = Some(mbps(ack.payload_bytes, delay_ns));
-        rec.unacked_at_last_ack_bytes = Some(match (self.data_end, ack.ack_off) {
-            (Some(end), Some(acked)) => (end - acked).max(0),
-            (Some(end), None) => end.max(0),
-            (None, _) => 0,
-        });
         rec
     }
 }
@@ -465,7 +457,7 @@ mod tests {
         assert_eq!(rec.bytes_captured, Some(captured));
         assert_eq!(rec.bytes_nrt, Some(captured - 1066));
         assert_eq!(rec.payload_bytes, Some(4000));
-        assert_eq!(rec.unacked_at_last_ack_bytes, Some(0));
+        assert_eq!(rec.server_data_unacked_bytes, 0);
         // samples: two segments at the first ACK (2 ms), the fourth at the last ACK (9 ms);
         // none for the resent third
         assert_eq!(rtts, vec![2 * MS, 2 * MS, 9 * MS]);
@@ -531,15 +523,20 @@ mod tests {
     }
 
     #[test]
-    fn last_ack_short_of_the_last_data() {
+    fn last_data_unacknowledged() {
         // cut after the duplicate ACK of 2001: 2000 bytes sent and never acknowledged
         let (rec, _, _) = run(&transfer()[..10]);
         assert_eq!(rec.error, None);
-        assert_eq!(rec.unacked_at_last_ack_bytes, Some(2000));
+        assert_eq!(rec.server_data_unacked_bytes, 2000);
+        // the last data acknowledged only by the client's FIN (its delayed ACK went with it)
+        let mut t = transfer();
+        t[11] = seg(14, true, 101, 2001, ACK, 0);
+        let (rec, _, _) = run(&t);
+        assert_eq!(rec.server_data_unacked_bytes, 0);
         // no data from the server at all: nothing to acknowledge
         let t = transfer();
         let (rec, _, _) = run(&[t[0], t[1], t[2], t[3], seg(4, true, 101, 1, ACK, 0)]);
-        assert_eq!(rec.unacked_at_last_ack_bytes, Some(0));
+        assert_eq!(rec.server_data_unacked_bytes, 0);
     }
 
     #[test]

@@ -72,15 +72,14 @@ def assert_same_measurement(a, b):
     assert [c.key for c in a.connections] == [c.key for c in b.connections]
     for x, y in zip(a.connections, b.connections):
         where = f"{x.family} port {x.client_port} conn {x.conn}"
-        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error) == \
-               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error), where
+        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error, x.server_data_unacked_bytes) == \
+               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error, y.server_data_unacked_bytes), where
         assert abs(x.first_ts - y.first_ts) <= TIME_S and abs(x.last_ts - y.last_ts) <= TIME_S, where
         assert (x.metrics is None) == (y.metrics is None), where
         if x.metrics is None:
             continue
         mx, my = x.metrics, y.metrics
-        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port",
-                     "unacked_at_last_ack_bytes"):
+        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port"):
             assert getattr(mx, name) == getattr(my, name), f"{where}: {name}"
         assert abs(mx.delay_ms - my.delay_ms) <= TIME_MS, where
         assert (mx.syn_to_last_ack_ms is None) == (my.syn_to_last_ack_ms is None)

@@ -39,9 +39,6 @@ class ConnectionMetrics:
     payload_bytes: int
     rtt_samples_ms: list[float] = field(default_factory=list)
     syn_to_last_ack_ms: float | None = None  # from the client's SYN (connection set-up included)
-    # server payload beyond what the last ACK acknowledges: 0 when the delay's end covers the
-    # last data in the capture (the completeness check of analysis/request_outcome.py)
-    unacked_at_last_ack_bytes: int | None = None
 
     @property
     def rtt_mean_ms(self) -> float | None:
@@ -137,13 +134,13 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
         payload_bytes=payload_bytes,
         rtt_samples_ms=rtt_samples_ms(segs, from_client, retransmitted),
         syn_to_last_ack_ms=(t1 - syn_ts) * 1e3 if syn_ts is not None else None,
-        unacked_at_last_ack_bytes=unacked_at_ack(segs, from_client, last_ack_index),
     )
 
 
-def unacked_at_ack(segs: list[Segment], from_client: list[bool], ack_index: int) -> int:
-    """Server payload (the whole connection's) beyond what the client's segment at
-    `ack_index` acknowledges."""
+def server_data_unacked(segs: list[Segment], from_client: list[bool]) -> int:
+    """Server payload bytes beyond the highest acknowledgment the client sent: 0 when the
+    client acknowledged the last data in the capture (the completeness check of a measured
+    request, analysis/request_outcome.py)."""
     server_dir = _Direction()
     data_end = acked = None
     for i, s in enumerate(segs):
@@ -152,8 +149,9 @@ def unacked_at_ack(segs: list[Segment], from_client: list[bool], ack_index: int)
             if s.payload_len:
                 end = off + s.payload_len + (1 if s.syn else 0)
                 data_end = end if data_end is None else max(data_end, end)
-        elif i == ack_index and s.has_ack:
-            acked = server_dir.nearest(s.ack)
+        elif s.has_ack and server_dir.base is not None:
+            ack = server_dir.nearest(s.ack)
+            acked = ack if acked is None else max(acked, ack)
     if data_end is None:
         return 0
     return max(data_end - (acked if acked is not None else 0), 0)
