@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from congestlab.errors import CongestlabError
+from congestlab.errors import CongestlabError, TraceError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -257,6 +257,12 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
           f"{result.summary['analysis_s']} s")
     for problem in result.summary["problems"]:
         print(f"  {problem}")
+    invalid = result.summary.get("request_outcomes", {}).get("invalid", 0)
+    unusable = result.summary.get("captures_unusable", [])
+    if invalid or unusable:  # results are written; the exit code says they hold problems
+        print(f"congestlab: problems found: {invalid} invalid requests, {len(unusable)} unusable captures",
+              file=sys.stderr)
+        raise typer.Exit(TraceError.exit_code)
 
 
 @app.command("rto-replay")
