@@ -57,6 +57,15 @@ def client_outcome(raw: dict, timeout_s: float | None) -> tuple[str | None, str]
     return INVALID, error
 
 
+def outcome_of_stored_row(row: dict) -> str:
+    """The outcome of a results/request.csv row written before rows carried one: `ok`, and
+    the client's error for the rest (a timeout's wording as client_outcome reads it)."""
+    if str(row.get("ok")) in ("True", "true", "1"):
+        return COMPLETE
+    error = str(row.get("error") or "")
+    return TIMED_OUT if "timed out" in error or error.startswith("no response within") else INVALID
+
+
 def cross_check(raw: dict, conn_unacked_bytes: int, m: ConnectionMetrics,
                 bottleneck: Bottleneck | None) -> str:
     """Why a request the client completed cannot be taken as measured; "" when it can."""
