@@ -419,18 +419,20 @@ def _console():
 def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
-    """Remove namespaces (and their processes) left behind by crashed runs."""
+    """Remove what crashed runs left: namespaces (and their processes), owner records,
+    temporary docroots and cluster work directories whose owning process is gone."""
     from congestlab.runner import require_root
-    from congestlab.testbed.namespaces import clean_leftovers
+    from congestlab.testbed.namespaces import OWNERS_DIR, clean_dead_runs
 
     require_root()
     from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 
-    removed = clean_leftovers(include_running=all_runs)
-    print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
+    removed = clean_dead_runs(include_running=all_runs)
     works = clean_work_dirs()
-    if works:
-        print(f"removed {len(works)} cluster work directories of dead tasks under {work_parent()}")
+    for what, items in (("namespaces", removed.namespaces), (f"owner records in {OWNERS_DIR}", removed.owner_records),
+                        ("temporary docroots", removed.temp_dirs),
+                        (f"cluster work directories under {work_parent()}", [str(w) for w in works])):
+        print(f"removed {len(items)} {what}" + (": " + " ".join(items) if items else ""))
 
 
 @app.command()
