@@ -219,3 +219,24 @@ def test_bottleneck_on_the_path_only():
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "congestlab.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def _sound_rows() -> list[dict]:
+    return [json.loads(line) for line in (DATA / "sound-requests.jsonl").read_text().splitlines()]
+
+
+def test_sound_rows_of_real_runs_never_trip_the_checks():
+    """Every GET of re-analysed real runs (the ipv6 and rto presets with --quick, and the
+    netns tests' studies: curl and Chromium, v4 and v6, apache, nginx, lean, cubic and
+    Compound) passes every cross-check at the documented tolerances."""
+    rows = _sound_rows()
+    assert len(rows) >= 150
+    assert {r["client_kind"] for r in rows} == {"curl", "chromium"} and {r["family"] for r in rows} == {"v4", "v6"}
+    for r in rows:
+        raw = {"ok": True, "time_total_s": r["time_total_s"], "size_download": r["size_download"],
+               "client_kind": r["client_kind"]}
+        m = _metrics(delay_ms=r["delay_ms"], syn_to_last_ack_ms=r["syn_to_last_ack_ms"], bytes_nrt=r["bytes_nrt"],
+                     payload_bytes=r["payload_bytes"],
+                     nrt_throughput_mbps=r["bytes_nrt"] * 8 / r["delay_ms"] / 1e3)
+        neck = Bottleneck(r["rate_bps"], r["burst_bytes"]) if r["rate_bps"] else None
+        assert cross_check(raw, r["server_data_unacked_bytes"], m, neck) == "", r
