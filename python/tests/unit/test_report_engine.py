@@ -160,9 +160,11 @@ def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
     builder.add("request", {"level": "75"}, 1, delay_ms=100.0, ok=True)
     builder.add("request", {"level": "75"}, 2, delay_ms=300.0, ok=True)
     builder.add("request", {"level": "100"}, 1, delay_ms=2000.0, ok=True)
-    builder.add("request", {"level": "100"}, 2, delay_ms="", ok=False)
-    builder.add("request", {"level": "125"}, 1, delay_ms="", ok=False)
-    builder.add("request", {"level": "125"}, 2, delay_ms="", ok=False)
+    # a declaration and rows from before request outcomes: ok = false with curl's timeout is timed_out
+    timed_out = "Operation timed out after 45000 milliseconds with 0 bytes received"
+    builder.add("request", {"level": "100"}, 2, delay_ms="", ok=False, error=timed_out)
+    builder.add("request", {"level": "125"}, 1, delay_ms="", ok=False, error=timed_out)
+    builder.add("request", {"level": "125"}, 2, delay_ms="", ok=False, error=timed_out)
     run = builder.write(tmp_path / "run")
     manifest = json.loads((run / "manifest.json").read_text())
     for point in manifest["points"]:

@@ -196,7 +196,7 @@ class RunData:
         """GETs a metric over complete requests leaves out, by outcome (timed_out, invalid;
         analysis/request_outcome.py): counted, never averaged. A timed-out GET the metric
         shows as censored ("> T s") is not counted again."""
-        if metric.kind != "request" or metric.where.get("outcome") != COMPLETE:
+        if metric.kind != "request" or (metric.where.get("outcome") != COMPLETE and metric.where.get("ok") is not True):
             return {}
         base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
         counts = {}
