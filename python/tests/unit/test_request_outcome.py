@@ -227,10 +227,11 @@ def _sound_rows() -> list[dict]:
 
 def test_sound_rows_of_real_runs_never_trip_the_checks():
     """Every GET of re-analysed real runs (the ipv6 and rto presets with --quick, and the
-    netns tests' studies: curl and Chromium, v4 and v6, apache, nginx, lean, cubic and
-    Compound) passes every cross-check at the documented tolerances."""
+    netns tests' studies, some beside stress-ng --cpu 2: curl and Chromium, v4 and v6,
+    apache, nginx, lean, cubic and Compound) passes every cross-check at the documented
+    tolerances."""
     rows = _sound_rows()
-    assert len(rows) >= 150
+    assert len(rows) >= 200
     assert {r["client_kind"] for r in rows} == {"curl", "chromium"} and {r["family"] for r in rows} == {"v4", "v6"}
     for r in rows:
         raw = {"ok": True, "time_total_s": r["time_total_s"], "size_download": r["size_download"],
