@@ -332,13 +332,15 @@ def report(
 def compare(
     run_dirs: list[Path] = typer.Argument(..., help="two or more run directories; the first is the baseline"),
     out: Path = typer.Option(None, "--out", help="directory for compare.md/.html and plots; default compare-TIME"),
+    force: bool = typer.Option(False, "--force", help="compare runs of different studies or with no cell in common"),
 ) -> None:
-    """The same cells of several runs side by side, with differences and overlaid plots."""
+    """The same cells of several runs side by side, with differences and overlaid plots.
+    Runs of another study than the first, or with no cell in common, are refused."""
     from rich.console import Console
 
     from congestlab.report.compare import compare_runs
 
-    _print_report(compare_runs(run_dirs, out), Console())
+    _print_report(compare_runs(run_dirs, out, force), Console())
 
 
 @app.command()

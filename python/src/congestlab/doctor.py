@@ -7,6 +7,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from congestlab.cc.registry import COMPOUND_KERNEL_NAME, default_object
+from congestlab.errors import ToolError
+from congestlab.paths import rust_binary
 from congestlab.testbed.capabilities import probe_kernel_features
 from congestlab.traffic.mgen import SHIM_PATH
 
@@ -25,6 +28,24 @@ class Item:
 def _tool(name: str, package: str) -> Item:
     path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
     return Item(name, path is not None, path or "not found", f"{APT} {package}")
+
+
+def _built(name: str, what: str) -> Item:
+    """A binary of the Rust workspace (crates/<name>), which `make build` builds."""
+    try:
+        return Item(name, True, str(rust_binary(name)), "make build")
+    except ToolError:
+        return Item(name, False, f"not built ({what})", "make build")
+
+
+# the workspace binaries a study needs, and what for
+RUST_BINARIES = (
+    ("leanweb", "the lean server"),
+    ("dualbench", "http_load stress and the ANMA benchmark"),
+    ("linkem", "delay, jitter and loss without netem"),
+    ("traceanalyze", "the capture analysis"),
+    ("leansim", "congestlab simulate"),
+)
 
 
 def diagnose() -> list[Item]:
@@ -49,4 +70,13 @@ def diagnose() -> list[Item]:
         _tool("bpftool", "bpftool"), _tool("clang", "clang"),
     ]
     items.append(Item("mgen-ipv6-shim", SHIM_PATH.exists(), str(SHIM_PATH), "make build"))
+    items += [_built(name, what) for name, what in RUST_BINARIES]
+    compound = default_object(COMPOUND_KERNEL_NAME)
+    items.append(Item("compound-bpf", compound.is_file(), str(compound) if compound.is_file() else
+                      f"{compound} missing (Compound TCP)", "make build"))
+    # optional: only `workloads.get.client_kind = "chromium"` needs the browser
+    chromium = shutil.which("chromium")
+    items.append(Item("chromium", chromium is not None, chromium or "not found (browser GETs)",
+                      f"{APT} chromium", required=False))
+    return items
     return items

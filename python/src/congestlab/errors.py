@@ -78,3 +78,10 @@ class ClusterError(CongestlabError):
     """The Ray cluster could not be reached, lacks testbed nodes, or left points unfinished."""
 
     exit_code = 8
+
+
+class StatsInputError(CongestlabError):
+    """Samples handed to the statistics engine (congestlab/stats/) are malformed: an unknown
+    outcome, a timed-out sample without its censoring time, arrays of different lengths."""
+
+    exit_code = 10

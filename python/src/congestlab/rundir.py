@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from congestlab.errors import RunDirError
 from congestlab.paths import REPO_ROOT
 
@@ -42,15 +44,92 @@ def write_manifest(run_dir: Path, manifest: dict) -> None:
     os.replace(tmp, run_dir / "manifest.json")
 
 
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _PointShape(_Loose):
+    id: str
+    experiment: str
+    axes: dict[str, str | int | float | bool | None] = {}
+    settings: dict = {}
+    servers: list[str] = []
+    workloads: list[str] = []
+    repetitions: int = 1
+    unit: int = 0
+
+
+class _CheckShape(_Loose):
+    name: str
+    ok: bool
+
+
+class _FidelityShape(_Loose):
+    checks: list[_CheckShape] = []
+    warnings: list[str] = []
+
+
+class _SpecShape(_Loose):
+    name: str = ""
+    published: list[dict[str, str | int | float | bool | None]] = []
+    report: dict = {}
+
+
+class _ManifestShape(_Loose):
+    """The types of what the readers (analysis, report, distance, compare, resume) take from
+    a manifest, so that a damaged one is one line naming the key, not a traceback later."""
+
+    format_version: int
+    status: str | None = None
+    study: str | None = None
+    quick: bool = False
+    spec: _SpecShape = _SpecShape()
+    axes: list[str] = []
+    points: list[_PointShape] = []
+    runs_done: int = 0
+    environment: dict = {}
+    testbed: dict = {}
+    servers: dict[str, list[dict]] = {}
+    workloads: dict[str, dict] = {}
+    reconfigurations: list = []
+    tools: dict = {}
+    qdiscs: dict = {}
+    timing: dict = {}
+    fidelity: _FidelityShape = _FidelityShape()
+    analysis: dict = {}
+    calibration: dict | None = None
+    error: str | None = None
+
+
+def _shape_problem(manifest: object) -> str | None:
+    if not isinstance(manifest, dict):
+        return f"holds a JSON {type(manifest).__name__}, not an object"
+    try:
+        _ManifestShape.model_validate(manifest)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}"
+    return None
+
+
 def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
     path = Path(run_dir) / "manifest.json"
+    if not Path(run_dir).is_dir():
+        raise RunDirError(f"{run_dir}: no such directory")
     if not path.exists():
         raise RunDirError(f"{run_dir}: no manifest.json (not a congestlab run directory)")
     try:
-        manifest = json.loads(path.read_text())
-    except ValueError as err:
+        manifest = json.loads(path.read_bytes())
+    except (ValueError, OSError) as err:
         raise RunDirError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(manifest, dict):
+        raise RunDirError(f"{path}: damaged manifest: {_shape_problem(manifest)}")
     version = manifest.get("format_version")
+    if version == FORMAT_VERSION:
+        problem = _shape_problem(manifest)
+        if problem:
+            raise RunDirError(f"{path}: damaged manifest: {problem}")
     if version != FORMAT_VERSION:
         raise RunDirError(f"{path}: format_version {version!r}, this congestlab reads {FORMAT_VERSION}")
     if require_complete and manifest.get("status") != "complete":

@@ -64,12 +64,16 @@ def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path, within):
     median_ms, mean_ms = statistics.median(rtts_ms), statistics.fmean(rtts_ms)
     print(f"\nlinkem RTT 2x20 ms: median {median_ms:.3f} ms, mean {mean_ms:.3f} ms, "
           f"min {min(rtts_ms):.3f}, max {max(rtts_ms):.3f}, n={len(rtts_ms)}")
-    # never early; late by what a busy machine costs a user-space element. Measured at load
-    # 5-6 (2 cores): median 40.2, mean 40.54; with stress-ng --cpu 2 on top (load 6-9, five
-    # runs): median 40.2-44.0, mean 43.3-51.7 (one wake-up 272 ms late)
-    assert min(rtts_ms) >= 40.0 - 0.1, min(rtts_ms)
+    # The mean is not asserted: on a loaded 2-core machine a few percent of the probes wait
+    # for a CPU (one run at load 6: mean 42.3 ms, median 40.3, max 82.6). linkem's own
+    # properties are that no packet leaves early and that the bulk sits at the delay, late by
+    # what a busy machine costs a user-space element: with stress-ng --cpu 2 beside (load
+    # 6-9, five runs) the median was 40.2-44.0 ms, the mean 43.3-51.7
+    assert min(rtts_ms) >= 40.0 - 0.5, f"a probe came back early: min {min(rtts_ms)} ms"
     within("median RTT ms", median_ms, 40.0, 0.5, late=6.0)
-    within("mean RTT ms", mean_ms, 40.0, 0.5, late=16.0)
+    upper_quartile_ms = statistics.quantiles(rtts_ms, n=4)[2]
+    print(f"upper quartile {upper_quartile_ms:.3f} ms")
+    within("upper quartile RTT ms", upper_quartile_ms, 40.0, 1.0, late=10.0)
     assert fwd["delayed"] >= 300 and bwd["delayed"] >= 300
     assert fwd["dropped"] == 0 and bwd["dropped"] == 0, (fwd, bwd)
     print(f"kernel-stamped arrivals: {fwd['kernel_stamped']}/{fwd['received']} and {bwd['kernel_stamped']}/{bwd['received']}")

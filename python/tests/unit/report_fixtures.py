@@ -18,7 +18,7 @@ class RunBuilder:
     def __init__(self, study: str, axes: list[str], report: dict, published: list[dict] | None = None,
                  title: str = "", quick: bool = False, experiment: str = "main"):
         self.study, self.axes, self.experiment = study, axes, experiment
-        self.spec = {"name": study, "title": title or f"{study} (hand-made)", "source": "test fixture",
+        self.spec = {"name": study, "title": title or f"{study} (hand-made)", "source": f"test fixture ({study})",
                      "published": published or [], "report": report}
         self.quick = quick
         self.points: dict[str, dict] = {}

@@ -57,3 +57,53 @@ def test_difference_rule_with_one_repetition():
     assert difference(Stats([30.0]), Stats([25.0]))[0] == "no"  # ratio 0.83, inside 1.5
     assert difference(Stats([30.0]), Stats([15.0]))[0] == "yes"
     assert difference(Stats([]), Stats([15.0]))[0] == "–"
+
+
+def _one_line_error(done: subprocess.CompletedProcess, code: int) -> str:
+    assert done.returncode == code, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return done.stderr
+
+
+def test_compare_refuses_runs_of_different_studies_unless_forced(tmp_path):
+    ipv6 = realistic_ipv6(repetitions=3).write(tmp_path / "ipv6")
+    lab = tcplab_run().write(tmp_path / "lab")
+    err = _one_line_error(_cli("compare", str(ipv6), str(lab), "--out", str(tmp_path / "cmp")), 7)
+    assert "another study" in err and "--force" in err
+    assert not (tmp_path / "cmp").exists()  # nothing half-written
+    done = _cli("compare", str(ipv6), str(lab), "--out", str(tmp_path / "cmp"), "--force")
+    assert "another study" in done.stdout + done.stderr
+
+
+def test_compare_refuses_runs_without_a_cell_in_common(tmp_path):
+    report = {"metrics": {"thr": {"kind": "request", "column": "nrt_throughput_mbps"}},
+              "tables": [{"id": "t", "title": "t", "metrics": ["thr"], "rows": "level"}]}
+    a = request_run({("apache", "C1B", "v4"): [30.0, 30.5, 29.8]}, report=report).write(tmp_path / "a")
+    b = request_run({("apache", "C5B", "v4"): [20.0, 20.4, 19.9]}, report=report).write(tmp_path / "b")
+    err = _one_line_error(_cli("compare", str(a), str(b), "--out", str(tmp_path / "cmp")), 7)
+    assert "no cell with samples in common" in err
+
+
+def test_compare_of_a_variant_names_the_fields_that_differ(tmp_path):
+    import json
+
+    a = realistic_ipv6(repetitions=3, seed=1).write(tmp_path / "a")
+    b = realistic_ipv6(repetitions=3, seed=2).write(tmp_path / "b")
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["spec"]["name"] = "ipv6-seed-fit"
+    manifest["spec"]["warmup_s"] = 61
+    manifest["environment"]["git_revision"] = "0123abc"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    done = _cli("compare", str(a), str(b), "--out", str(tmp_path / "cmp"))
+    assert done.returncode == 0, done.stderr
+    assert "variant of a: spec fields differ: warmup_s" in done.stdout
+    assert "git revision differs" in done.stdout
+    assert "warmup_s" in (tmp_path / "cmp" / "compare.md").read_text()
+
+
+def test_compare_out_that_is_a_file_is_one_line(tmp_path):
+    a = realistic_ipv6(repetitions=3, seed=1).write(tmp_path / "a")
+    b = realistic_ipv6(repetitions=3, seed=2).write(tmp_path / "b")
+    (tmp_path / "taken").write_text("x")
+    err = _one_line_error(_cli("compare", str(a), str(b), "--out", str(tmp_path / "taken")), 7)
+    assert "not a directory" in err

@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.errors import RunDirError
 from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
+from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
 from congestlab.report.data import RunData, Stats, _number, norm
 from congestlab.report.engine import Console, _data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
@@ -77,19 +79,23 @@ def _labels(runs: list[RunData]) -> list[str]:
     return [f"{i + 1}:{n}" for i, n in enumerate(names)]
 
 
-def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
-    from congestlab.errors import RunDirError
-
+def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = False) -> Comparison:
+    """Runs of one study side by side. Runs of another study than the first, or with no
+    cell in common with it, are refused unless `force` (report/compare_scope.py)."""
     if len(run_dirs) < 2:
         raise RunDirError("compare needs at least two run directories")
     runs = [RunData(Path(d)) for d in run_dirs]
     base = runs[0]
+    labels = _labels(runs)
+    warnings = check_same_study(labels, [run.spec for run in runs], force)
+    warnings += environment_differences(labels, [run.manifest for run in runs])
     for run in runs[1:]:
         run.report = base.report  # one declaration decides the cells for every run
-    labels = _labels(runs)
     out = Path(out) if out else Path(f"compare-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"compare --out {out}: exists and is not a directory")
     tables = []
+    shared_cells = [0] * (len(runs) - 1)
     for spec in base.report.tables:
         metrics = [(m, base.report.metrics[m]) for m in spec.metrics]
         kinds = sorted({m.kind for _, m in metrics})
@@ -106,7 +112,8 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
                     if not any(s.n for s in stats):
                         continue
                     diffs = []
-                    for s in stats[1:]:
+                    for i, s in enumerate(stats[1:]):
+                        shared_cells[i] += bool(s.n and stats[0].n)
                         exceeds, how = difference(stats[0], s)
                         delta = "–" if not (s.n and stats[0].n) else f"{s.mean - stats[0].mean:+.{metric.digits}f}"
                         diffs.append({"delta": delta, "exceeds": exceeds, "how": how})
@@ -114,6 +121,8 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
                                   "values": [_fmt(s, metric.digits) for s in stats], "diffs": diffs})
         tables.append({"id": spec.id, "title": spec.title, "rows_dim": spec.rows, "group_dim": spec.columns,
                        "lines": lines})
+    warnings += check_cells_shared(labels, shared_cells, force)
+    out.mkdir(parents=True, exist_ok=True)
     figures, plots = [], []
     for plot in base.report.plots:
         if plot.type not in ("bar", "line", "cdf"):
@@ -140,7 +149,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
                   "kernel": (run.manifest.get("environment") or {}).get("kernel"),
                   "warnings": len((run.manifest.get("fidelity") or {}).get("warnings") or [])}
                  for label, run in zip(labels, runs)],
-        "labels": labels, "tables": tables, "figures": figures, "claims": claims,
+        "labels": labels, "tables": tables, "figures": figures, "claims": claims, "warnings": warnings,
         "rule": (f"Δ = run − {labels[0]}. Exceeds the spread: with ≥ {MIN_WELCH_N} repetitions in both runs, "
                  f"Welch's t-test at {ALPHA:.0%}; with fewer, a ratio of the means beyond {MARGIN:g}×."),
     }
@@ -154,4 +163,4 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None) -> Comparison:
     n_exceed = sum(d["exceeds"] == "yes" for t in tables for line in t["lines"] for d in line["diffs"])
     n_cells = sum(len(t["lines"]) for t in tables)
     console["cells"] = (("cells compared", "differences beyond the spread"), [[str(n_cells), str(n_exceed)]])
-    return Comparison(md_path, html_path, plots, console)
+    return Comparison(md_path, html_path, plots, console, warnings)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.request_outcome import COMPLETE, INVALID, TIMED_OUT, outcome_of_stored_row
-from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, load_report_spec
+from congestlab.errors import RunDirError
+from congestlab.report.declaration import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
 
@@ -74,6 +75,16 @@ class Sample:
     time: float | None = None
 
 
+def _check_stored_published(run_dir: Path, report, published) -> None:
+    """The stored published values as the spec loader checked them, so a damaged manifest is
+    one line here rather than a traceback in a table (the engine checks the declaration's
+    dimensions against every experiment's axes itself)."""
+    try:
+        check_published(report, published)
+    except ValueError as err:
+        raise RunDirError(f"{run_dir}/manifest.json: damaged spec: {err}") from None
+
+
 class RunData:
     """One run directory, read once; rows are kept as strings (as the CSV has them)."""
 
@@ -87,6 +98,7 @@ class RunData:
         if report is None:
             if self.spec.get("report"):
                 report = load_report_spec(self.spec)
+                _check_stored_published(self.run_dir, report, self.spec.get("published"))
             else:
                 from congestlab.report.defaults import default_report
 

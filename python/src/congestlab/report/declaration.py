@@ -18,6 +18,8 @@ study's axes and results/<kind>.csv columns (congestlab/results.py).
 
 from __future__ import annotations
 
+import math
+
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -308,9 +310,21 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
     for claim in report.claims:
         for c in claim.checks():
             check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b, *c.among])
+    check_published(report, published)
+
+
+def check_published(report: ReportSpec, published: list[dict] | None) -> None:
+    """Every published entry names a declared metric and gives it a number (or nothing)."""
     for i, entry in enumerate(published or []):
         if not any(k in report.metrics for k in entry):
             raise ValueError(f"published[{i}] names no declared metric: {entry}")
+        for key, value in entry.items():
+            if key in report.metrics and value is not None and not _finite_number(value):
+                raise ValueError(f"published[{i}].{key}: {value!r} is not a finite number")
+
+
+def _finite_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load_report_spec(spec: dict) -> ReportSpec:

@@ -28,9 +28,11 @@ def load_preset(name: str) -> StudySpec:
 
 def load_spec(path: Path) -> StudySpec:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise SpecError(str(path), err.strerror or str(err)) from None
+    except UnicodeDecodeError as err:
+        raise SpecError(str(path), f"not UTF-8 text (byte {err.start}); TOML files are UTF-8") from None
     return parse_spec(text, str(path))
 
 

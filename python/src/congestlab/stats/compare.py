@@ -1,0 +1,136 @@
+"""The effect of cell a against cell b: the log of the ratio of their (geometric) medians, from the
+censored log-normal model with the round as a block (congestlab/stats/tobit.py).
+
+With blocks shared by both cells, each block gets its own level (a fixed effect), so a round
+that ran slow for everyone does not blur the comparison; without censoring this is the paired
+t-test on log values. Blocks that only one cell has, or where every sample is censored, carry no
+information on the effect and are left out (their samples still count in n, censored, invalid).
+With fewer than two shared blocks the cells are compared unblocked, with one sigma for both cells
+(a pooled model: it assumes equal spread on the log scale, which the blocked, paired form does not).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from congestlab.errors import StatsInputError
+from congestlab.stats import tobit
+from congestlab.stats.samples import Cell, RIGHT
+
+
+@dataclass(frozen=True)
+class Effect:
+    """log(median a / median b) with its standard error and degrees of freedom."""
+
+    estimate: float
+    se: float
+    df: int
+    n: tuple[int, int]
+    censored: tuple[int, int]
+    invalid: tuple[int, int]
+    blocks: int                 # blocks used (0: unblocked)
+    sd_pair: float              # sd of a within-block log difference (sigma * sqrt 2), for power
+    note: str = ""              # why the effect is undetermined, if it is
+    # for an undetermined effect: threshold -> (p above, p below) by a permutation test (gehan.py)
+    fallback: Callable[[float], tuple[float, float]] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def determined(self) -> bool:
+        return math.isfinite(self.se) and self.se > 0 and self.df > 0
+
+    def ci(self, level: float = 0.95) -> tuple[float, float]:
+        if not self.determined:
+            return -math.inf, math.inf
+        from scipy import stats as st
+
+        q = float(st.t.ppf(0.5 + level / 2, self.df))
+        return self.estimate - q * self.se, self.estimate + q * self.se
+
+    def p_above(self, value: float) -> float:
+        """One-sided p against H0: effect <= value (small: the effect is above value)."""
+        if not self.determined:
+            return self.fallback(value)[0] if self.fallback else 1.0
+        from scipy import stats as st
+
+        return float(st.t.sf((self.estimate - value) / self.se, self.df))
+
+    def p_below(self, value: float) -> float:
+        """One-sided p against H0: effect >= value."""
+        if not self.determined:
+            return self.fallback(value)[1] if self.fallback else 1.0
+        from scipy import stats as st
+
+        return float(st.t.cdf((self.estimate - value) / self.se, self.df))
+
+    @property
+    def percent(self) -> float:
+        """The effect as a relative difference, (a / b - 1) x 100."""
+        return (math.exp(self.estimate) - 1) * 100
+
+
+def to_percent(log_ratio: float) -> float:
+    if math.isnan(log_ratio):
+        return math.nan
+    return (math.exp(log_ratio) - 1) * 100 if log_ratio < 700 else math.inf
+
+
+def from_percent(pct: float) -> float:
+    return math.log1p(pct / 100)
+
+
+def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
+    if a.censoring != b.censoring:
+        raise StatsInputError("the two cells are censored on different sides")
+    counts = dict(n=(a.n, b.n), censored=(a.censored, b.censored), invalid=(a.invalid, b.invalid))
+    rows = [(v, c, blk, 1.0) for v, c, blk in a.valid()] + [(v, c, blk, 0.0) for v, c, blk in b.valid()]
+    shared = ({blk for _, _, blk in a.valid()} & {blk for _, _, blk in b.valid()}) - {None}
+    # a block whose samples are all censored pins nothing but its own level
+    informative = {blk for blk in shared if any(c for v, c, b2, _ in rows if b2 == blk)}
+    use_blocks = blocked and len(informative) >= 2
+    if use_blocks:
+        rows = [r for r in rows if r[2] in informative]
+    order = sorted(informative, key=str) if use_blocks else []
+    for side, name in ((1.0, "a"), (0.0, "b")):
+        if not any(c for _, c, _, s in rows if s == side):
+            return Effect(math.nan, math.inf, 0, blocks=len(order), sd_pair=math.nan,
+                          note=f"{name} has no completed sample{' in the blocks it shares' if use_blocks else ''}: "
+                               "the effect is unbounded; Gehan's permutation test decides", **counts,
+                          fallback=_gehan(rows, use_blocks, a.censoring == RIGHT))
+    X = np.array([[1.0, s] + [1.0 if blk == o else 0.0 for o in order[1:]] for _, _, blk, s in rows])
+    z = np.log(np.array([v for v, *_ in rows]))
+    side = 1 if a.censoring == RIGHT else -1
+    kind = np.array([0 if c else side for _, c, _, _ in rows])
+    done = kind == 0
+    if np.linalg.matrix_rank(X[done]) < X.shape[1] or int(done.sum()) <= X.shape[1]:
+        return Effect(math.nan, math.inf, 0, blocks=len(order), sd_pair=math.nan,
+                      note=f"too few completed samples ({int(done.sum())}) for {X.shape[1]} coefficients",
+                      **counts)
+    f = tobit.fit(X, z, kind)
+    if not f.converged:
+        return Effect(float(f.beta[1]), math.inf, f.df, blocks=len(order), sd_pair=math.nan,
+                      note="the censored fit did not converge", **counts)
+    return Effect(float(f.beta[1]), float(math.sqrt(f.cov[1, 1])), f.df, blocks=len(order),
+                  sd_pair=f.sigma * math.sqrt(2), **counts)
+
+
+def _gehan(rows, blocked: bool, right: bool) -> Callable[[float], tuple[float, float]]:
+    from congestlab.stats import gehan
+
+    side_a = [r for r in rows if r[3] == 1.0]
+    side_b = [r for r in rows if r[3] == 0.0]
+    cache: dict[float, tuple[float, float]] = {}
+
+    def test(threshold: float) -> tuple[float, float]:
+        if threshold not in cache:
+            cache[threshold] = gehan.p_values(
+                [math.log(v) for v, *_ in side_a], [c for _, c, *_ in side_a],
+                [math.log(v) for v, *_ in side_b], [c for _, c, *_ in side_b],
+                [r[2] for r in side_a] if blocked else None, [r[2] for r in side_b] if blocked else None,
+                right, threshold)
+        return cache[threshold]
+
+    return test

@@ -1,0 +1,181 @@
+"""No traceback from any input: mutated specs and manifests get one line and exit 2 or 7.
+
+A seeded property test (hypothesis, derandomized): each case takes a valid spec (the cc-share
+preset) or a valid run directory (the stored ipv6 quick run), damages it the way a hand edit, a
+crash or a wrong tool would (a value of another type, a missing key, a non-finite number, a cut,
+a byte that is not UTF-8), and runs the real CLI in-process: `run SPEC --dry-run`, or `distance
+RUN`. A case passes when the command either succeeds or answers one line with a documented exit
+code; an exception escaping `main()` fails the case (hypothesis then shrinks it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import math
+import shutil
+import sys
+import time
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from congestlab.cli import main
+
+DATA = Path(__file__).parent / "data"
+# exit codes a damaged input may give (README): 0 fine, 2 wrong spec, 7 run directory
+ALLOWED_CODES = {0, 2, 7}
+SPEC_CASES = 1000
+MANIFEST_CASES = 1000
+
+REPLACEMENTS = [None, "", "x", "10.0.0.0/8", -1, 0, 1, 2**70, 1e308, math.nan, math.inf, True, [], {}, [1, "a"],
+                {"a": 1}, "ümlaut", "\x00"]
+
+
+def call_cli(*argv: str) -> tuple[int, str]:
+    """`congestlab ARGV` in this process: (exit code, stderr)."""
+    err = io.StringIO()
+    saved = sys.argv
+    sys.argv = ["congestlab", *argv]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            try:
+                main()
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        sys.argv = saved
+    return code, err.getvalue()
+
+
+def paths_of(tree, prefix=()):
+    """Every path to a value in a tree of dicts and lists."""
+    yield prefix
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
+    for key, value in items:
+        yield from paths_of(value, (*prefix, key))
+
+
+def mutate(tree, path, replacement):
+    """The tree with the value at `path` replaced (None: the key or item removed)."""
+    tree = copy.deepcopy(tree)
+    if not path:
+        return replacement if replacement is not None else {}
+    parent = tree
+    for key in path[:-1]:
+        parent = parent[key]
+    if replacement is None:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = replacement
+    return tree
+
+
+def damage_bytes(text: bytes, how: str, where: float) -> bytes:
+    cut = int(len(text) * where)
+    if how == "truncate":
+        return text[:cut]
+    if how == "not-utf8":
+        return text[:cut] + b"\xff\xfe" + text[cut:]
+    return text[:cut] + b"\x00" + text[cut + 1:]
+
+
+def assert_one_line(code: int, err: str, case: str) -> None:
+    assert code in ALLOWED_CODES, f"{case}: exit {code}: {err[-500:]}"
+    if code:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("congestlab: "), f"{case}: {err[-500:]}"
+
+
+SPEC_TEXT = (resources.files("congestlab.spec.presets") / "cc-share.toml").read_text()
+SPEC = tomllib.loads(SPEC_TEXT)
+SPEC_PATHS = list(paths_of(SPEC))
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("specs")
+
+
+@settings(max_examples=SPEC_CASES, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(kind=st.sampled_from(["value", "value", "value", "bytes"]), index=st.integers(0, len(SPEC_PATHS) - 1),
+       replacement=st.sampled_from(REPLACEMENTS), how=st.sampled_from(["truncate", "not-utf8", "nul"]),
+       where=st.floats(0, 1))
+def test_a_damaged_spec_is_one_line(spec_dir, kind, index, replacement, how, where):
+    path = spec_dir / "spec.toml"
+    if kind == "value":
+        tree = mutate(SPEC, SPEC_PATHS[index], replacement)
+        try:
+            text = tomli_w.dumps(tree).encode() if isinstance(tree, dict) else b"= 1"
+        except (TypeError, ValueError):  # a value TOML cannot hold (None inside a list)
+            return
+        case = f"{'/'.join(map(str, SPEC_PATHS[index]))} = {replacement!r}"
+    else:
+        text, case = damage_bytes(SPEC_TEXT.encode(), how, where), f"{how} at {where:.3f}"
+    path.write_bytes(text)
+    code, err = call_cli("run", str(path), "--dry-run")
+    assert_one_line(code, err, case)
+
+
+MANIFEST = json.loads((DATA / "ipv6-quick-run" / "manifest.json").read_text())
+MANIFEST_PATHS = list(paths_of(MANIFEST))
+
+
+@pytest.fixture(scope="module")
+def run_copy(tmp_path_factory):
+    run = tmp_path_factory.mktemp("runs") / "run"
+    shutil.copytree(DATA / "ipv6-quick-run", run)
+    return run
+
+
+@settings(max_examples=MANIFEST_CASES, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(kind=st.sampled_from(["value", "value", "value", "bytes"]), index=st.integers(0, len(MANIFEST_PATHS) - 1),
+       replacement=st.sampled_from(REPLACEMENTS), how=st.sampled_from(["truncate", "not-utf8", "nul"]),
+       where=st.floats(0, 1))
+def test_a_damaged_manifest_is_one_line(run_copy, kind, index, replacement, how, where):
+    original = json.dumps(MANIFEST).encode()
+    if kind == "value":
+        text = json.dumps(mutate(MANIFEST, MANIFEST_PATHS[index], replacement)).encode()
+        case = f"{'/'.join(map(str, MANIFEST_PATHS[index]))} = {replacement!r}"
+    else:
+        text, case = damage_bytes(original, how, where), f"{how} at {where:.3f}"
+    (run_copy / "manifest.json").write_bytes(text)
+    try:
+        code, err = call_cli("distance", str(run_copy))
+    finally:
+        (run_copy / "manifest.json").write_bytes(original)
+    assert_one_line(code, err, case)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda m: m | {"points": "x"},
+    lambda m: m | {"fidelity": []},
+    lambda m: m | {"environment": 3} | {"axes": [1, 2]},
+    lambda m: [m],
+])
+def test_wrong_types_in_a_manifest_are_one_line_for_every_reading_command(tmp_path, damage):
+    runs = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        shutil.copytree(DATA / "ipv6-quick-run", run)
+        runs.append(run)
+    (runs[1] / "manifest.json").write_text(json.dumps(damage(copy.deepcopy(MANIFEST))))
+    for argv in (["report", str(runs[1])], ["analyze", str(runs[1])], ["distance", str(runs[1])],
+                 ["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "cmp")]):
+        code, err = call_cli(*argv)
+        assert code == 7 and "damaged manifest" in err, (argv, code, err)
+        assert_one_line(code, err, " ".join(argv))
+
+
+def test_a_missing_run_directory_is_named_as_missing(tmp_path):
+    code, err = call_cli("report", str(tmp_path / "nowhere"))
+    assert code == 7 and "no such directory" in err, err
