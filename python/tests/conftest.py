@@ -25,10 +25,13 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def within():
-    """within(what, measured, expected, tolerance): one shared tolerance assertion."""
+    """within(what, measured, expected, tolerance, late=0): one shared tolerance assertion.
+    `late`: how much more a delay a user-space element adds may come out when the machine is
+    busy (it wakes up late, never early), measured under `stress-ng --cpu 2`."""
 
-    def check(what: str, measured: float, expected: float, tolerance: float) -> None:
-        assert abs(measured - expected) <= tolerance, (
-            f"{what}: measured {measured:g}, expected {expected:g} ± {tolerance:g}")
+    def check(what: str, measured: float, expected: float, tolerance: float, late: float = 0.0) -> None:
+        assert expected - tolerance <= measured <= expected + tolerance + late, (
+            f"{what}: measured {measured:g}, expected {expected:g} ± {tolerance:g}"
+            + (f" (+{late:g} under load)" if late else ""))
 
     return check

@@ -95,6 +95,9 @@ pub struct Connection {
     // in flight: highest server sequence sent minus highest client ACK
     snd_max: Option<i64>,
     ack_max: Option<i64>,
+    /// End of the highest server payload byte (no SYN or FIN): the completeness check's
+    /// "last data" (did the client acknowledge it?).
+    data_end: Option<i64>,
     bin: Option<SeriesBin>,
 }
 
@@ -136,6 +139,7 @@ impl Connection {
             rtt_max_ns: i64::MIN,
             snd_max: None,
             ack_max: None,
+            data_end: None,
             bin: None,
         }
     }
@@ -184,6 +188,7 @@ impl Connection {
             self.cum_payload += payload;
         }
         let is_request = from_client && payload > 0 && self.request_ns.is_none();
+
         if is_request {
             self.request_ns = Some(seg.ts_ns);
         }
@@ -210,6 +215,8 @@ impl Connection {
             if payload > 0 {
                 self.rtt
                     .on_server_data(off, off + payload as i64, seg.ts_ns, retransmitted);
+                let end = off + i64::from(seg.payload_len) + i64::from(seg.syn());
+                self.data_end = Some(self.data_end.map_or(end, |m| m.max(end)));
             }
             if length > 0 {
                 self.snd_max = Some(self.snd_max.map_or(off + length, |m| m.max(off + length)));
@@ -326,6 +333,11 @@ impl Connection {
             captured_throughput_mbps: None,
             nrt_throughput_mbps: None,
             goodput_mbps: None,
+            server_data_unacked_bytes: match (self.data_end, self.ack_max) {
+                (Some(end), Some(acked)) => (end - acked).max(0),
+                (Some(end), None) => end.max(0),
+                (None, _) => 0,
+            },
         };
         let Some(request_ns) = self.request_ns else {
             rec.error = Some(NO_REQUEST);
@@ -445,6 +457,7 @@ mod tests {
         assert_eq!(rec.bytes_captured, Some(captured));
         assert_eq!(rec.bytes_nrt, Some(captured - 1066));
         assert_eq!(rec.payload_bytes, Some(4000));
+        assert_eq!(rec.server_data_unacked_bytes, 0);
         // samples: two segments at the first ACK (2 ms), the fourth at the last ACK (9 ms);
         // none for the resent third
         assert_eq!(rtts, vec![2 * MS, 2 * MS, 9 * MS]);
@@ -507,6 +520,23 @@ mod tests {
             seg(30, true, 101, 1001, RST | ACK, 0),
         ]);
         assert_eq!(rec.error, Some(NO_ACK));
+    }
+
+    #[test]
+    fn last_data_unacknowledged() {
+        // cut after the duplicate ACK of 2001: 2000 bytes sent and never acknowledged
+        let (rec, _, _) = run(&transfer()[..10]);
+        assert_eq!(rec.error, None);
+        assert_eq!(rec.server_data_unacked_bytes, 2000);
+        // the last data acknowledged only by the client's FIN (its delayed ACK went with it)
+        let mut t = transfer();
+        t[11] = seg(14, true, 101, 2001, ACK, 0);
+        let (rec, _, _) = run(&t);
+        assert_eq!(rec.server_data_unacked_bytes, 0);
+        // no data from the server at all: nothing to acknowledge
+        let t = transfer();
+        let (rec, _, _) = run(&[t[0], t[1], t[2], t[3], seg(4, true, 101, 1, ACK, 0)]);
+        assert_eq!(rec.server_data_unacked_bytes, 0);
     }
 
     #[test]

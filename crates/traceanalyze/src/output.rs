@@ -68,6 +68,9 @@ pub struct ConnectionRecord {
     pub captured_throughput_mbps: Option<f64>,
     pub nrt_throughput_mbps: Option<f64>,
     pub goodput_mbps: Option<f64>,
+    /// Server payload bytes beyond the highest acknowledgment the client sent (0: the
+    /// client acknowledged the last data in the capture).
+    pub server_data_unacked_bytes: i64,
 }
 
 /// Everything at the server port inside one interval, both directions.

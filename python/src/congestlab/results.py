@@ -17,7 +17,8 @@ COMMON_COLUMNS = ["point_id", "experiment", "repetition"]
 KIND_COLUMNS: dict[str, list[str]] = {
     # the measured GETs, from the capture at the server's port (analysis/)
     "request": [
-        "server", "client", "family", "file_kib", "ok", "error", "client_port", "start_ts", "delay_ms",
+        "server", "client", "family", "file_kib", "outcome", "ok", "error", "timeout_s", "client_port", "start_ts",
+        "delay_ms",
         "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
         "client_kind",

@@ -54,7 +54,7 @@ def both_directions(line: Line, tmp_path, **knobs) -> tuple[LinkemElement, Linke
     return forward, backward
 
 
-def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path):
+def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path, within):
     forward, backward = both_directions(line, tmp_path, delay_ms=20.0)
     with forward, backward:
         out = line.exec(line.ns_a, "ping", "-n", "-c", "300", "-i", "0.01", "-W", "2", line.addr_b, timeout_s=30)
@@ -66,11 +66,15 @@ def test_linkem_ping_rtt_is_twice_the_configured_delay(line, tmp_path):
           f"min {min(rtts_ms):.3f}, max {max(rtts_ms):.3f}, n={len(rtts_ms)}")
     # The mean is not asserted: on a loaded 2-core machine a few percent of the probes wait
     # for a CPU (one run at load 6: mean 42.3 ms, median 40.3, max 82.6). linkem's own
-    # properties are that no packet leaves early and that the bulk sits at the delay.
+    # properties are that no packet leaves early and that the bulk sits at the delay, late by
+    # what a busy machine costs a user-space element: with stress-ng --cpu 2 beside (load
+    # 6-9, five runs) the median was 40.2-44.0 ms, the mean 43.3-51.7; at load 1-2 with
+    # stress-ng (four runs) the upper quartile was 40.2-40.5 ms
     assert min(rtts_ms) >= 40.0 - 0.5, f"a probe came back early: min {min(rtts_ms)} ms"
-    assert_within_tolerance("median RTT ms", median_ms, 40.0, 0.5)
+    within("median RTT ms", median_ms, 40.0, 0.5, late=6.0)
     upper_quartile_ms = statistics.quantiles(rtts_ms, n=4)[2]
-    assert_within_tolerance("upper quartile RTT ms", upper_quartile_ms, 40.0, 1.0)
+    print(f"upper quartile {upper_quartile_ms:.3f} ms")
+    within("upper quartile RTT ms", upper_quartile_ms, 40.0, 1.0, late=10.0)
     assert fwd["delayed"] >= 300 and bwd["delayed"] >= 300
     assert fwd["dropped"] == 0 and bwd["dropped"] == 0, (fwd, bwd)
     print(f"kernel-stamped arrivals: {fwd['kernel_stamped']}/{fwd['received']} and {bwd['kernel_stamped']}/{bwd['received']}")

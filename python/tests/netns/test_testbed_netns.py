@@ -86,7 +86,8 @@ def test_link_delay_and_loss_realised_and_removed(tmp_path, within):
         out = tb.run("client", ["ping", "-4", "-U", "-c", "200", "-i", "0.005", "-q", "-W", "1",
                                 tb.address("r1", "v4")], check=False, timeout_s=30).stdout
         rtt_avg_ms = float(re.search(r"= [\d.]+/([\d.]+)/", out).group(1))
-        within("ping RTT ms, 10 ms each way", rtt_avg_ms, 20.6, 0.8)  # + user-space wake-ups
+        # + user-space wake-ups: 20.6 at low load; 22.5-24.8 under stress-ng --cpu 2 (load 6-9)
+        within("ping RTT ms, 10 ms each way", rtt_avg_ms, 20.6, 0.8, late=6.0)
         sent, received = (int(x) for x in re.search(r"(\d+) packets transmitted, (\d+) received", out).groups())
         # 20 % loss each way: a ping comes back with p = 0.64; 200 pings give 128 ± 3 sd of 6.8
         assert 100 <= received <= 156, out

@@ -77,12 +77,13 @@ def test_reconfigure_rate_queue_tbf_delay_cc_sysctls(tmp_path, within):
         # delay both ways: linkem starts; a new delay restarts it; none stops it
         tb.reconfigure(line_topology(50_000_000, 500, delay_ms=15), {"a": "cubic", "b": "cubic"})
         assert tb.emulation["emulator"] == "linkem"
-        within("RTT ms at 15 ms each way", rtt_ms(tb), 30.4, 1.5)
+        # 30.4 at low load; 38.4-40.1 under stress-ng --cpu 2 (load 6-9)
+        within("RTT ms at 15 ms each way", rtt_ms(tb), 30.4, 1.5, late=13.0)
         first_pids = [e.pid for e in tb._linkem]
         changes = tb.reconfigure(line_topology(50_000_000, 500, delay_ms=5, impair_direction="egress"),
                                  {"a": "cubic", "b": "cubic"})
         assert changes == ["impairments: r/eth1/egress delay 5 ms jitter 0 ms loss 0"]
-        within("RTT ms at 5 ms one way", rtt_ms(tb), 5.3, 1.0)
+        within("RTT ms at 5 ms one way", rtt_ms(tb), 5.3, 1.0, late=5.0)  # 8.07 under stress-ng
         assert all(not os.path.exists(f"/proc/{pid}") for pid in first_pids)
         assert tb.emulation["linkem_counters_before_changes"]  # the stopped elements' counters kept
         tb.reconfigure(line_topology(50_000_000, 500), {"a": "cubic", "b": "cubic"})

@@ -160,9 +160,11 @@ def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
     builder.add("request", {"level": "75"}, 1, delay_ms=100.0, ok=True)
     builder.add("request", {"level": "75"}, 2, delay_ms=300.0, ok=True)
     builder.add("request", {"level": "100"}, 1, delay_ms=2000.0, ok=True)
-    builder.add("request", {"level": "100"}, 2, delay_ms="", ok=False)
-    builder.add("request", {"level": "125"}, 1, delay_ms="", ok=False)
-    builder.add("request", {"level": "125"}, 2, delay_ms="", ok=False)
+    # a declaration and rows from before request outcomes: ok = false with curl's timeout is timed_out
+    timed_out = "Operation timed out after 45000 milliseconds with 0 bytes received"
+    builder.add("request", {"level": "100"}, 2, delay_ms="", ok=False, error=timed_out)
+    builder.add("request", {"level": "125"}, 1, delay_ms="", ok=False, error=timed_out)
+    builder.add("request", {"level": "125"}, 2, delay_ms="", ok=False, error=timed_out)
     run = builder.write(tmp_path / "run")
     manifest = json.loads((run / "manifest.json").read_text())
     for point in manifest["points"]:
@@ -176,3 +178,32 @@ def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
     with pytest.raises(SpecError, match="censored and censored_at go together"):
         bad = dict(report, metrics={"d": {k: v for k, v in metric.items() if k != "censored_at"}})
         build_report(RunBuilder("s", ["level"], bad).write(tmp_path / "run2"))
+
+
+def test_only_timed_out_gets_are_censored_invalid_ones_are_counted(tmp_path):
+    """The rto preset's delay cell censors timed-out GETs ("> T s") and counts invalid ones;
+    a metric without censoring (the ipv6 preset's) counts both. A run analysed before rows
+    carried an outcome gets it from `ok` and the client's error."""
+    censored = {"kind": "request", "column": "delay_ms", "where": {"outcome": "complete"}, "digits": 0,
+                "censored": {"outcome": "timed_out"}, "censored_at": "workloads.get.timeout_s"}
+    plain = {"kind": "request", "column": "delay_ms", "where": {"outcome": "complete"}, "digits": 0}
+    report = {"metrics": {"d": censored, "p": plain},
+              "tables": [{"id": "t", "title": "Delays", "metrics": ["d"], "rows": "level"},
+                         {"id": "u", "title": "Plain", "metrics": ["p"], "rows": "level"}]}
+    for legacy in (False, True):
+        builder = RunBuilder("s", ["level"], report)
+        builder.spec["workloads"] = [{"name": "get", "kind": "get", "timeout_s": 120.0}]
+        rows = [("75", 1, 100.0, "complete", ""), ("75", 2, 300.0, "invalid", "http 500, 0 of 1024 bytes"),
+                ("100", 1, 2000.0, "complete", ""), ("100", 2, "", "timed_out", "Operation timed out after 120000 ms"),
+                ("100", 3, "", "invalid", "incomplete in the capture: no SYN from the client")]
+        for level, rep, delay, outcome, error in rows:
+            columns = {"delay_ms": delay if outcome == "complete" else "", "ok": outcome == "complete",
+                       "error": error}
+            if not legacy:
+                columns["outcome"] = outcome
+            builder.add("request", {"level": level}, rep, **columns)
+        md = build_report(builder.write(tmp_path / f"run{legacy}")).markdown_path.read_text()
+        assert "| 75 | 100 (1); 1 invalid |" in md, md
+        assert "| 100 | 2000 (1); > 120 s; 1 invalid |" in md, md
+        assert "| 100 | 2000 (1); 1 timed out; 1 invalid |" in md, md
+        assert "GETs not in the mean" in md

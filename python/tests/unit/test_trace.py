@@ -72,8 +72,8 @@ def assert_same_measurement(a, b):
     assert [c.key for c in a.connections] == [c.key for c in b.connections]
     for x, y in zip(a.connections, b.connections):
         where = f"{x.family} port {x.client_port} conn {x.conn}"
-        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error) == \
-               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error), where
+        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error, x.server_data_unacked_bytes) == \
+               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error, y.server_data_unacked_bytes), where
         assert abs(x.first_ts - y.first_ts) <= TIME_S and abs(x.last_ts - y.last_ts) <= TIME_S, where
         assert (x.metrics is None) == (y.metrics is None), where
         if x.metrics is None:
@@ -251,18 +251,21 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
     pcap = shutil.copy(suite["busy-v4"], rep_dir / "pcap" / "lean.pcap")
     (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
     reqs = [{"server": "lean", "client": "c1", "family": "v4", "file_kib": 14, "ok": True, "client_port": port,
-             "start_ts": start, "end_ts": start + 0.3, "time_total_s": 0.25}
+             "start_ts": start, "end_ts": start + 0.3}
             for port, start in [(40000, 1_700_000_000.0), (40010, 1_700_000_000.2), (40000, 1_700_000_000.5),
                                 (40020, 1_700_000_000.3)]]
-    reqs.append({**reqs[0], "ok": False, "error": "timeout"})
+    reqs.append({**reqs[0], "ok": False, "error": "Operation timed out after 250 milliseconds"})
     (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
     manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
                 "spec": {"servers": [{"name": "lean", "port": 80}]}}
     result = analyze_run(run, manifest)
     assert result.summary["analysis_s"] >= 0
     assert result.summary["pcap_read"]["p1/r1/lean"]["frames"] == 90
-    assert result.summary["problems"] == ["p1 #1 lean v4: connection v4 port 40020: no request from the client",
-                                          "p1 #1 lean v4: request failed: timeout"]
+    assert result.summary["problems"] == [
+        "p1 #1 lean v4: invalid: connection v4 port 40020: no request from the client",
+        "p1 #1 lean v4: timed_out: Operation timed out after 250 milliseconds"]
+    assert result.summary["request_outcomes"] == {"complete": 3, "timed_out": 1, "invalid": 1}
+    assert [r["outcome"] for r in result.rows["request"]] == ["complete"] * 3 + ["invalid", "timed_out"]
     conns = group_connections(read_segments(pcap), server_port=80)
     measured = [row for row in result.rows["request"] if row.get("delay_ms") is not None]
     assert [r["client_port"] for r in measured] == [40000, 40010, 40000]

@@ -137,6 +137,26 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     )
 
 
+def server_data_unacked(segs: list[Segment], from_client: list[bool]) -> int:
+    """Server payload bytes beyond the highest acknowledgment the client sent: 0 when the
+    client acknowledged the last data in the capture (the completeness check of a measured
+    request, analysis/request_outcome.py)."""
+    server_dir = _Direction()
+    data_end = acked = None
+    for i, s in enumerate(segs):
+        if not from_client[i]:
+            off = server_dir.offset(s.seq)
+            if s.payload_len:
+                end = off + s.payload_len + (1 if s.syn else 0)
+                data_end = end if data_end is None else max(data_end, end)
+        elif s.has_ack and server_dir.base is not None:
+            ack = server_dir.nearest(s.ack)
+            acked = ack if acked is None else max(acked, ack)
+    if data_end is None:
+        return 0
+    return max(data_end - (acked if acked is not None else 0), 0)
+
+
 def retransmission_flags(segs: list[Segment], from_client: list[bool]) -> list[bool]:
     """Per segment: does it carry sequence space of its direction that was seen before?"""
     seen = {True: ByteRanges(), False: ByteRanges()}

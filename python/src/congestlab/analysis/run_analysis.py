@@ -14,9 +14,11 @@ from pathlib import Path
 
 from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
+                                                 path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
 from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
-from congestlab.errors import LeanLogError, RunDirError
+from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
 from congestlab.rundir import RAW_KIND, completed_repetitions
@@ -38,6 +40,9 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     problems: list[str] = []
     pcap_read: dict[str, dict] = {}
     raw_requests = 0
+    outcomes = dict.fromkeys(OUTCOMES, 0)
+    unusable: list[str] = []
+    specs: dict[str, dict] = {}
     lean = _lean_logs(run_dir, manifest)
     lean_checks: dict[str, list[tuple[str, list[PcapConnection], Path]]] = {}
     for point_id, rep, rep_dir in completed_repetitions(run_dir):
@@ -50,10 +55,23 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         records = [json.loads(line) for line in (rep_dir / "records.jsonl").read_text().splitlines() if line.strip()]
         pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
         conns_by_server = {}
+        capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
         for pcap in pcaps:
             server = pcap.stem
             port = _server_port(manifest, server, info)
-            measured = measure_pcap(pcap, server_port=port)
+            where_file = pcap.relative_to(run_dir)
+            try:
+                measured = measure_pcap(pcap, server_port=port)
+            except TraceError as err:
+                capture_errors[server] = f"{where_file}: unreadable ({err})"
+            else:
+                if measured.read_stats.truncated:
+                    capture_errors[server] = (f"{where_file}: {measured.stop_reason or 'truncated'} "
+                                              f"after {measured.read_stats.frames} frames")
+            if server in capture_errors:
+                unusable.append(capture_errors[server])
+                problems.append(capture_errors[server])
+                continue
             stats = measured.read_stats
             conns_by_server[server] = measured.connections
             pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
@@ -70,28 +88,30 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                 continue
             raw_requests += 1
             where = f"{point_id} #{rep} {row['server']} {row['family']}"
-            out = common | _request_base(row)
-            if not row.get("ok"):
-                problems.append(f"{where}: request failed: {row.get('error')}")
-                rows["request"].append(out)
-                continue
-            m = _measure(conns_by_server.get(row["server"], []), row, where, problems)
-            if m is not None:
-                out |= _metrics(m) | {"ok": True, "client_port": m.client_port}
+            if point_id not in specs:
+                specs[point_id] = point_spec(manifest["spec"], point.get("settings") or {})
+            out = common | _request_base(row, specs[point_id])
+            outcome, error, conn = _outcome(row, out["timeout_s"], capture_errors.get(row["server"]),
+                                            conns_by_server.get(row["server"], []), specs[point_id])
+            if outcome == COMPLETE:
+                out |= _metrics(conn.metrics) | {"client_port": conn.metrics.client_port}
             else:
-                out["ok"] = False
+                problems.append(f"{where}: {outcome}: {error}")
+            out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
+            outcomes[outcome] += 1
             rows["request"].append(out)
     replay = _rto_replay(run_dir, manifest, rows, problems) if lean else None
     for kind, kind_rows in rows.items():
         if kind_rows or kind == "request" and raw_requests:
             write_results(run_dir, kind, axes, kind_rows)
-    measured = sum(1 for r in rows["request"] if r.get("ok") is True)
+    measured = outcomes[COMPLETE]
     checks = []
     if raw_requests:
         checks.append(Check("measured_requests", measured == raw_requests, measured, f"{raw_requests}",
                             "; ".join(problems[:3])))
     checks += _lean_log_checks(lean_checks)
     summary = {"rows": {k: len(v) for k, v in rows.items() if v}, "problems": problems, "pcap_read": pcap_read,
+               "request_outcomes": outcomes, "captures_unusable": unusable,
                "analysis_s": round(time.monotonic() - start, 3)}
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
@@ -108,28 +128,53 @@ def _server_port(manifest: dict, server: str, info: dict) -> int:
     raise RunDirError(f"server {server!r} has a capture but is not in the manifest")
 
 
-def _request_base(row: dict) -> dict:
+def _request_base(row: dict, spec: dict) -> dict:
     return {"server": row["server"], "client": row["client"], "family": row["family"], "file_kib": row["file_kib"],
-            "ok": bool(row.get("ok")), "error": row.get("error", ""), "client_port": row.get("client_port"),
+            "client_port": row.get("client_port"), "timeout_s": _timeout_s(spec, row.get("workload")),
             "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3),
             "client_kind": row.get("client_kind", "curl")}
 
 
-def _measure(conns: list[PcapConnection], row: dict, where: str, problems: list[str]) -> ConnectionMetrics | None:
+def _outcome(row: dict, timeout_s: float | None, capture_error: str | None, conns: list[PcapConnection],
+             spec: dict) -> tuple[str, str, PcapConnection | None]:
+    """(outcome, why not complete, the measured connection) of one GET
+    (analysis/request_outcome.py): the client's word first, then the capture's."""
+    outcome, error = client_outcome(row, timeout_s)
+    if outcome is not None:
+        return outcome, error, None
+    if capture_error:
+        return INVALID, capture_error, None
+    conn, error = _measure(conns, row)
+    if conn is None:
+        return INVALID, error, None
+    error = cross_check(row, conn.server_data_unacked_bytes, conn.metrics, _bottleneck(spec, row))
+    return (INVALID if error else COMPLETE), error, conn
+
+
+def _timeout_s(spec: dict, workload: str | None) -> float | None:
+    """The client's time limit: the `get` workload's timeout_s at this point."""
+    for w in spec.get("workloads", []):
+        if w.get("name") == workload and w.get("timeout_s") is not None:
+            return float(w["timeout_s"])
+    return None
+
+
+def _bottleneck(spec: dict, row: dict):
+    node = next((s.get("node") for s in spec.get("servers", []) if s.get("name") == row["server"]), None)
+    return path_bottleneck(spec, row["client"], node) if node else None
+
+
+def _measure(conns: list[PcapConnection], row: dict) -> tuple[PcapConnection | None, str]:
+    """The request's connection with its metrics, or None and why not."""
     if not row.get("client_port"):  # a browser does not say which port it used
-        chosen, why = pick_browser_connection(conns, row)
-        if chosen is None:
-            problems.append(f"{where}: {why}")
-            return None
-        return chosen.metrics
+        return pick_browser_connection(conns, row)
     candidates = [c for c in conns if c.key == (row["family"], row["client_port"])
                   and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1]
     if not candidates:
-        problems.append(f"{where}: connection from port {row['client_port']} not in the capture")
-        return None
+        return None, f"connection from port {row['client_port']} not in the capture"
     if candidates[0].metrics is None:
-        problems.append(f"{where}: {candidates[0].error}")
-    return candidates[0].metrics
+        return None, str(candidates[0].error)
+    return candidates[0], ""
 
 
 def pick_browser_connection(conns: list[PcapConnection], row: dict) -> tuple[PcapConnection | None, str]:

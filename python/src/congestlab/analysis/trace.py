@@ -19,7 +19,7 @@ from pathlib import Path
 
 from congestlab.analysis.connections import Connection, group_connections
 from congestlab.analysis.metrics import (ConnectionMetrics, _Direction, measure_connection, retransmission_flags,
-                                         rtt_samples)
+                                         rtt_samples, server_data_unacked)
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
@@ -49,6 +49,8 @@ class PcapConnection:
     retransmissions: int
     metrics: ConnectionMetrics | None
     error: str | None = None
+    # server payload beyond the client's highest ACK: 0 when it acknowledged the last data
+    server_data_unacked_bytes: int = 0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -198,7 +200,7 @@ def _connection_from_record(rec: dict) -> PcapConnection:
     return PcapConnection(conn=rec["conn"], family=rec["family"], client=rec["client"], client_port=rec["client_port"],
                           server=rec["server"], server_port=rec["server_port"], first_ts=rec["first_ts_s"],
                           last_ts=rec["last_ts_s"], retransmissions=rec["retransmissions"], metrics=metrics,
-                          error=error)
+                          error=error, server_data_unacked_bytes=rec.get("server_data_unacked_bytes", 0))
 
 
 def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
@@ -251,7 +253,7 @@ def _measure_dpkt(pcap: Path, server_port: int, rtt_path: Path, series_path: Pat
                     conn=conn_id, family=conn.family, client=conn.client, client_port=conn.client_port,
                     server=conn.server, server_port=server_port, first_ts=segs[0].ts, last_ts=segs[-1].ts,
                     retransmissions=sum(1 for s, r in zip(segs, retx) if r and s.payload_len > 0),
-                    metrics=metrics, error=error))
+                    metrics=metrics, error=error, server_data_unacked_bytes=server_data_unacked(segs, from_client)))
         finally:
             if series_fh:
                 series_fh.close()

@@ -19,7 +19,7 @@ from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 from congestlab.doctor import diagnose
-from congestlab.errors import CongestlabError, SpecError
+from congestlab.errors import CongestlabError, SpecError, TraceError
 from congestlab.paths import REPO_ROOT
 from congestlab.report import build_report
 from congestlab.report.data import RunData
@@ -36,7 +36,7 @@ from congestlab.simulate.command import run_simulate
 from congestlab.spec import load_preset, preset_names
 from congestlab.spec.models import StudySpec
 from congestlab.spec.reference import render
-from congestlab.testbed.namespaces import clean_leftovers
+from congestlab.testbed.namespaces import OWNERS_DIR, clean_dead_runs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -130,6 +130,12 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
           f"{result.summary['analysis_s']} s")
     for problem in result.summary["problems"]:
         print(f"  {problem}")
+    invalid = result.summary.get("request_outcomes", {}).get("invalid", 0)
+    unusable = result.summary.get("captures_unusable", [])
+    if invalid or unusable:  # results are written; the exit code says they hold problems
+        print(f"congestlab: problems found: {invalid} invalid requests, {len(unusable)} unusable captures",
+              file=sys.stderr)
+        raise typer.Exit(TraceError.exit_code)
 
 
 @app.command("rto-replay")
@@ -262,13 +268,15 @@ def distance(run_dirs: list[Path] = typer.Argument(..., help="complete run direc
 def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
-    """Remove namespaces (and their processes) left behind by crashed runs."""
+    """Remove what crashed runs left: namespaces (and their processes), owner records,
+    temporary docroots and cluster work directories whose owning process is gone."""
     require_root()
-    removed = clean_leftovers(include_running=all_runs)
-    print(f"removed {len(removed)} namespaces" + (": " + " ".join(removed) if removed else ""))
+    removed = clean_dead_runs(include_running=all_runs)
     works = clean_work_dirs()
-    if works:
-        print(f"removed {len(works)} cluster work directories of dead tasks under {work_parent()}")
+    for what, items in (("namespaces", removed.namespaces), (f"owner records in {OWNERS_DIR}", removed.owner_records),
+                        ("temporary docroots", removed.temp_dirs),
+                        (f"cluster work directories under {work_parent()}", [str(w) for w in works])):
+        print(f"removed {len(items)} {what}" + (": " + " ".join(items) if items else ""))
 
 
 @app.command()

@@ -15,12 +15,15 @@ class Cell:
     published: float | None
     digits: int
     censored_s: list[float] = field(default_factory=list)  # limits of the samples known only to exceed them
+    excluded: dict[str, int] = field(default_factory=dict)  # GETs left out, by outcome (timed_out, invalid)
 
     def ours(self, show_n: bool) -> str:
         censored = ""
         if self.censored_s:
             count = f" ×{len(self.censored_s)}" if len(self.censored_s) > 1 else ""
             censored = f"> {min(self.censored_s):g} s{count}"
+        left_out = "; ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in self.excluded.items())
+        censored = "; ".join(t for t in (censored, left_out) if t)
         if not self.stats.n:
             return censored or "–"
         text = f"{self.stats.mean:.{self.digits}f}"
@@ -87,10 +90,10 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
                     sel[spec.columns] = g
                 pub = data.published_value(name, sel) if spec.published else None
                 cells[(r, g, name)] = Cell(data.stats(metric, sel), pub, metric.digits,
-                                           data.censored_limits_s(metric, sel))
+                                           data.censored_limits_s(metric, sel), data.excluded_requests(metric, sel))
     if not spec.row_values:  # a row nothing was measured in is left out (the seed's value alone says nothing here)
         rows = [r for r in rows if any(cells[(r, g, name)].stats.n or cells[(r, g, name)].censored_s
-                                        for g in groups for name, _ in metrics)]
+                                        or cells[(r, g, name)].excluded for g in groups for name, _ in metrics)]
     with_seed = {name for name, _ in metrics if any(cells[(r, g, name)].published is not None
                                                    for r in rows for g in groups)}
     ns = {c.stats.n for c in cells.values() if c.stats.n}
@@ -118,6 +121,9 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
         caption = f"mean ± sd over n = {n} repetition{'s' if n > 1 else ''}" if n > 1 else "one repetition (no sd)"
     if any(c.censored_s for c in cells.values()):
         caption += "; > T s = did not complete within T s (×k: k repetitions), not in the mean"
+    if any(c.excluded for c in cells.values()):
+        caption += ("; k timed out / k invalid = GETs not in the mean: no answer within the client's limit, or "
+                    "failed a cross-check of the capture (docs/data-format.md, request outcomes)")
     if with_seed:
         caption += "; seed = the study's published value"
     if len(metrics) == 1:

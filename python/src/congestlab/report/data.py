@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.analysis.request_outcome import COMPLETE, INVALID, TIMED_OUT, outcome_of_stored_row
 from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
@@ -115,6 +116,10 @@ class RunData:
         if kind not in self._rows:
             self._rows[kind] = [{k: norm(v) if v is not None else "" for k, v in row.items()}
                                 for row in read_results(self.run_dir, kind)]
+            if kind == "request":
+                for row in self._rows[kind]:
+                    if not row.get("outcome"):  # a run analysed before rows carried their outcome
+                        row["outcome"] = outcome_of_stored_row(row)
         return self._rows[kind]
 
     def kinds_present(self) -> list[str]:
@@ -196,6 +201,22 @@ class RunData:
                 limit = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
                 limits[(point, row.get("repetition", ""))] = float(limit)
         return list(limits.values())
+
+    def excluded_requests(self, metric: MetricSpec, selection: Selector) -> dict[str, int]:
+        """GETs a metric over complete requests leaves out, by outcome (timed_out, invalid;
+        analysis/request_outcome.py): counted, never averaged. A timed-out GET the metric
+        shows as censored ("> T s") is not counted again."""
+        if metric.kind != "request" or (metric.where.get("outcome") != COMPLETE and metric.where.get("ok") is not True):
+            return {}
+        base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
+        counts = {}
+        for outcome in (TIMED_OUT, INVALID):
+            if outcome == TIMED_OUT and metric.censored.get("outcome") == TIMED_OUT:
+                continue
+            n = sum(1 for row in self.rows("request") if row.get("outcome") == outcome and matches(row, base))
+            if n:
+                counts[outcome] = n
+        return counts
 
     def published_value(self, metric_name: str, coords: dict) -> float | None:
         """The seed's value for a cell: the most specific published entry whose keys (other

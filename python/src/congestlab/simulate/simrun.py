@@ -46,9 +46,11 @@ def _rows(sp: SimPoint, repetition: int, outcome: dict, pcap: Path) -> list[dict
         if not get["ok"] or metrics is None:
             error = "not finished in the simulated time" if not get["ok"] else (
                 conns[-1].error if conns else "no connection in the capture")
-            rows.append({**row, "ok": False, "error": error})
+            rows.append({**row, "ok": False, "error": error,
+                         "outcome": "timed_out" if not get["ok"] else "invalid"})  # analysis/request_outcome.py
             continue
-        rows.append({**row, "ok": True, "error": "", **{c: getattr(metrics, c) for c in METRIC_COLUMNS},
+        rows.append({**row, "ok": True, "outcome": "complete", "error": "",
+                     **{c: getattr(metrics, c) for c in METRIC_COLUMNS},
                      "rtt_mean_ms": metrics.rtt_mean_ms, "rtt_samples": len(metrics.rtt_samples_ms)})
     return rows
 

@@ -64,6 +64,19 @@ class MetricSpec(_Strict):
     censored_at: str = Field(default="", description="field path of that limit in seconds (e.g. "
                              "workloads.get.timeout_s), read from each point's settings or the spec")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _outcomes(cls, data):
+        """A declaration stored before request outcomes censors {ok = false}: now only a
+        timed-out GET is censored (analysis/request_outcome.py), an invalid one is excluded
+        and counted."""
+        if isinstance(data, dict) and data.get("kind") == "request" and (data.get("censored") or {}).get("ok") is False:
+            data = dict(data, censored={**{k: v for k, v in data["censored"].items() if k != "ok"},
+                                        "outcome": "timed_out"})
+            if (data.get("where") or {}).get("ok") is True:
+                data["where"] = {**{k: v for k, v in data["where"].items() if k != "ok"}, "outcome": "complete"}
+        return data
+
     @model_validator(mode="after")
     def _columns(self) -> "MetricSpec":
         if self.kind not in KIND_COLUMNS:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.testbed.layout import NAMESPACE_RE
@@ -81,8 +82,10 @@ def delete_namespace(ns: str) -> None:
 
 
 def record_owner(prefix: str, run_dir: str) -> None:
+    """Who owns the testbed `prefix`: PID, run directory and the process's start time (so a
+    PID the kernel hands to another process later does not keep the record alive)."""
     OWNERS_DIR.mkdir(parents=True, exist_ok=True)
-    (OWNERS_DIR / prefix).write_text(f"{os.getpid()}\n{run_dir}\n")
+    (OWNERS_DIR / prefix).write_text(f"{os.getpid()}\n{run_dir}\n{_start_time(os.getpid())}\n")
 
 
 def forget_owner(prefix: str) -> None:
@@ -91,16 +94,43 @@ def forget_owner(prefix: str) -> None:
 
 def owner_alive(prefix: str) -> bool:
     try:
-        pid = int((OWNERS_DIR / prefix).read_text().split()[0])
-    except (FileNotFoundError, ValueError, IndexError):
+        lines = (OWNERS_DIR / prefix).read_text().split("\n")
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
         return False
-    return pid_alive(pid)
+    started = lines[2].strip() if len(lines) > 2 else ""
+    return pid_alive(pid) and (not started or started == _start_time(pid))
 
 
-def clean_leftovers(include_running: bool = False) -> list[str]:
-    """Delete namespaces of congestlab runs whose owning process is gone."""
-    removed = []
-    prefixes = set()
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+@dataclass
+class Cleaned:
+    """What `clean` removed."""
+
+    namespaces: list[str] = field(default_factory=list)
+    owner_records: list[str] = field(default_factory=list)
+    temp_dirs: list[str] = field(default_factory=list)
+
+    def all(self) -> list[str]:
+        return self.namespaces + [f"owner record {p}" for p in self.owner_records] + self.temp_dirs
+
+
+def clean_dead_runs(include_running: bool = False) -> Cleaned:
+    """Delete what congestlab runs whose owning process is gone left on this machine: their
+    namespaces (with every process in them), their owner records (also the ones without a
+    namespace: an owner killed between recording itself and building, or between deleting
+    its namespaces and its record) and the servers' temporary docroots. A live run's are
+    kept unless `include_running`."""
+    out = Cleaned()
+    dead: set[str] = set()
     for ns in list_namespaces():
         match = NAMESPACE_RE.match(ns)
         if not match:
@@ -109,11 +139,24 @@ def clean_leftovers(include_running: bool = False) -> list[str]:
         if not include_running and owner_alive(prefix):
             continue
         delete_namespace(ns)
-        removed.append(ns)
-        prefixes.add(prefix)
-    for prefix in prefixes:
-        forget_owner(prefix)
-        # the web servers' temporary docroots of that run (runner/servers.py)
-        for docroot in Path(tempfile.gettempdir()).glob(f"congestlab-{prefix}-docroot-*"):
+        out.namespaces.append(ns)
+        dead.add(prefix)
+    records = sorted(p.name for p in OWNERS_DIR.iterdir() if p.is_file()) if OWNERS_DIR.is_dir() else []
+    for prefix in records:
+        if prefix in dead or include_running or not owner_alive(prefix):
+            forget_owner(prefix)
+            out.owner_records.append(prefix)
+            dead.add(prefix)
+    # the web servers' temporary docroots (runner/servers.py): of the runs cleaned, and
+    # of any run that has no live owner any more
+    for docroot in sorted(Path(tempfile.gettempdir()).glob("congestlab-*-docroot-*")):
+        prefix = docroot.name.removeprefix("congestlab-").split("-docroot-")[0]
+        if prefix in dead or not owner_alive(prefix):
             shutil.rmtree(docroot, ignore_errors=True)
-    return removed
+            out.temp_dirs.append(str(docroot))
+    return out
+
+
+def clean_leftovers(include_running: bool = False) -> list[str]:
+    """clean_dead_runs, as one list of what was removed (namespaces first)."""
+    return clean_dead_runs(include_running).all()

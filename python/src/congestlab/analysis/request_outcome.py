@@ -1,0 +1,184 @@
+"""The outcome of one measured GET and the cross-checks that keep a wrong row from reading as
+right (docs/data-format.md, "Request outcomes").
+
+- `complete`: the client got the whole file, its connection is whole in the capture, and the
+  capture agrees with the client's own clock and with the link's rate;
+- `timed_out`: the client gave up at its time limit (`timeout_s`): a censored sample, known
+  only to exceed that limit;
+- `invalid`: anything else (an HTTP error, a short body, a connection missing from or cut in
+  the capture, a capture that disagrees with the client or with the link): excluded and
+  counted, `error` says why.
+
+The tolerances below were set from re-analysed runs of every quick preset (the table in
+docs/data-format.md); python/tests/unit/test_request_outcome.py holds sound rows to them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass
+
+from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.spec.fieldpath import FieldPathError, set_field
+from congestlab.testbed.plan import HTB_BURST_BYTES
+
+COMPLETE, TIMED_OUT, INVALID = "complete", "timed_out", "invalid"
+OUTCOMES = (COMPLETE, TIMED_OUT, INVALID)
+
+# the client's own time against the capture's (ms): the client's time holds the handshake
+# (about one RTT the capture's delay leaves out) plus its own start and finish; the capture's
+# delay may end a delayed ACK (≤ 40 ms at HZ 250) after the client saw the last byte
+CLIENT_SLACK_MS = 50.0
+CLIENT_SLACK_SHARE = 0.10  # of the client's time: scheduling under load
+BROWSER_SLACK_MS = 500.0  # Chromium: DevTools events and the download file's writing
+# NRT bytes against the bottleneck: HTB counts what the capture counts (Ethernet header + IP
+# length), lets HTB_BURST_BYTES through at line speed, and the ACK direction adds its own bytes
+RATE_SLACK_SHARE = 0.15
+# a client that stopped this close to its limit ran out of time
+TIMEOUT_MARGIN_S = 0.05
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    rate_bps: float
+    burst_bytes: int
+
+
+def client_outcome(raw: dict, timeout_s: float | None) -> tuple[str | None, str]:
+    """(None, "") when the client says it got the file; else (timed_out | invalid, why)."""
+    if raw.get("ok"):
+        return None, ""
+    error = str(raw.get("error") or "request failed")
+    ran_s = float(raw.get("time_total_s") or 0.0)
+    if "timed out" in error or error.startswith("no response within") or (
+            timeout_s is not None and ran_s >= timeout_s - TIMEOUT_MARGIN_S):
+        return TIMED_OUT, error
+    return INVALID, error
+
+
+def outcome_of_stored_row(row: dict) -> str:
+    """The outcome of a results/request.csv row written before rows carried one: `ok`, and
+    the client's error for the rest (a timeout's wording as client_outcome reads it)."""
+    if str(row.get("ok")) in ("True", "true", "1"):
+        return COMPLETE
+    error = str(row.get("error") or "")
+    return TIMED_OUT if "timed out" in error or error.startswith("no response within") else INVALID
+
+
+def cross_check(raw: dict, conn_unacked_bytes: int, m: ConnectionMetrics,
+                bottleneck: Bottleneck | None) -> str:
+    """Why a request the client completed cannot be taken as measured; "" when it can."""
+    if m.syn_to_last_ack_ms is None:
+        return "incomplete in the capture: no SYN from the client"
+    if conn_unacked_bytes > 0:
+        return f"incomplete in the capture: {conn_unacked_bytes} B of server data never acknowledged by the client"
+    body = int(raw.get("size_download") or 0)
+    if m.payload_bytes < body:
+        return f"incomplete in the capture: {m.payload_bytes} B from the server, the client received {body} B"
+    why = client_time_disagrees(raw, m)
+    if why:
+        return why
+    return rate_exceeded(m, bottleneck)
+
+
+def client_time_bounds_ms(raw: dict, m: ConnectionMetrics) -> tuple[float, float]:
+    """[low, high] the client's own time may take given the capture's delay: at least the
+    delay less a delayed ACK, at most the delay plus the handshake (SYN to request at the
+    server, about one RTT) and slack."""
+    handshake_ms = max((m.syn_to_last_ack_ms or m.delay_ms) - m.delay_ms, 0.0)
+    slack_ms = BROWSER_SLACK_MS if raw.get("client_kind") == "chromium" else CLIENT_SLACK_MS
+    client_ms = float(raw.get("time_total_s") or 0.0) * 1e3
+    slack_ms += CLIENT_SLACK_SHARE * client_ms
+    return m.delay_ms - slack_ms, m.delay_ms + handshake_ms + slack_ms
+
+
+def client_time_disagrees(raw: dict, m: ConnectionMetrics) -> str:
+    if raw.get("time_total_s") is None:
+        return ""  # a record without the client's own time
+    client_ms = float(raw["time_total_s"]) * 1e3
+    low, high = client_time_bounds_ms(raw, m)
+    if low <= client_ms <= high:
+        return ""
+    who = "chromium's" if raw.get("client_kind") == "chromium" else "curl's"
+    return (f"the capture's delay {m.delay_ms:.3f} ms disagrees with {who} own {client_ms:.1f} ms "
+            f"(allowed {max(low, 0):.1f}-{high:.1f} ms)")
+
+
+def rate_bound_bytes(delay_ms: float, b: Bottleneck) -> float:
+    return (b.rate_bps / 8 * delay_ms / 1e3 + b.burst_bytes) * (1 + RATE_SLACK_SHARE)
+
+
+def rate_exceeded(m: ConnectionMetrics, b: Bottleneck | None) -> str:
+    if b is None:
+        return ""
+    bound = rate_bound_bytes(m.delay_ms, b)
+    if m.bytes_nrt <= bound:
+        return ""
+    return (f"NRT throughput {m.nrt_throughput_mbps:.1f} Mbit/s is beyond the {b.rate_bps / 1e6:g} Mbit/s link "
+            f"({m.bytes_nrt} B in {m.delay_ms:.3f} ms; at most {bound:.0f} B with its burst)")
+
+
+def point_spec(spec: dict, settings: dict) -> dict:
+    """The study spec (as the manifest stores it) with one point's settings applied."""
+    out = copy.deepcopy(spec)
+    for path, value in (settings or {}).items():
+        try:
+            set_field(out, path, value)
+        except (FieldPathError, KeyError, IndexError, TypeError):
+            pass  # a setting the spec dict does not hold (e.g. a level name): no rate in it
+    return out
+
+
+def path_bottleneck(spec: dict, client: str, server_node: str) -> Bottleneck | None:
+    """The lowest shaped rate on the shortest paths between two hosts (routers forward,
+    hosts do not; a link's rate shapes both directions of its attachment). With several
+    shortest paths, the most lenient. None when nothing on the way is shaped."""
+    topo = spec.get("topology") or {}
+    unshaped = float(topo.get("unshaped_at_or_above_bps") or 1e9)
+    nodes = {n["name"]: n for n in topo.get("nodes", [])}
+    if client not in nodes or server_node not in nodes:
+        return None
+    on_switch: dict[str, list[tuple[str, dict]]] = {}
+    for name, node in nodes.items():
+        for link in node.get("links", []):
+            on_switch.setdefault(link["switch"], []).append((name, link))
+
+    def shaping(link: dict) -> Bottleneck | None:
+        rate = link.get("rate_bps")
+        if not rate or rate >= unshaped:
+            return None
+        tbf = link.get("tbf_rate_bps")
+        if tbf and tbf < rate:
+            return Bottleneck(float(tbf), HTB_BURST_BYTES + int(link.get("tbf_burst_bytes") or 0))
+        return Bottleneck(float(rate), HTB_BURST_BYTES)
+
+    def narrower(a: Bottleneck | None, b: Bottleneck | None) -> Bottleneck | None:
+        if a is None or b is None:
+            return a or b
+        return a if a.rate_bps <= b.rate_bps else b
+
+    def wider(a: Bottleneck | None, b: Bottleneck | None) -> Bottleneck | None:
+        if a is None or b is None:
+            return None  # an unshaped path: the most lenient
+        return a if a.rate_bps >= b.rate_bps else b
+
+    # breadth-first over nodes; best[n] = (hops, bottleneck of the most lenient shortest path)
+    best: dict[str, tuple[int, Bottleneck | None]] = {client: (0, None)}
+    queue = deque([client])
+    while queue:
+        here = queue.popleft()
+        hops, neck = best[here]
+        if here != client and nodes[here].get("kind") != "router":
+            continue
+        for out_link in nodes[here].get("links", []):
+            for there, in_link in on_switch.get(out_link["switch"], []):
+                if there == here:
+                    continue
+                via = narrower(neck, narrower(shaping(out_link), shaping(in_link)))
+                if there not in best:
+                    best[there] = (hops + 1, via)
+                    queue.append(there)
+                elif best[there][0] == hops + 1:
+                    best[there] = (hops + 1, wider(best[there][1], via))
+    return best[server_node][1] if server_node in best else None
