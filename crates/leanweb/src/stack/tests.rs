@@ -605,3 +605,101 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
     let (fast, generic) = both(&rtt, 9, "rtt_sample", json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}));
     assert_eq!(fast, generic);
 }
+
+/// Like `exchange`, but logs each frame's segment as `main.rs` does once it is written, and
+/// drops every `drop_every`-th frame of the server's (0: none) so loss events are logged too.
+fn logged_exchange(stack: &mut Stack, client: &mut Connection, request: &[u8], drop_every: usize, clock: &mut Instant) -> Vec<u8> {
+    let mut now = *clock;
+    let mut received = Vec::new();
+    let mut sent_request = false;
+    let mut frames_seen = 0usize;
+    for _ in 0..200_000 {
+        if client.state() == State::Established && !sent_request {
+            assert_eq!(client.send(request), request.len());
+            sent_request = true;
+        }
+        while let Some(seg) = client.poll_transmit(now) {
+            stack.handle_frame(&tcp_frame(&seg), now);
+        }
+        stack.handle_timeouts(now);
+        stack.poll(now);
+        let frames = stack.take_frames();
+        let mut replies = Vec::new();
+        for frame in &frames {
+            if let Some(tx) = &frame.tx {
+                stack.log_transmission(now.as_micros(), tx, true);
+            }
+            frames_seen += 1;
+            if drop_every > 0 && frames_seen % drop_every == 0 {
+                continue;
+            }
+            let eth = EthernetFrame::new_checked(&frame.bytes[..]).unwrap();
+            replies.extend(Segment::parse_ip(eth.payload()).ok());
+        }
+        for seg in &replies {
+            client.handle_segment(seg, now);
+        }
+        received.extend(client.recv(usize::MAX));
+        if client.peer_finished() && client.state() == State::CloseWait {
+            client.close(now);
+        }
+        if client.is_closed() || client.state() == State::TimeWait {
+            *clock = now + Duration::from_millis(1);
+            return received;
+        }
+        if replies.is_empty() && !client.wants_transmit() {
+            let next = [client.poll_timeout(), stack.poll_timeout()].into_iter().flatten().min();
+            now = match next {
+                Some(t) if t > now => t,
+                _ => now + Duration::from_millis(1),
+            };
+        }
+    }
+    panic!("exchange did not finish; state {:?}", client.state());
+}
+
+/// The event log of recorded fetches (both profiles, IPv4 and IPv6, keep-alive, an error,
+/// a cookie handshake, lost segments) byte for byte as committed in
+/// stack/recorded_fetch_log.jsonl; `LEANWEB_RECORD_LOG=1` rewrites that file.
+#[test]
+fn event_log_of_recorded_fetches_is_unchanged() {
+    let mut text = String::new();
+    for (name, modern) in [("bare", false), ("modern", true)] {
+        let mut fx = fixture(&format!("golden-{name}"), |c| {
+            if modern {
+                c.tcp = TcpConfig { time_wait: Duration::from_millis(100), ..TcpConfig::modern() };
+                c.ipv4_id = Ipv4Id::PerConnection;
+                c.syn_cookies = SynCookieMode::Always;
+            }
+        });
+        let sink = SharedLog::default();
+        fx.stack.log = EventLog::to_writer(Box::new(sink.clone()), 1_700_000_000_000_000);
+        let tcp = if modern { TcpConfig::modern() } else { TcpConfig::default() };
+        let mut clock = Instant::from_millis(1000);
+        let requests: [(bool, &[u8], usize); 3] = [
+            (false, b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n", 29),
+            (true, b"GET /small.txt HTTP/1.1\r\n\r\nGET /missing HTTP/1.1\r\n\r\n", 0),
+            (true, b"GET /f320.bin HTTP/1.0\r\n\r\n", 0),
+        ];
+        for (i, (v6, request, drop_every)) in requests.into_iter().enumerate() {
+            let port = 40_000 + i as u16;
+            let (local, remote): (SocketAddr, SocketAddr) = if v6 {
+                (format!("[fd00::99]:{port}").parse().unwrap(), "[fd00::1]:80".parse().unwrap())
+            } else {
+                (format!("10.0.0.99:{port}").parse().unwrap(), "10.0.0.1:80".parse().unwrap())
+            };
+            let mut c = Connection::connect(local, remote, tcp, Seq(5 + i as u32));
+            let got = logged_exchange(&mut fx.stack, &mut c, request, drop_every, &mut clock);
+            assert!(got.starts_with(b"HTTP/1.1 "), "{name} request {i}");
+        }
+        fx.stack.log_open_connections(clock);
+        fx.stack.log.flush();
+        text.push_str(&String::from_utf8(sink.0.lock().unwrap().clone()).unwrap());
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/stack/recorded_fetch_log.jsonl");
+    if std::env::var_os("LEANWEB_RECORD_LOG").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let recorded = std::fs::read_to_string(&path).expect("src/stack/recorded_fetch_log.jsonl (LEANWEB_RECORD_LOG=1)");
+    assert!(text == recorded, "the event log differs from {}", path.display());
+}
