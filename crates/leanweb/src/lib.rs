@@ -1,6 +1,7 @@
 //! leanweb: the lean ("bare PC") web server — a TAP device, leantcp and a small HTTP/1.1
 //! static-file server, with one receive path for IPv4 and IPv6.
 #![deny(unsafe_code)]
+pub mod app;
 #[cfg(feature = "cli")]
 pub mod config;
 pub mod gso;

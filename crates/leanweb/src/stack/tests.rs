@@ -1,11 +1,30 @@
 //! In-memory tests of the frame path: a leantcp client talks to the stack through
 //! Ethernet frames, exactly as a peer on the TAP link would.
+use super::interface::{icmpv6_packet, multicast_mac, solicited_node};
+#[allow(unused_imports)]
+use super::segment_lines::{AckLine, RttSampleLine, TxLine};
 use super::*;
+use crate::http;
+use crate::log::EventLog;
 use leantcp::RetransmitKind;
+#[allow(unused_imports)]
+use leantcp::{Connection, Instant, Segment, Seq, State, TcpConfig};
+use serde_json::json;
+#[allow(unused_imports)]
+use smoltcp::phy::ChecksumCapabilities;
+#[allow(unused_imports)]
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, Icmpv4Packet,
+    Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, NdiscNeighborFlags,
+    NdiscRepr, RawHardwareAddress,
+};
+#[allow(unused_imports)]
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use super::test_fixture::*;
 
-fn segments_out(stack: &mut Stack) -> Vec<Segment> {
+fn segments_out<A: Application>(stack: &mut Stack<A>) -> Vec<Segment> {
     stack
         .take_output()
         .iter()
@@ -18,7 +37,7 @@ fn segments_out(stack: &mut Stack) -> Vec<Segment> {
 }
 
 /// Runs a client connection against the stack until `done` or 600 virtual seconds.
-fn exchange(stack: &mut Stack, client: &mut Connection, request: &[u8], received: &mut Vec<u8>) {
+fn exchange<A: Application>(stack: &mut Stack<A>, client: &mut Connection, request: &[u8], received: &mut Vec<u8>) {
     let mut now = Instant::ZERO;
     let mut sent_request = false;
     for _ in 0..200_000 {
@@ -86,7 +105,11 @@ fn keep_alive_serves_pipelined_requests_then_head_and_close() {
     let mut fx = fixture("keep", |_| {});
     let mut c = client(false);
     let mut got = Vec::new();
-    let req = b"GET /small.txt HTTP/1.1\r\n\r\nHEAD /small.txt HTTP/1.1\r\n\r\nGET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let req: &[u8] = concat!(
+        "GET /small.txt HTTP/1.1\r\n\r\nHEAD /small.txt HTTP/1.1\r\n\r\n",
+        "GET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n"
+    )
+    .as_bytes();
     exchange(&mut fx.stack, &mut c, req, &mut got);
     let text = String::from_utf8(got).unwrap();
     assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
@@ -157,27 +180,43 @@ fn answers_arp_neighbour_solicitation_and_pings() {
     assert_eq!(out.len(), 1);
     let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
     let parsed = ArpRepr::parse(&ArpPacket::new_checked(reply.payload()).unwrap()).unwrap();
-    assert!(matches!(parsed, ArpRepr::EthernetIpv4 { operation: ArpOperation::Reply, source_hardware_addr, .. } if source_hardware_addr == SERVER_MAC));
+    let ArpRepr::EthernetIpv4 { operation, source_hardware_addr, .. } = parsed else { panic!("{parsed:?}") };
+    assert_eq!((operation, source_hardware_addr), (ArpOperation::Reply, SERVER_MAC));
 
     // Neighbour solicitation for fd00::1 to its solicited-node group.
     let src: Ipv6Addr = "fd00::99".parse().unwrap();
     let target: Ipv6Addr = "fd00::1".parse().unwrap();
-    let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit { target_addr: target, lladdr: Some(RawHardwareAddress::from(CLIENT_MAC)) });
-    let packet = stack.icmpv6_packet(src, solicited_node(target), &ns, 255);
+    let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+        target_addr: target,
+        lladdr: Some(RawHardwareAddress::from(CLIENT_MAC)),
+    });
+    let packet = icmpv6_packet(src, solicited_node(target), &ns, 255);
     stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, multicast_mac(solicited_node(target))), Instant::ZERO);
     let out = stack.take_output();
     assert_eq!(out.len(), 1);
     let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
     let ip = Ipv6Packet::new_checked(reply.payload()).unwrap();
-    let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
+    let icmp = Icmpv6Repr::parse(
+        &ip.src_addr(),
+        &ip.dst_addr(),
+        &Icmpv6Packet::new_checked(ip.payload()).unwrap(),
+        &ChecksumCapabilities::default(),
+    )
+    .unwrap();
     assert!(matches!(icmp, Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { target_addr, .. }) if target_addr == target));
 
     // Echo over IPv6 (the neighbour is known now) and IPv4.
     let echo = Icmpv6Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
-    let packet = stack.icmpv6_packet(src, target, &echo, 64);
+    let packet = icmpv6_packet(src, target, &echo, 64);
     stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, SERVER_MAC), Instant::ZERO);
     let echo4 = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
-    let ip4 = Ipv4Repr { src_addr: Ipv4Addr::new(10, 0, 0, 99), dst_addr: Ipv4Addr::new(10, 0, 0, 1), next_header: IpProtocol::Icmp, payload_len: echo4.buffer_len(), hop_limit: 64 };
+    let ip4 = Ipv4Repr {
+        src_addr: Ipv4Addr::new(10, 0, 0, 99),
+        dst_addr: Ipv4Addr::new(10, 0, 0, 1),
+        next_header: IpProtocol::Icmp,
+        payload_len: echo4.buffer_len(),
+        hop_limit: 64,
+    };
     let mut buf = vec![0u8; ip4.buffer_len() + echo4.buffer_len()];
     ip4.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]), &ChecksumCapabilities::default());
     echo4.emit(&mut Icmpv4Packet::new_unchecked(&mut buf[20..]), &ChecksumCapabilities::default());
@@ -261,15 +300,28 @@ fn announce_sends_gratuitous_arp_and_unsolicited_adverts() {
     let arp = EthernetFrame::new_checked(&out[0][..]).unwrap();
     assert!(arp.dst_addr().is_broadcast());
     let parsed = ArpRepr::parse(&ArpPacket::new_checked(arp.payload()).unwrap()).unwrap();
-    let ArpRepr::EthernetIpv4 { source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } = parsed else { panic!() };
-    assert_eq!((source_hardware_addr, source_protocol_addr, target_protocol_addr), (SERVER_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 1)));
+    let ArpRepr::EthernetIpv4 { source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } = parsed else {
+        panic!()
+    };
+    assert_eq!(
+        (source_hardware_addr, source_protocol_addr, target_protocol_addr),
+        (SERVER_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 1))
+    );
     let mut targets = Vec::new();
     for raw in &out[1..] {
         let frame = EthernetFrame::new_checked(&raw[..]).unwrap();
         let ip = Ipv6Packet::new_checked(frame.payload()).unwrap();
         assert_eq!(ip.hop_limit(), 255, "NDP needs hop limit 255");
-        let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
-        let Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, target_addr, lladdr: Some(lladdr) }) = icmp else { panic!("{icmp:?}") };
+        let icmp = Icmpv6Repr::parse(
+            &ip.src_addr(),
+            &ip.dst_addr(),
+            &Icmpv6Packet::new_checked(ip.payload()).unwrap(),
+            &ChecksumCapabilities::default(),
+        )
+        .unwrap();
+        let Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, target_addr, lladdr: Some(lladdr) }) = icmp else {
+            panic!("{icmp:?}")
+        };
         assert!(flags.contains(NdiscNeighborFlags::OVERRIDE) && !flags.contains(NdiscNeighborFlags::SOLICITED));
         assert_eq!(lladdr.as_bytes(), SERVER_MAC.as_bytes());
         targets.push(target_addr);
@@ -306,7 +358,12 @@ fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
         }
         assert_eq!(c.state(), State::Established);
     }
-    let mut third = Connection::connect("10.0.0.99:2002".parse().unwrap(), "10.0.0.1:80".parse().unwrap(), TcpConfig::default(), Seq(1));
+    let mut third = Connection::connect(
+        "10.0.0.99:2002".parse().unwrap(),
+        "10.0.0.1:80".parse().unwrap(),
+        TcpConfig::default(),
+        Seq(1),
+    );
     turn(stack, &mut third, now);
     assert_eq!(third.state(), State::Closed, "refused with a RST");
     assert_eq!(stack.counters.syn_refused_connection_cap, 1);
@@ -334,7 +391,7 @@ fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
 #[test]
 fn oversized_head_is_431_and_symlinks_out_of_root_are_404() {
     let mut fx = fixture("431", |_| {});
-    std::os::unix::fs::symlink(fx.base.join("secret"), fx.stack.config.root.join("link")).unwrap();
+    std::os::unix::fs::symlink(fx.base.join("secret"), fx.base.join("www").join("link")).unwrap();
     let mut c = client(true);
     let mut got = Vec::new();
     let head = format!("GET /small.txt HTTP/1.1\r\n{}\r\n", "X-Filler: aaaaaaaaaaaaaaaa\r\n".repeat(400));
@@ -394,9 +451,15 @@ fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
 /// A spoofed SYN from an address that never answers.
 fn spoofed_syn(i: u32) -> Segment {
     let (src, dst): (SocketAddr, SocketAddr) = if i % 2 == 0 {
-        (SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i % 200 + 20))), (10_000 + i) as u16), "10.0.0.1:80".parse().unwrap())
+        (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i % 200 + 20))), (10_000 + i) as u16),
+            "10.0.0.1:80".parse().unwrap(),
+        )
     } else {
-        (SocketAddr::new(IpAddr::V6(Ipv6Addr::from(0xfd00_u128 << 112 | (i as u128 + 0x100))), (10_000 + i) as u16), "[fd00::1]:80".parse().unwrap())
+        (
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::from(0xfd00_u128 << 112 | (i as u128 + 0x100))), (10_000 + i) as u16),
+            "[fd00::1]:80".parse().unwrap(),
+        )
     };
     let mut c = Connection::connect(src, dst, TcpConfig::modern(), Seq(i.wrapping_mul(7919)));
     c.poll_transmit(Instant::ZERO).unwrap()
@@ -574,12 +637,29 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
     }
     let unix = |t_us: u64| 1_700_000_000_000_000 + t_us;
     let first = Transmission {
-        seq: 4_000_000_000, payload_len: 1448, syn: false, fin: true, retransmission: false, kind: RetransmitKind::GoBackN,
-        sent_at: Instant::from_micros(1234), srtt_us: None, rttvar_us: 0, rto_unfloored_us: None, rto_us: 1_000_000,
+        seq: 4_000_000_000,
+        payload_len: 1448,
+        syn: false,
+        fin: true,
+        retransmission: false,
+        kind: RetransmitKind::GoBackN,
+        sent_at: Instant::from_micros(1234),
+        srtt_us: None,
+        rttvar_us: 0,
+        rto_unfloored_us: None,
+        rto_us: 1_000_000,
     };
     let mut cases = vec![(first.clone(), true)];
-    for kind in [RetransmitKind::GoBackN, RetransmitKind::Handshake, RetransmitKind::Timeout, RetransmitKind::Recovery] {
-        let x = Transmission { retransmission: true, kind, srtt_us: Some(812), rttvar_us: 97, rto_unfloored_us: Some(1200.25), ..first.clone() };
+    for kind in [RetransmitKind::GoBackN, RetransmitKind::Handshake, RetransmitKind::Timeout, RetransmitKind::Recovery]
+    {
+        let x = Transmission {
+            retransmission: true,
+            kind,
+            srtt_us: Some(812),
+            rttvar_us: 97,
+            rto_unfloored_us: Some(1200.25),
+            ..first.clone()
+        };
         cases.push((x, false));
     }
     for (x, written) in cases {
@@ -592,7 +672,12 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
             map.insert("kind".into(), x.kind.name().into());
             map.insert("go_back_n".into(), (x.kind == RetransmitKind::GoBackN).into());
         }
-        let (fast, generic) = both(&TxLine::new(7, &x, written, t_us, unix(t_us)), t_us, if written { "tx" } else { "tx_dropped" }, fields);
+        let (fast, generic) = both(
+            &TxLine::new(7, &x, written, t_us, unix(t_us)),
+            t_us,
+            if written { "tx" } else { "tx_dropped" },
+            fields,
+        );
         assert_eq!(fast, generic);
     }
     let ack = AckLine { ack: 17, at_us: 5, conn: 3, cwnd_bytes: None, event: "ack", t_us: 9, unix_us: unix(9) };
@@ -601,14 +686,34 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
     let ack = AckLine { cwnd_bytes: Some(14_480), ..ack };
     let (fast, generic) = both(&ack, 9, "ack", json!({"conn": 3, "ack": 17, "at_us": 5, "cwnd_bytes": 14_480}));
     assert_eq!(fast, generic);
-    let rtt = RttSampleLine { conn: 3, event: "rtt_sample", rto_us: 200_000, rtt_us: 410, rttvar_us: 120, srtt_us: 500, t_us: 9, unix_us: unix(9) };
-    let (fast, generic) = both(&rtt, 9, "rtt_sample", json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}));
+    let rtt = RttSampleLine {
+        conn: 3,
+        event: "rtt_sample",
+        rto_us: 200_000,
+        rtt_us: 410,
+        rttvar_us: 120,
+        srtt_us: 500,
+        t_us: 9,
+        unix_us: unix(9),
+    };
+    let (fast, generic) = both(
+        &rtt,
+        9,
+        "rtt_sample",
+        json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}),
+    );
     assert_eq!(fast, generic);
 }
 
 /// Like `exchange`, but logs each frame's segment as `main.rs` does once it is written, and
 /// drops every `drop_every`-th frame of the server's (0: none) so loss events are logged too.
-fn logged_exchange(stack: &mut Stack, client: &mut Connection, request: &[u8], drop_every: usize, clock: &mut Instant) -> Vec<u8> {
+fn logged_exchange(
+    stack: &mut Stack,
+    client: &mut Connection,
+    request: &[u8],
+    drop_every: usize,
+    clock: &mut Instant,
+) -> Vec<u8> {
     let mut now = *clock;
     let mut received = Vec::new();
     let mut sent_request = false;
@@ -677,7 +782,11 @@ fn event_log_of_recorded_fetches_is_unchanged() {
         let tcp = if modern { TcpConfig::modern() } else { TcpConfig::default() };
         let mut clock = Instant::from_millis(1000);
         let requests: [(bool, &[u8], usize); 3] = [
-            (false, b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n", 29),
+            (
+                false,
+                b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n",
+                29,
+            ),
             (true, b"GET /small.txt HTTP/1.1\r\n\r\nGET /missing HTTP/1.1\r\n\r\n", 0),
             (true, b"GET /f320.bin HTTP/1.0\r\n\r\n", 0),
         ];
@@ -702,4 +811,41 @@ fn event_log_of_recorded_fetches_is_unchanged() {
     }
     let recorded = std::fs::read_to_string(&path).expect("src/stack/recorded_fetch_log.jsonl (LEANWEB_RECORD_LOG=1)");
     assert!(text == recorded, "the event log differs from {}", path.display());
+}
+
+/// An application without files: the stack asks it for each path and sends what it gives.
+struct InMemory {
+    asked: Vec<String>,
+}
+
+impl Application for InMemory {
+    type Body = std::io::Cursor<Vec<u8>>;
+
+    fn open(&mut self, path: &str) -> Result<crate::app::Resource<Self::Body>, crate::http::HttpError> {
+        self.asked.push(path.to_string());
+        match path {
+            "/generated" => {
+                let body = pattern(100_000);
+                let len = body.len() as u64;
+                Ok(crate::app::Resource { body: std::io::Cursor::new(body), len, content_type: "text/plain" })
+            }
+            _ => Err(crate::http::HttpError::NotFound),
+        }
+    }
+}
+
+#[test]
+fn the_stack_serves_whatever_its_application_gives() {
+    let config = config_with_root(PathBuf::from("/nonexistent"));
+    let log = EventLog::disabled();
+    let mut stack = Stack::with_app(config, InMemory { asked: Vec::new() }, log, 42);
+    let mut c = client(false);
+    let mut got = Vec::new();
+    let request = b"GET /generated HTTP/1.1\r\n\r\nGET /f320.bin HTTP/1.1\r\nConnection: close\r\n\r\n";
+    exchange(&mut stack, &mut c, request, &mut got);
+    let (head, rest) = body_of(&got);
+    assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 100000"), "{head}");
+    assert_eq!(&rest[..100_000], &pattern(100_000)[..]);
+    assert!(String::from_utf8_lossy(&rest[100_000..]).starts_with("HTTP/1.1 404"), "no file system behind it");
+    assert_eq!(stack.app.asked, ["/generated", "/f320.bin"]);
 }
