@@ -149,6 +149,11 @@ pub struct Args {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Print the knobs' table (names, flags, accepted values) as JSON and exit
+    /// (python/src/congestlab/spec/lean_knobs.json is this output).
+    #[arg(long)]
+    #[serde(skip)]
+    pub knobs_json: bool,
 }
 
 /// A user mistake: one line, exit code 2.

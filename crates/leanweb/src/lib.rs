@@ -6,6 +6,8 @@ pub mod app;
 pub mod config;
 pub mod gso;
 pub mod http;
+#[cfg(feature = "cli")]
+pub mod knobs;
 pub mod log;
 pub mod neighbors;
 pub mod stack;

@@ -210,6 +210,10 @@ impl TapWriter {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.knobs_json {
+        println!("{}", leanweb::knobs::table_json());
+        return ExitCode::SUCCESS;
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
