@@ -92,7 +92,8 @@ pub const CONFLICTS: &[(&str, &[&str])] = &[("weight", &["rto_alpha", "rto_beta"
 pub const ORDERED: &[(&str, &str)] = &[("rto_min_ms", "rto_max_ms")];
 
 /// The clap flags that set up the server rather than tune it: not knobs.
-pub const SETUP_FLAGS: &[&str] = &["tap", "addr4", "addr6", "gateway4", "gateway6", "root", "log", "config", "knobs_json"];
+pub const SETUP_FLAGS: &[&str] =
+    &["tap", "addr4", "addr6", "gateway4", "gateway6", "root", "log", "config", "knobs_json"];
 
 #[derive(Serialize)]
 struct KnobEntry {

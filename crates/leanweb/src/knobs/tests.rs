@@ -57,8 +57,10 @@ fn probes(rule: Rule) -> Vec<(String, bool)> {
         Rule::Word { words, any_case } => {
             let mut probes: Vec<(String, bool)> = words.iter().map(|w| (w.to_string(), true)).collect();
             for word in words {
-                let flipped: String =
-                    word.chars().map(|c| if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() }).collect();
+                let flipped: String = word
+                    .chars()
+                    .map(|c| if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() })
+                    .collect();
                 if flipped != *word {
                     probes.push((flipped, any_case));
                 }
@@ -66,7 +68,11 @@ fn probes(rule: Rule) -> Vec<(String, bool)> {
             probes.push(("bogus".into(), false));
             probes
         }
-        Rule::Switch => ["on", "off", "true", "false"].iter().map(|w| (w.to_string(), true)).chain([("maybe".into(), false)]).collect(),
+        Rule::Switch => ["on", "off", "true", "false"]
+            .iter()
+            .map(|w| (w.to_string(), true))
+            .chain([("maybe".into(), false)])
+            .collect(),
         Rule::Mac => vec![
             ("02:00:00:00:00:01".into(), true),
             ("01:00:00:00:00:01".into(), false),
@@ -107,11 +113,8 @@ fn conflicts_and_order_are_enforced() {
 #[test]
 fn every_clap_flag_is_a_knob_or_a_set_up_flag() {
     let command = Args::command();
-    let clap_ids: Vec<&str> = command
-        .get_arguments()
-        .map(|a| a.get_id().as_str())
-        .filter(|id| !["help", "version"].contains(id))
-        .collect();
+    let clap_ids: Vec<&str> =
+        command.get_arguments().map(|a| a.get_id().as_str()).filter(|id| !["help", "version"].contains(id)).collect();
     for id in &clap_ids {
         assert!(KNOBS.iter().any(|k| k.name == *id) || SETUP_FLAGS.contains(id), "{id}: neither a knob nor set-up");
     }
@@ -126,7 +129,10 @@ fn the_table_is_json_in_format_1() {
     assert_eq!(table["format"], 1);
     assert_eq!(table["knobs"].as_array().unwrap().len(), KNOBS.len());
     let alpha = &table["knobs"][0];
-    assert_eq!(*alpha, serde_json::json!({"name": "rto_alpha", "flag": "--rto-alpha", "kind": "number", "min": 0,
-                                          "max": 1, "min_exclusive": true}));
+    assert_eq!(
+        *alpha,
+        serde_json::json!({"name": "rto_alpha", "flag": "--rto-alpha", "kind": "number", "min": 0,
+                                          "max": 1, "min_exclusive": true})
+    );
     assert_eq!(table["profiles"], serde_json::json!({"bare": {"cc": "none"}, "modern": {"cc": "cubic"}}));
 }
