@@ -19,332 +19,25 @@ use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use crate::cc::{Acked, CcKind, CongestionControl, Phase, RttStats, SlowStart};
+use crate::assembler::Assembler;
+use crate::cc::{Acked, CongestionControl, Phase, RttStats, SlowStart};
 use crate::recovery::go_back_n::GoBackN;
 use crate::recovery::rack::Rack;
-use crate::recovery::{AckInfo, Delivered, LossRecovery, RecoveryKind, RtoAction, Scoreboard};
-use crate::rto::{RtoConfig, RtoEstimator, RttSampler};
+use crate::recovery::{AckInfo, Delivered, LossRecovery, RtoAction, Scoreboard};
+use crate::rto::{RtoEstimator, RttSampler};
 use crate::segment::{Segment, Timestamp, MAX_SACK_BLOCKS};
 use crate::syncookie::{CookieOptions, SynCookies};
 use crate::seq::Seq;
 use crate::time::Instant;
 use crate::timer::{Timer, TimerTable};
 
+pub use crate::config::{Profile, Push, TcpConfig};
+pub use crate::event::{ConnectionStats, Event, RetransmitKind, State, Transmission};
+
 /// Events queued for the owner (the JSON log of leanweb is built from these).
 const MAX_QUEUED_EVENTS: usize = 4096;
-/// Out-of-order blocks kept at most (each holds its bytes; a peer sending many tiny
-/// disjoint segments cannot make us keep more than this many allocations).
-const MAX_OUT_OF_ORDER_BLOCKS: usize = 64;
 /// Bytes the timestamps option takes on every segment once negotiated (10, padded to 12).
 const TIMESTAMP_OPTION_BYTES: usize = 12;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    SynSent,
-    SynReceived,
-    Established,
-    FinWait1,
-    FinWait2,
-    CloseWait,
-    Closing,
-    LastAck,
-    TimeWait,
-    Closed,
-}
-
-impl State {
-    pub fn name(self) -> &'static str {
-        match self {
-            State::SynSent => "SYN-SENT",
-            State::SynReceived => "SYN-RECEIVED",
-            State::Established => "ESTABLISHED",
-            State::FinWait1 => "FIN-WAIT-1",
-            State::FinWait2 => "FIN-WAIT-2",
-            State::CloseWait => "CLOSE-WAIT",
-            State::Closing => "CLOSING",
-            State::LastAck => "LAST-ACK",
-            State::TimeWait => "TIME-WAIT",
-            State::Closed => "CLOSED",
-        }
-    }
-}
-
-/// Named sets of defaults: `bare` (the studies' server) and `modern`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Profile {
-    #[default]
-    Bare,
-    Modern,
-}
-
-impl Profile {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "bare" => Some(Profile::Bare),
-            "modern" => Some(Profile::Modern),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Bare => "bare",
-            Profile::Modern => "modern",
-        }
-    }
-
-    pub fn config(self) -> TcpConfig {
-        match self {
-            Profile::Bare => TcpConfig::bare(),
-            Profile::Modern => TcpConfig::modern(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TcpConfig {
-    /// Link MTU; the MSS we advertise is MTU minus IP and TCP headers.
-    pub mtu: usize,
-    pub send_buffer_bytes: usize,
-    /// Send-buffer autotuning (`None`: the buffer stays `send_buffer_bytes`): the buffer grows
-    /// to hold two congestion (or peer) windows, as Linux's `tcp_sndbuf_expand` does, never
-    /// beyond this many bytes (Linux: `tcp_wmem[2]`, 4 MiB) nor below `send_buffer_bytes`.
-    pub send_buffer_max_bytes: Option<usize>,
-    pub recv_buffer_bytes: usize,
-    /// Our window-scale shift (RFC 7323), used when the peer offers scaling too.
-    pub window_scale: u8,
-    pub rto: RtoConfig,
-    pub cc: CcKind,
-    pub recovery: RecoveryKind,
-    /// RFC 2018: offer/accept SACK; keep out-of-order data and report it in SACK blocks;
-    /// read the peer's blocks into the scoreboard.
-    pub sack: bool,
-    /// RFC 7323 timestamps.
-    pub timestamps: bool,
-    /// RFC 8985 RACK-TLP (needs a scoreboard policy: `newreno` or `sack`).
-    pub rack_tlp: bool,
-    /// RFC 3042 limited transmit (NewReno; SACK's pipe allows the same by itself).
-    pub limited_transmit: bool,
-    /// Initial congestion window in segments (RFC 6928), for controllers that have one.
-    pub initial_window_segments: usize,
-    /// RFC 9406 HyStart++ in the initial slow start (Reno and CUBIC).
-    pub hystart: bool,
-    /// RFC 3465's L, segments credited per ACK in slow start (`None`: all, as Linux).
-    pub abc_limit_segments: Option<usize>,
-    /// A cap of the sender's own on data in flight, in full segments (`None`: only the
-    /// peer's window and the congestion window limit it). The seeds leave the bare PC's
-    /// sending open beyond "no congestion control" (docs/leanweb.md).
-    pub send_window_segments: Option<usize>,
-    /// Pacing of the sender's own (`None`: off): data segments leave at most at this rate,
-    /// counting each as its payload plus 40 bytes of IP and TCP header.
-    pub pacing_rate_bps: Option<u64>,
-    pub time_wait: Duration,
-    /// Consecutive retransmission timeouts after which the connection is aborted.
-    pub max_timeouts: u32,
-    /// Which data segments carry PSH.
-    pub push: Push,
-}
-
-/// Where the sender sets PSH (RFC 9293 §3.9.1: a push marks the end of what the application
-/// has handed over). Receivers here ignore it (Linux's header prediction masks it; GRO is
-/// off on every veth), but it decides which segments a GSO super-frame can carry: the
-/// kernel's `tcp_gso_segment` clears PSH and FIN on all but the last segment of one
-/// (crates/leanweb/src/gso.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Push {
-    /// Every segment with payload: the stack as issue 12 found it (`bare`'s traces).
-    #[default]
-    EverySegment,
-    /// Only the segment that carries the last byte in the send buffer, as Linux marks the
-    /// last segment of a write (`tcp_mark_push`).
-    EndOfData,
-}
-
-impl Push {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "every-segment" => Some(Push::EverySegment),
-            "end-of-data" => Some(Push::EndOfData),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Push::EverySegment => "every-segment",
-            Push::EndOfData => "end-of-data",
-        }
-    }
-}
-
-impl Default for TcpConfig {
-    fn default() -> Self {
-        TcpConfig::bare()
-    }
-}
-
-impl TcpConfig {
-    /// The studies' bare server: no cc, go-back-N, 1 s minimum RTO, nothing optional.
-    pub fn bare() -> Self {
-        TcpConfig {
-            mtu: 1500,
-            send_buffer_bytes: 256 * 1024,
-            send_buffer_max_bytes: None,
-            recv_buffer_bytes: 64 * 1024,
-            window_scale: 2,
-            rto: RtoConfig::default(),
-            cc: CcKind::None,
-            recovery: RecoveryKind::GoBackN,
-            sack: false,
-            timestamps: false,
-            rack_tlp: false,
-            limited_transmit: false,
-            initial_window_segments: 10,
-            hystart: false,
-            abc_limit_segments: Some(2),
-            send_window_segments: None,
-            pacing_rate_bps: None,
-            time_wait: Duration::from_secs(60),
-            max_timeouts: 12,
-            push: Push::EverySegment,
-        }
-    }
-
-    /// SACK recovery + RACK-TLP + timestamps + CUBIC (RFC 9438) with HyStart++ (RFC 9406),
-    /// minimum RTO 200 ms (Linux's `TCP_RTO_MIN`), a send buffer autotuned up to 4 MiB (Linux's
-    /// default `tcp_wmem[2]`).
-    pub fn modern() -> Self {
-        let bare = TcpConfig::bare();
-        TcpConfig {
-            rto: RtoConfig { min: Duration::from_millis(200), ..bare.rto },
-            cc: CcKind::Cubic,
-            hystart: true,
-            send_buffer_max_bytes: Some(4 << 20),
-            recovery: RecoveryKind::Sack,
-            sack: true,
-            timestamps: true,
-            rack_tlp: true,
-            limited_transmit: true,
-            push: Push::EndOfData,
-            ..bare
-        }
-    }
-
-    /// Combinations that cannot work, named.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.recovery == RecoveryKind::Sack && !self.sack {
-            return Err("recovery `sack` needs SACK on".into());
-        }
-        if self.rack_tlp && self.recovery == RecoveryKind::GoBackN {
-            return Err("RACK-TLP needs recovery `newreno` or `sack` (go-back-n keeps no scoreboard)".into());
-        }
-        if self.initial_window_segments == 0 {
-            return Err("initial window must be at least 1 segment".into());
-        }
-        if self.abc_limit_segments == Some(0) {
-            return Err("slow start's per-ACK limit must be at least 1 segment (or none)".into());
-        }
-        if self.send_window_segments == Some(0) {
-            return Err("send window must be at least 1 segment".into());
-        }
-        if self.pacing_rate_bps == Some(0) {
-            return Err("pacing rate must be above 0".into());
-        }
-        self.rto.validate()
-    }
-}
-
-/// Why a segment was sent again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetransmitKind {
-    /// The bare stack's rewind after a timeout.
-    GoBackN,
-    /// SYN or SYN-ACK sent again.
-    Handshake,
-    /// Marked lost by the retransmission timeout (scoreboard policies).
-    Timeout,
-    /// Marked lost by fast retransmit, a partial ACK, SACK or RACK.
-    Recovery,
-    /// RFC 8985 tail loss probe.
-    TailLossProbe,
-    /// Zero-window probe byte.
-    WindowProbe,
-}
-
-impl RetransmitKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            RetransmitKind::GoBackN => "go-back-n",
-            RetransmitKind::Handshake => "handshake",
-            RetransmitKind::Timeout => "timeout",
-            RetransmitKind::Recovery => "recovery",
-            RetransmitKind::TailLossProbe => "tail-loss-probe",
-            RetransmitKind::WindowProbe => "window-probe",
-        }
-    }
-}
-
-/// One segment carrying sequence space, as the last `poll_transmit` returned it, with the
-/// RTO state when it left (leanweb logs it once the frame is written).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Transmission {
-    pub seq: u32,
-    pub payload_len: usize,
-    pub syn: bool,
-    pub fin: bool,
-    /// Carries sequence space sent before (below SND.MAX).
-    pub retransmission: bool,
-    /// Why it was sent again; meaningful only for a retransmission.
-    pub kind: RetransmitKind,
-    pub sent_at: Instant,
-    pub srtt_us: Option<u64>,
-    pub rttvar_us: u64,
-    /// SRTT + max(G, K·RTTVAR) without floor, cap or backoff; `None` before the first sample.
-    pub rto_unfloored_us: Option<f64>,
-    /// The RTO in force: floored, capped and backed off.
-    pub rto_us: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    StateChanged { from: State, to: State },
-    RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
-    Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
-    Retransmit { seq: u32, len: usize, kind: RetransmitKind },
-    /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these);
-    /// `cwnd_bytes` is the congestion window before this ACK's update (`None` without one).
-    NewAck { ack: u32, at: Instant, cwnd_bytes: Option<usize> },
-    /// Loss recovery began (`entered`) or ended; the window after the change.
-    Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
-    /// An ACK moved the controller to another phase (slow start, HyStart++'s CSS, congestion
-    /// avoidance); the window after the change. Loss responses are `Recovery`/`Timeout`.
-    CcPhase { phase: &'static str, cwnd_bytes: usize, ssthresh_bytes: usize },
-    TailLossProbe { seq: u32, retransmission: bool },
-    ZeroWindowProbe { seq: u32 },
-    ResetReceived,
-    Aborted { reason: &'static str },
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConnectionStats {
-    pub segments_sent: u64,
-    pub segments_received: u64,
-    pub bytes_sent: u64,
-    pub bytes_retransmitted: u64,
-    pub retransmissions: u64,
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    pub timeouts: u64,
-    pub rtt_samples: u64,
-    /// RTT samples taken from timestamp echoes (RFC 7323) where Karn's rule gave none.
-    pub timestamp_rtt_samples: u64,
-    pub duplicate_acks: u64,
-    pub recoveries: u64,
-    pub tail_loss_probes: u64,
-    pub rack_marked_lost: u64,
-    pub out_of_order_segments: u64,
-    pub events_dropped: u64,
-}
 
 #[derive(Debug)]
 pub struct Connection {
@@ -374,12 +67,8 @@ pub struct Connection {
     recv_buf: VecDeque<u8>,
     fin_received: bool,
     last_advertised_window: usize,
-    /// Out-of-order data (start, bytes), sorted, disjoint and not adjacent (RFC 2018 receiver).
-    out_of_order: Vec<(Seq, Vec<u8>)>,
-    /// Starts of the out-of-order blocks most recently changed, newest first (RFC 2018 §4).
-    sack_recent: Vec<Seq>,
-    /// Sequence number of a FIN that arrived beyond a hole.
-    out_of_order_fin: Option<Seq>,
+    /// Out-of-order data and a FIN beyond a hole (RFC 2018 receiver).
+    assembler: Assembler,
     // Options agreed in the handshake.
     sack_ok: bool,
     ts_ok: bool,
@@ -487,9 +176,7 @@ impl Connection {
             recv_buf: VecDeque::new(),
             fin_received: false,
             last_advertised_window: 0,
-            out_of_order: Vec::new(),
-            sack_recent: Vec::new(),
-            out_of_order_fin: None,
+            assembler: Assembler::new(MAX_SACK_BLOCKS + 1),
             sack_ok: false,
             ts_ok: false,
             ts_recent: 0,
@@ -681,7 +368,7 @@ impl Connection {
     }
     /// Out-of-order blocks held by the receiver, as (start, end).
     pub fn out_of_order_blocks(&self) -> Vec<(Seq, Seq)> {
-        self.out_of_order.iter().map(|(s, d)| (*s, s.add(d.len()))).collect()
+        self.assembler.ranges().collect()
     }
     pub fn rtt_stats(&self) -> RttStats {
         RttStats { latest: self.rtt_latest, min: self.rtt_min, srtt: self.rto.srtt(), rttvar: self.rto.rttvar() }
@@ -837,24 +524,14 @@ impl Connection {
     /// RFC 2018 §4: the block holding the most recently received segment first, then the
     /// other most recently changed ones; at most as many as fit beside `payload_len`.
     fn sack_blocks(&self, payload_len: usize) -> Vec<(Seq, Seq)> {
-        if !self.sack_ok || self.out_of_order.is_empty() {
+        if !self.sack_ok || self.assembler.is_empty() {
             return Vec::new();
         }
         let ts = if self.ts_ok { 10 } else { 0 };
         // Options plus payload stay within the MSS the peer announced (RFC 6691).
         let room = self.send_mss.saturating_sub(payload_len);
         let max_blocks = (0..=MAX_SACK_BLOCKS).rev().find(|n| (ts + 2 + 8 * n).div_ceil(4) * 4 <= room || *n == 0).unwrap_or(0);
-        let mut blocks: Vec<(Seq, Seq)> = Vec::new();
-        let recent = self.sack_recent.iter().filter_map(|start| self.out_of_order.iter().find(|(s, d)| *s <= *start && *start < s.add(d.len())));
-        for (s, d) in recent.chain(self.out_of_order.iter()) {
-            // A FIN held beyond the hole takes sequence space: the block covers it (as Linux's does).
-            let end = s.add(d.len());
-            let block = (*s, if self.out_of_order_fin == Some(end) { end.add(1) } else { end });
-            if blocks.len() < max_blocks && !blocks.contains(&block) {
-                blocks.push(block);
-            }
-        }
-        blocks
+        self.assembler.sack_blocks(max_blocks)
     }
 
     fn make_segment(&self, seq: Seq, syn: bool, fin: bool, rst: bool, payload: Vec<u8>) -> Segment {
@@ -1540,53 +1217,16 @@ impl Connection {
     /// RFC 2018 receiver: keeps data beyond a hole (inside our window) for reassembly.
     fn store_out_of_order(&mut self, seq: Seq, data: &[u8]) {
         let window_end = self.rcv_nxt.add(self.receive_window());
-        let len = data.len().min(window_end.since(seq));
-        if len == 0 {
-            return;
+        if self.assembler.insert(seq, data, window_end) {
+            self.stats.out_of_order_segments += 1;
         }
-        let (start, end) = (seq, seq.add(len));
-        self.stats.out_of_order_segments += 1;
-        // Merge with every block it overlaps or touches.
-        let touching: Vec<usize> = (0..self.out_of_order.len())
-            .filter(|&i| {
-                let (s, d) = &self.out_of_order[i];
-                *s <= end && start <= s.add(d.len())
-            })
-            .collect();
-        if touching.is_empty() && self.out_of_order.len() >= MAX_OUT_OF_ORDER_BLOCKS {
-            return;
-        }
-        let merged_start = touching.iter().map(|&i| self.out_of_order[i].0).fold(start, |a, b| if b < a { b } else { a });
-        let merged_end = touching.iter().map(|&i| self.out_of_order[i].0.add(self.out_of_order[i].1.len())).fold(end, |a, b| if b > a { b } else { a });
-        let mut bytes = vec![0u8; merged_end.since(merged_start)];
-        let at = start.since(merged_start);
-        bytes[at..at + len].copy_from_slice(&data[..len]);
-        for &i in touching.iter().rev() {
-            let (s, d) = self.out_of_order.remove(i);
-            let at = s.since(merged_start);
-            bytes[at..at + d.len()].copy_from_slice(&d);
-        }
-        let index = self.out_of_order.iter().position(|(s, _)| *s > merged_start).unwrap_or(self.out_of_order.len());
-        self.out_of_order.insert(index, (merged_start, bytes));
-        self.sack_recent.retain(|s| !(merged_start <= *s && *s <= merged_end));
-        self.sack_recent.insert(0, merged_start);
-        self.sack_recent.truncate(MAX_SACK_BLOCKS + 1);
     }
 
     /// Moves out-of-order data that the in-order stream has reached into the receive buffer.
     fn drain_out_of_order(&mut self) {
-        while self.out_of_order.first().is_some_and(|(s, _)| *s <= self.rcv_nxt) {
-            let (start, data) = self.out_of_order.remove(0);
-            let skip = self.rcv_nxt.since(start);
-            if skip < data.len() {
-                let take = (data.len() - skip).min(self.receive_window());
-                self.recv_buf.extend(&data[skip..skip + take]);
-                self.rcv_nxt = self.rcv_nxt.add(take);
-                self.stats.bytes_received += take as u64;
-            }
-        }
-        let rcv_nxt = self.rcv_nxt;
-        self.sack_recent.retain(|s| *s > rcv_nxt);
+        let taken = self.assembler.drain_into(self.rcv_nxt, &mut self.recv_buf, self.config.recv_buffer_bytes);
+        self.rcv_nxt = self.rcv_nxt.add(taken);
+        self.stats.bytes_received += taken as u64;
     }
 
     fn on_data_and_fin(&mut self, seg: &Segment, now: Instant) {
@@ -1594,7 +1234,7 @@ impl Connection {
         let accepts_data = matches!(self.state, State::Established | State::FinWait1 | State::FinWait2);
         let reassembles = self.sack_ok || self.config.sack;
         if accepts_data && reassembles && seg.fin && seg.payload.is_empty() && seg.seq > self.rcv_nxt {
-            self.out_of_order_fin = Some(seg.seq);
+            self.assembler.set_fin(seg.seq);
             self.ack_pending = true;
             return;
         }
@@ -1604,9 +1244,8 @@ impl Connection {
                 if reassembles {
                     self.store_out_of_order(seg.seq, &seg.payload);
                     let fin_at = seg.seq.add(seg.payload.len());
-                    let stored_whole = self.out_of_order.iter().any(|(s, d)| *s <= seg.seq && fin_at <= s.add(d.len()));
-                    if seg.fin && stored_whole {
-                        self.out_of_order_fin = Some(fin_at);
+                    if seg.fin && self.assembler.holds(seg.seq, fin_at) {
+                        self.assembler.set_fin(fin_at);
                     }
                 }
                 self.ack_pending = true;
@@ -1620,10 +1259,10 @@ impl Connection {
             self.stats.bytes_received += take as u64;
             self.ack_pending = true;
             fin_in_order = seg.fin && take == fresh.len();
-            if !fin_in_order && !self.out_of_order.is_empty() {
+            if !fin_in_order && !self.assembler.is_empty() {
                 self.drain_out_of_order();
             }
-            if !fin_in_order && self.out_of_order_fin == Some(self.rcv_nxt) {
+            if !fin_in_order && self.assembler.fin() == Some(self.rcv_nxt) {
                 fin_in_order = true;
             }
         }
@@ -1631,9 +1270,7 @@ impl Connection {
             self.fin_received = true;
             self.rcv_nxt = self.rcv_nxt.add(1);
             self.ack_pending = true;
-            self.out_of_order.clear();
-            self.sack_recent.clear();
-            self.out_of_order_fin = None;
+            self.assembler.clear();
             match self.state {
                 State::SynReceived | State::Established => self.set_state(State::CloseWait, now),
                 State::FinWait1 if self.fin_acked() => self.set_state(State::TimeWait, now),
