@@ -4,24 +4,14 @@
 //! `tests/fixtures/bare_traces.txt`, recorded from the code before the seams refactor of
 //! issue 12. Re-record only on purpose: `LEANTCP_RECORD_TRACES=1 cargo test -p leantcp --test bare_traces`.
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Segment, Seq, TcpConfig};
+use leantcp::{Connection, Segment, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// FNV-1a over the payload: a change in any byte shows.
 fn digest(bytes: &[u8]) -> u32 {
@@ -69,14 +59,6 @@ fn record(mut sim: Sim, limit: Duration, mut script: impl FnMut(&mut Sim)) -> St
     }
     writeln!(out, "end t={} client_received={} sum={:08x}", sim.now.as_micros(), sim.a.received.len(), digest(&sim.a.received)).unwrap();
     out
-}
-
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    sim
 }
 
 /// The server sends `len` bytes once the connection is up, then closes.

@@ -1,45 +1,14 @@
 //! Seeded in-memory network tests: every TCP behaviour of leantcp end to end.
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
 use leantcp::{Connection, Event, Push, RetransmitKind, SamplingStrategy, Segment, Seq, State, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
-
-/// `a` is the client (active open), `b` the server (passive open).
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    sim
-}
+mod common;
+use common::*;
 
 fn link() -> LinkConfig {
     LinkConfig::default()
-}
-
-fn events(conn: &mut Connection) -> Vec<Event> {
-    std::iter::from_fn(|| conn.poll_event()).collect()
-}
-
-fn state(end: &leantcp::sim::Endpoint) -> State {
-    end.conn.as_ref().map_or(State::Closed, |c| c.state())
-}
-
-fn established(sim: &Sim) -> bool {
-    state(&sim.a) == State::Established && state(&sim.b) == State::Established
 }
 
 #[test]

@@ -5,7 +5,6 @@
 //! RFC 6298), the persist timer under the modern profile, and whole transfers over lossy
 //! links. The server (`b`) sends; the client (`a`) receives and is a modern stack too
 //! unless a test says otherwise (a Linux client offers SACK and timestamps).
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::cc::CcKind;
@@ -13,34 +12,13 @@ use leantcp::recovery::RecoveryKind;
 use leantcp::sim::{LinkConfig, Sim};
 use leantcp::{Connection, Event, Instant, RetransmitKind, Segment, Seq, State, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// 100 Mbit/s, 5 ms each way, and a queue long enough that slow start overflows nothing:
 /// the only losses are the ones a test asks for.
 fn link() -> LinkConfig {
     LinkConfig { queue_packets: 1000, ..LinkConfig::default() }
-}
-
-fn state(end: &leantcp::sim::Endpoint) -> State {
-    end.conn.as_ref().map_or(State::Closed, |c| c.state())
-}
-
-fn established(sim: &Sim) -> bool {
-    state(&sim.a) == State::Established && state(&sim.b) == State::Established
-}
-
-fn events(conn: &mut Connection) -> Vec<Event> {
-    std::iter::from_fn(|| conn.poll_event()).collect()
 }
 
 /// A receiver like Linux's: SACK and timestamps on, a 256 KiB window.
@@ -52,19 +30,10 @@ fn newreno() -> TcpConfig {
     TcpConfig { cc: CcKind::Reno, recovery: RecoveryKind::NewReno, limited_transmit: true, ..TcpConfig::bare() }
 }
 
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    assert!(sim.run_until(Duration::from_secs(5), established), "handshake");
-    sim
-}
-
 /// The server sends `len` bytes and closes; returns the sim once the client has all of it
 /// and the time the transfer took (from queueing the data to the last byte at the client).
 fn transfer_with(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool, len: usize) -> (Sim, Duration) {
-    let mut sim = setup(client, server, a_to_b, b_to_a, v6);
+    let mut sim = connected(client, server, a_to_b, b_to_a, v6);
     let start = sim.now;
     sim.b.to_send.extend(pattern(len));
     sim.b.close_after_send = true;
@@ -235,7 +204,7 @@ fn sack_pipe_stays_within_cwnd_during_recovery() {
     let len = 300 * 1024;
     let sack = TcpConfig { rack_tlp: false, ..TcpConfig::modern() };
     let data = data_indices(sack, len);
-    let mut sim = setup(client(), sack, link(), LinkConfig { drop_indices: vec![data[40], data[41], data[50]], ..link() }, false);
+    let mut sim = connected(client(), sack, link(), LinkConfig { drop_indices: vec![data[40], data[41], data[50]], ..link() }, false);
     sim.b.to_send.extend(pattern(len));
     let (mut checked, mut prev_pipe) = (0, usize::MAX);
     let done = sim.run_until(Duration::from_secs(10), |s| {
@@ -430,7 +399,7 @@ fn tail_loss_probe_repairs_a_tail_loss_without_timeout() {
 fn karn_with_and_without_timestamps() {
     for timestamps in [true, false] {
         let server = TcpConfig { rack_tlp: false, timestamps, ..TcpConfig::modern() };
-        let mut sim = setup(client(), server, link(), LinkConfig { drop_indices: vec![1], ..link() }, false);
+        let mut sim = connected(client(), server, link(), LinkConfig { drop_indices: vec![1], ..link() }, false);
         let before = sim.b.conn.as_ref().unwrap().stats().rtt_samples;
         sim.b.to_send.extend(pattern(1000));
         assert!(sim.run_until(Duration::from_secs(5), |s| s.a.received.len() == 1000 && !s.b.conn.as_ref().unwrap().timers().is_armed(leantcp::timer::Timer::Retransmission)));
@@ -456,7 +425,7 @@ fn karn_with_and_without_timestamps() {
 #[test]
 fn persist_timer_probes_a_zero_window_under_the_modern_profile() {
     let reader = TcpConfig { recv_buffer_bytes: 8192, window_scale: 0, ..client() };
-    let mut sim = setup(reader, TcpConfig::modern(), link(), link(), false);
+    let mut sim = connected(reader, TcpConfig::modern(), link(), link(), false);
     sim.a.reading = false;
     sim.b.to_send.extend(pattern(50_000));
     let mut persist_seen = false;

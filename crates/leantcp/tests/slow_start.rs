@@ -3,16 +3,14 @@
 //! slow start overflows it), through Conservative Slow Start into congestion avoidance; and
 //! send-buffer autotuning grows the buffer with the window (as Linux's tcp_sndbuf_expand),
 //! up to its ceiling. The server (`b`) sends a bulk transfer to a Linux-like client (`a`).
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::cc::CcKind;
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Event, Seq, State, TcpConfig};
+use leantcp::{Event, State, TcpConfig};
 
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// A receiver with a window large enough never to be the limit (8 MiB).
 fn client() -> TcpConfig {
@@ -33,11 +31,7 @@ struct Outcome {
 }
 
 fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> Outcome {
-    let a: SocketAddr = "10.0.0.2:40000".parse().unwrap();
-    let b: SocketAddr = "10.0.0.1:80".parse().unwrap();
-    let mut sim = Sim::new(LinkConfig::default(), b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client(), Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
+    let mut sim = setup(client(), server, LinkConfig::default(), b_to_a, false);
     let established = |s: &Sim| s.b.conn.as_ref().is_some_and(|c| c.state() == State::Established);
     assert!(sim.run_until(Duration::from_secs(5), established), "handshake");
     let start = sim.now;
