@@ -56,10 +56,11 @@ impl Assembler {
             return true;
         }
         let merged_start = touching.iter().map(|&i| self.blocks[i].0).fold(start, |a, b| if b < a { b } else { a });
-        let merged_end = touching
-            .iter()
-            .map(|&i| self.blocks[i].0.add(self.blocks[i].1.len()))
-            .fold(end, |a, b| if b > a { b } else { a });
+        let merged_end =
+            touching
+                .iter()
+                .map(|&i| self.blocks[i].0.add(self.blocks[i].1.len()))
+                .fold(end, |a, b| if b > a { b } else { a });
         let mut bytes = vec![0u8; merged_end.since(merged_start)];
         let at = start.since(merged_start);
         bytes[at..at + len].copy_from_slice(&data[..len]);

@@ -86,22 +86,57 @@ pub struct Transmission {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    StateChanged { from: State, to: State },
-    RttSample { rtt_us: u64, srtt_us: u64, rttvar_us: u64, rto_us: u64 },
-    Timeout { rto_us: u64, backoff_shift: u32, outstanding_bytes: usize },
-    Retransmit { seq: u32, len: usize, kind: RetransmitKind },
+    StateChanged {
+        from: State,
+        to: State,
+    },
+    RttSample {
+        rtt_us: u64,
+        srtt_us: u64,
+        rttvar_us: u64,
+        rto_us: u64,
+    },
+    Timeout {
+        rto_us: u64,
+        backoff_shift: u32,
+        outstanding_bytes: usize,
+    },
+    Retransmit {
+        seq: u32,
+        len: usize,
+        kind: RetransmitKind,
+    },
     /// An ACK advanced SND.UNA to `ack` at `at` (the RTO replay re-runs the sampler on these);
     /// `cwnd_bytes` is the congestion window before this ACK's update (`None` without one).
-    NewAck { ack: u32, at: Instant, cwnd_bytes: Option<usize> },
+    NewAck {
+        ack: u32,
+        at: Instant,
+        cwnd_bytes: Option<usize>,
+    },
     /// Loss recovery began (`entered`) or ended; the window after the change.
-    Recovery { entered: bool, cwnd_bytes: usize, ssthresh_bytes: usize },
+    Recovery {
+        entered: bool,
+        cwnd_bytes: usize,
+        ssthresh_bytes: usize,
+    },
     /// An ACK moved the controller to another phase (slow start, HyStart++'s CSS, congestion
     /// avoidance); the window after the change. Loss responses are `Recovery`/`Timeout`.
-    CcPhase { phase: &'static str, cwnd_bytes: usize, ssthresh_bytes: usize },
-    TailLossProbe { seq: u32, retransmission: bool },
-    ZeroWindowProbe { seq: u32 },
+    CcPhase {
+        phase: &'static str,
+        cwnd_bytes: usize,
+        ssthresh_bytes: usize,
+    },
+    TailLossProbe {
+        seq: u32,
+        retransmission: bool,
+    },
+    ZeroWindowProbe {
+        seq: u32,
+    },
     ResetReceived,
-    Aborted { reason: &'static str },
+    Aborted {
+        reason: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

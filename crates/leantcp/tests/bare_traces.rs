@@ -57,7 +57,14 @@ fn record(mut sim: Sim, limit: Duration, mut script: impl FnMut(&mut Sim)) -> St
             break;
         }
     }
-    writeln!(out, "end t={} client_received={} sum={:08x}", sim.now.as_micros(), sim.a.received.len(), digest(&sim.a.received)).unwrap();
+    writeln!(
+        out,
+        "end t={} client_received={} sum={:08x}",
+        sim.now.as_micros(),
+        sim.a.received.len(),
+        digest(&sim.a.received)
+    )
+    .unwrap();
     out
 }
 
@@ -88,12 +95,18 @@ fn scenarios() -> Vec<(&'static str, String)> {
     all.push(("clean 200 KiB v6", record(setup(bare(), bare(), link(), link(), true), limit, serve(200 * 1024))));
     for drops in [vec![10], vec![1, 2, 3, 4], vec![5, 6, 40, 41, 42]] {
         let lossy = LinkConfig { drop_indices: drops, ..link() };
-        all.push(("deterministic drops", record(setup(bare(), bare(), link(), lossy, false), limit, serve(150 * 1024))));
+        all.push((
+            "deterministic drops",
+            record(setup(bare(), bare(), link(), lossy, false), limit, serve(150 * 1024)),
+        ));
     }
     for seed in 1..=4 {
         let fwd = LinkConfig { loss: 0.03, seed, ..link() };
         let back = LinkConfig { loss: 0.03, seed: seed + 100, ..link() };
-        all.push(("random loss 3 %", record(setup(bare(), bare(), back, fwd, seed % 2 == 0), limit, serve(160 * 1024))));
+        all.push((
+            "random loss 3 %",
+            record(setup(bare(), bare(), back, fwd, seed % 2 == 0), limit, serve(160 * 1024)),
+        ));
     }
     let narrow = LinkConfig { rate_bps: 10_000_000, queue_packets: 20, ..link() };
     all.push(("drop-tail overflow", record(setup(bare(), bare(), link(), narrow, false), limit, serve(320 * 1024))));
@@ -102,23 +115,42 @@ fn scenarios() -> Vec<(&'static str, String)> {
     let mut zw = setup(client, bare(), link(), link(), false);
     zw.a.reading = false;
     let mut serve_zw = serve(50_000);
-    all.push(("zero window", record(zw, limit, move |sim| {
-        serve_zw(sim);
-        sim.a.reading = sim.now >= leantcp::Instant::from_millis(3000);
-    })));
+    all.push((
+        "zero window",
+        record(zw, limit, move |sim| {
+            serve_zw(sim);
+            sim.a.reading = sim.now >= leantcp::Instant::from_millis(3000);
+        }),
+    ));
     // Lost SYN and lost FIN.
-    all.push(("lost syn and fin", record(setup(bare(), bare(), LinkConfig { drop_indices: vec![0], ..link() }, LinkConfig { drop_indices: vec![1], ..link() }, false), limit, serve(0))));
+    all.push((
+        "lost syn and fin",
+        record(
+            setup(
+                bare(),
+                bare(),
+                LinkConfig { drop_indices: vec![0], ..link() },
+                LinkConfig { drop_indices: vec![1], ..link() },
+                false,
+            ),
+            limit,
+            serve(0),
+        ),
+    ));
     // Both sides close at once.
     let mut closed = false;
-    all.push(("simultaneous close", record(setup(bare(), bare(), link(), link(), true), limit, move |sim| {
-        let up = |c: &Option<Connection>| c.as_ref().is_some_and(|c| c.state() == leantcp::State::Established);
-        if !closed && up(&sim.a.conn) && up(&sim.b.conn) {
-            let now = sim.now;
-            sim.a.conn.as_mut().unwrap().close(now);
-            sim.b.conn.as_mut().unwrap().close(now);
-            closed = true;
-        }
-    })));
+    all.push((
+        "simultaneous close",
+        record(setup(bare(), bare(), link(), link(), true), limit, move |sim| {
+            let up = |c: &Option<Connection>| c.as_ref().is_some_and(|c| c.state() == leantcp::State::Established);
+            if !closed && up(&sim.a.conn) && up(&sim.b.conn) {
+                let now = sim.now;
+                sim.a.conn.as_mut().unwrap().close(now);
+                sim.b.conn.as_mut().unwrap().close(now);
+                closed = true;
+            }
+        }),
+    ));
     all
 }
 

@@ -77,7 +77,8 @@ fn paced(rate_bps: u64) -> TcpConfig {
 
 /// Gaps between the server's consecutive data segments, in microseconds.
 fn data_gaps_us(sim: &Sim) -> Vec<u64> {
-    let times: Vec<_> = sim.b.sent_log.iter().zip(&sim.b.sent_times).filter(|(s, _)| !s.payload.is_empty()).map(|(_, t)| *t).collect();
+    let times: Vec<_> =
+        sim.b.sent_log.iter().zip(&sim.b.sent_times).filter(|(s, _)| !s.payload.is_empty()).map(|(_, t)| *t).collect();
     times.windows(2).map(|w| w[1].saturating_since(w[0]).as_micros() as u64).collect()
 }
 

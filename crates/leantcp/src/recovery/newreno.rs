@@ -125,11 +125,27 @@ mod tests {
     }
 
     fn dup(n: u32) -> AckInfo {
-        AckInfo { ack: Seq(0), acked_bytes: 0, duplicate: true, dup_acks: n, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(0),
+            acked_bytes: 0,
+            duplicate: true,
+            dup_acks: n,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     fn new_ack(ack: u32, bytes: usize) -> AckInfo {
-        AckInfo { ack: Seq(ack), acked_bytes: bytes, duplicate: false, dup_acks: 0, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(ack),
+            acked_bytes: bytes,
+            duplicate: false,
+            dup_acks: 0,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     #[test]

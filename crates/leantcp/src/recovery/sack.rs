@@ -84,7 +84,15 @@ mod tests {
     use crate::time::Instant;
 
     fn ack(ack: u32, acked: usize, duplicate: bool, dup_acks: u32) -> AckInfo {
-        AckInfo { ack: Seq(ack), acked_bytes: acked, duplicate, dup_acks, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(ack),
+            acked_bytes: acked,
+            duplicate,
+            dup_acks,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     #[test]
