@@ -18,7 +18,7 @@ use smoltcp::wire::{
     Ipv6Repr, NdiscNeighborFlags, NdiscRepr, RawHardwareAddress,
 };
 
-use crate::http::{self, HttpError, Method, Parse};
+use crate::http::{self, HttpError, Method, Parse, WallClock};
 use crate::log::EventLog;
 use crate::neighbors::Neighbors;
 use segment_lines::{AckLine, RttSampleLine, TxLine};
@@ -194,6 +194,8 @@ pub struct Stack {
     /// When the last cookie was sent: in `auto` mode, ACKs are checked as cookies only
     /// while one can still be valid (as Linux's `tcp_synq_no_recent_overflow`).
     last_cookie_sent: Option<Instant>,
+    /// The wall clock for responses' `Date`, when the binary gives one (`set_wall_clock`).
+    wall_clock: Option<WallClock>,
 }
 
 fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
@@ -261,7 +263,13 @@ impl Stack {
             next_id: 1,
             cookies: SynCookies::with_key(derived_cookie_key(iss_key)),
             last_cookie_sent: None,
+            wall_clock: None,
         }
+    }
+
+    /// The UNIX time at a stack instant, for the `Date` of responses made from then on.
+    pub fn set_wall_clock(&mut self, clock: WallClock) {
+        self.wall_clock = Some(clock);
     }
 
     /// The SYN-cookie secret; leanweb sets one read from the OS at start.
@@ -863,11 +871,13 @@ impl Stack {
         if !matches!(s.conn.state(), State::Established | State::CloseWait) {
             return false;
         }
+        let date = self.wall_clock.map(|clock| clock.date_at(now));
+        let date = date.as_deref();
         let (response, log_fields) = match http::parse_request(&s.request_buf) {
             Parse::Incomplete => return false,
             Parse::Error(error) => {
                 s.request_buf.clear();
-                let head = http::error_response(error, false);
+                let head = http::error_response(error, false, date);
                 (Response { head, head_sent: 0, file: None, remaining: 0, close_after: true }, json!({"status": error.status().0}))
             }
             Parse::Complete { request, consumed } => {
@@ -881,12 +891,12 @@ impl Stack {
                 let method = if head_only { "HEAD" } else { "GET" };
                 match opened {
                     Ok((path, file, len)) => {
-                        let head = http::response_head((200, "OK"), len, http::content_type(&path), request.keep_alive, "");
+                        let head = http::response_head((200, "OK"), len, http::content_type(&path), request.keep_alive, date, "");
                         let (file, remaining) = if head_only { (None, 0) } else { (Some(file), len) };
                         (Response { head, head_sent: 0, file, remaining, close_after: !request.keep_alive }, json!({"status": 200, "method": method, "path": request.path, "bytes": len}))
                     }
                     Err(error) => {
-                        let head = http::error_response(error, head_only);
+                        let head = http::error_response(error, head_only, date);
                         (Response { head, head_sent: 0, file: None, remaining: 0, close_after: true }, json!({"status": error.status().0, "method": method, "path": request.path}))
                     }
                 }
