@@ -13,6 +13,7 @@ use clap::Parser;
 use leantcp::Instant;
 use leanweb::config::{Args, ConfigError};
 use leanweb::gso;
+use leanweb::http::WallClock;
 use leanweb::log::EventLog;
 use leanweb::stack::{OutFrame, Stack};
 use leanweb::tap::Tap;
@@ -126,6 +127,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         let t = now();
+        // the wall clock goes in with `now`: the stack's responses carry it as `Date`
+        stack.set_wall_clock(WallClock::new(t, SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()));
         stack.handle_timeouts(t);
         stack.poll(t);
         let frames = stack.take_frames();

@@ -14,6 +14,7 @@ use leantcp::{Instant, TcpConfig, Transmission};
 use smoltcp::wire::{EthernetAddress, EthernetProtocol};
 
 pub use crate::app::{Application, StaticFiles};
+use crate::http::WallClock;
 use crate::log::EventLog;
 use http_session::{Limits, Serving};
 use interface::Interface;
@@ -97,6 +98,8 @@ pub struct Stack<A: Application = StaticFiles> {
     ipv4_id: Ipv4Id,
     /// Body bytes on their way into a connection's send buffer (http_session.rs).
     chunk: Vec<u8>,
+    /// The wall clock for responses' `Date`, when the binary gives one (`set_wall_clock`).
+    wall_clock: Option<WallClock>,
     pub log: EventLog,
     pub counters: Counters,
 }
@@ -119,9 +122,15 @@ impl<A: Application> Stack<A> {
             limits: Limits { header_timeout: config.header_timeout, idle_timeout: config.idle_timeout },
             ipv4_id: config.ipv4_id,
             chunk: Vec::new(),
+            wall_clock: None,
             log,
             counters: Counters::default(),
         }
+    }
+
+    /// The UNIX time at a stack instant, for the `Date` of responses made from then on.
+    pub fn set_wall_clock(&mut self, clock: WallClock) {
+        self.wall_clock = Some(clock);
     }
 
     /// The SYN-cookie secret; leanweb sets one read from the OS at start.
@@ -198,6 +207,7 @@ impl<A: Application> Stack<A> {
             let mut serving = Serving {
                 app: &mut self.app,
                 chunk: &mut self.chunk,
+                wall_clock: self.wall_clock,
                 counters: &mut self.counters,
                 log: &mut self.log,
             };

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::events;
 use super::Counters;
 use crate::app::{Application, Resource};
-use crate::http::{self, Method, Parse};
+use crate::http::{self, Method, Parse, WallClock};
 use crate::log::EventLog;
 
 const FILE_CHUNK_BYTES: usize = 64 * 1024;
@@ -50,6 +50,8 @@ pub(super) struct Serving<'a, A: Application> {
     /// Body bytes on their way into a send buffer: the stack's one buffer, grown once,
     /// not 64 KiB allocated and freed per call.
     pub(super) chunk: &'a mut Vec<u8>,
+    /// For the `Date` of responses; none: responses carry no `Date`.
+    pub(super) wall_clock: Option<WallClock>,
     pub(super) counters: &'a mut Counters,
     pub(super) log: &'a mut EventLog,
 }
@@ -125,11 +127,13 @@ impl<B: Read> Exchange<B> {
         if !matches!(conn.state(), State::Established | State::CloseWait) {
             return false;
         }
+        let date = ctx.wall_clock.map(|clock| clock.date_at(now));
+        let date = date.as_deref();
         let (response, log_fields) = match http::parse_request(&self.request_buf) {
             Parse::Incomplete => return false,
             Parse::Error(error) => {
                 self.request_buf.clear();
-                (Response::error(http::error_response(error, false)), json!({"status": error.status().0}))
+                (Response::error(http::error_response(error, false, date)), json!({"status": error.status().0}))
             }
             Parse::Complete { request, consumed } => {
                 self.request_buf.drain(..consumed);
@@ -137,7 +141,7 @@ impl<B: Read> Exchange<B> {
                 let method = if head_only { "HEAD" } else { "GET" };
                 match ctx.app.open(&request.path) {
                     Ok(Resource { body, len, content_type }) => {
-                        let head = http::response_head((200, "OK"), len, content_type, request.keep_alive, "");
+                        let head = http::response_head((200, "OK"), len, content_type, request.keep_alive, date, "");
                         let (body, remaining) = if head_only { (None, 0) } else { (Some(body), len) };
                         let close_after = !request.keep_alive;
                         let fields: Value =
@@ -146,7 +150,7 @@ impl<B: Read> Exchange<B> {
                     }
                     Err(error) => {
                         let fields = json!({"status": error.status().0, "method": method, "path": request.path});
-                        (Response::error(http::error_response(error, head_only)), fields)
+                        (Response::error(http::error_response(error, head_only, date)), fields)
                     }
                 }
             }

@@ -106,8 +106,8 @@ fn keep_alive_serves_pipelined_requests_then_head_and_close() {
     let mut c = client(false);
     let mut got = Vec::new();
     let req: &[u8] = concat!(
-        "GET /small.txt HTTP/1.1\r\n\r\nHEAD /small.txt HTTP/1.1\r\n\r\n",
-        "GET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n"
+        "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     .as_bytes();
     exchange(&mut fx.stack, &mut c, req, &mut got);
@@ -126,7 +126,7 @@ fn pipelined_requests_beyond_one_head_are_all_answered() {
     let mut c = client(true);
     let mut got = Vec::new();
     let mut req = b"HEAD /small.txt HTTP/1.1\r\nHost: pipelined\r\n\r\n".repeat(299);
-    req.extend_from_slice(b"GET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
+    req.extend_from_slice(b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(req.len() > http::MAX_HEAD_BYTES);
     exchange(&mut fx.stack, &mut c, &req, &mut got);
     let text = String::from_utf8(got).unwrap();
@@ -135,15 +135,47 @@ fn pipelined_requests_beyond_one_head_are_all_answered() {
     assert_eq!(fx.stack.counters.requests, 300);
 }
 
+/// RFC 9112 §3.2 and §3.2.2, RFC 9110 §6.6.1 through the whole stack: with a wall clock
+/// every response has a `Date`; an absolute-form target is served; an HTTP/1.1 request
+/// without Host, or any with two, is 400 and closes.
+#[test]
+fn date_host_and_absolute_form_over_the_wire() {
+    let cases: [(&[u8], &str); 4] = [
+        (b"GET http://10.0.0.1/small.txt HTTP/1.1\r\nHost: 10.0.0.1\r\nConnection: close\r\n\r\n", "200"),
+        (b"GET /small.txt HTTP/1.1\r\n\r\n", "400"),
+        (b"GET /small.txt HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", "400"),
+        (b"GET /small.txt HTTP/1.0\r\n\r\n", "200"),
+    ];
+    for (i, (req, status)) in cases.iter().enumerate() {
+        let mut fx = fixture(&format!("rfc{i}"), |_| {});
+        fx.stack.set_wall_clock(WallClock::new(Instant::ZERO, Duration::from_secs(1_700_000_000)));
+        let mut c = client(i % 2 == 1);
+        let mut got = Vec::new();
+        exchange(&mut fx.stack, &mut c, req, &mut got);
+        let (head, body) = body_of(&got);
+        assert!(head.starts_with(&format!("HTTP/1.1 {status}")), "{req:?}: {head}");
+        assert!(head.contains("\r\nDate: Tue, 14 Nov 2023 22:13:"), "{head}");
+        assert!(head.contains("Connection: close"), "{head}");
+        if *status == "200" {
+            assert_eq!(body, b"hello\n");
+        }
+    }
+    // without a clock (the default) no Date is made up
+    let mut fx = fixture("noclock", |_| {});
+    let mut got = Vec::new();
+    exchange(&mut fx.stack, &mut client(false), b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &mut got);
+    assert!(!body_of(&got).0.contains("Date:"));
+}
+
 #[test]
 fn bad_requests_get_status_codes_and_nothing_outside_root() {
     let cases: [(&[u8], &str); 6] = [
-        (b"GET /../secret HTTP/1.1\r\n\r\n", "400"),
-        (b"GET /%2e%2e/secret HTTP/1.1\r\n\r\n", "400"),
-        (b"GET /nope HTTP/1.1\r\n\r\n", "404"),
-        (b"DELETE /small.txt HTTP/1.1\r\n\r\n", "405"),
+        (b"GET /../secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"GET /%2e%2e/secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
+        (b"DELETE /small.txt HTTP/1.1\r\nHost: x\r\n\r\n", "405"),
         (b"garbage\r\n\r\n", "400"),
-        (b"GET / HTTP/1.1\r\n\r\n", "404"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
     ];
     for (i, (req, status)) in cases.iter().enumerate() {
         let mut fx = fixture(&format!("bad{i}"), |_| {});
@@ -157,7 +189,7 @@ fn bad_requests_get_status_codes_and_nothing_outside_root() {
     let mut fx = fixture("long", |_| {});
     let mut c = client(false);
     let mut got = Vec::new();
-    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(5000));
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(5000));
     exchange(&mut fx.stack, &mut c, long.as_bytes(), &mut got);
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 414"));
 }
@@ -370,7 +402,7 @@ fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
 
     // A keep-alive client gets its answer, then is closed (FIN, not RST) after the idle timeout (5 s).
     let c = &mut clients[0];
-    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"), 36);
     let mut got = Vec::new();
     let mut t = now;
     while t < Instant::from_millis(4_000) {
@@ -399,7 +431,7 @@ fn oversized_head_is_431_and_symlinks_out_of_root_are_404() {
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 431"));
     let mut c = client(false);
     let mut got = Vec::new();
-    exchange(&mut fx.stack, &mut c, b"GET /link HTTP/1.1\r\n\r\n", &mut got);
+    exchange(&mut fx.stack, &mut c, b"GET /link HTTP/1.1\r\nHost: x\r\n\r\n", &mut got);
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 404") && !text.contains("secret"), "{text}");
 }
@@ -424,7 +456,7 @@ fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
     let sink = SharedLog::default();
     fx.stack.log = EventLog::to_writer(Box::new(sink.clone()), 1_000_000);
     let mut c = client(false);
-    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"), 36);
     for ms in 0..10 {
         turn(&mut fx.stack, &mut c, Instant::from_millis(ms));
     }
@@ -494,7 +526,7 @@ fn syn_flood_gets_cookies_and_legitimate_v4_v6_clients_are_served() {
         };
         let mut c = Connection::connect(local, remote, TcpConfig::modern(), Seq(5));
         let mut got = Vec::new();
-        exchange(stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nConnection: close\r\n\r\n", &mut got);
+        exchange(stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &mut got);
         let (head, body) = body_of(&got);
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert_eq!(body, &pattern(320 * 1024)[..], "v6={v6}");
@@ -784,10 +816,10 @@ fn event_log_of_recorded_fetches_is_unchanged() {
         let requests: [(bool, &[u8], usize); 3] = [
             (
                 false,
-                b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n",
+                b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                 29,
             ),
-            (true, b"GET /small.txt HTTP/1.1\r\n\r\nGET /missing HTTP/1.1\r\n\r\n", 0),
+            (true, b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 0),
             (true, b"GET /f320.bin HTTP/1.0\r\n\r\n", 0),
         ];
         for (i, (v6, request, drop_every)) in requests.into_iter().enumerate() {
@@ -841,7 +873,7 @@ fn the_stack_serves_whatever_its_application_gives() {
     let mut stack = Stack::with_app(config, InMemory { asked: Vec::new() }, log, 42);
     let mut c = client(false);
     let mut got = Vec::new();
-    let request = b"GET /generated HTTP/1.1\r\n\r\nGET /f320.bin HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let request = b"GET /generated HTTP/1.1\r\nHost: x\r\n\r\nGET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     exchange(&mut stack, &mut c, request, &mut got);
     let (head, rest) = body_of(&got);
     assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 100000"), "{head}");
