@@ -15,7 +15,7 @@ use leanweb::config::{Args, ConfigError};
 use leanweb::gso;
 use leanweb::http::WallClock;
 use leanweb::log::EventLog;
-use leanweb::stack::{OutFrame, Stack};
+use leanweb::stack::{OutFrame, Stack, StackConfig};
 use leanweb::tap::Tap;
 use serde_json::json;
 
@@ -48,25 +48,13 @@ fn cookie_key() -> anyhow::Result<[u8; 16]> {
     Ok(key)
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
-    let args = args.with_config_file()?;
-    let config = args.stack_config(random_u64())?;
-    let tap_name = args.tap.clone().ok_or_else(|| ConfigError("--tap NAME is required".into()))?;
-    let use_gso = args.gso()?;
-    let mut tap = Tap::open(&tap_name, use_gso).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
-    let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
-    let start = std::time::Instant::now();
-    let mut log = match &args.log {
-        Some(path) => {
-            EventLog::to_file(path, start_unix_us).map_err(|e| LogError(format!("--log {}: {e}", path.display())))?
-        }
-        None => EventLog::disabled(),
-    };
+/// The `start` event: every setting in force, as the log's first line.
+fn start_fields(config: &StackConfig, tap_name: &str, profile: &str, use_gso: bool) -> serde_json::Value {
     let rto = config.tcp.rto;
-    log.write(0, "start", json!({
+    json!({
         "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4),
         "addr6": format!("{}/{}", config.addr6, config.prefix6),
-        "port": config.port, "mac": config.mac.to_string(), "profile": args.profile()?.name(),
+        "port": config.port, "mac": config.mac.to_string(), "profile": profile,
         "cc": config.tcp.cc.name(),
         "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
         "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
@@ -82,7 +70,24 @@ fn run(args: Args) -> anyhow::Result<()> {
         "max_connections": config.max_connections,
         "push": config.tcp.push.name(), "ipv4_id": config.ipv4_id.name(), "gso": use_gso,
         "version": env!("CARGO_PKG_VERSION"),
-    }));
+    })
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let args = args.with_config_file()?;
+    let config = args.stack_config(random_u64())?;
+    let tap_name = args.tap.clone().ok_or_else(|| ConfigError("--tap NAME is required".into()))?;
+    let use_gso = args.gso()?;
+    let mut tap = Tap::open(&tap_name, use_gso).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
+    let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+    let start = std::time::Instant::now();
+    let mut log = match &args.log {
+        Some(path) => {
+            EventLog::to_file(path, start_unix_us).map_err(|e| LogError(format!("--log {}: {e}", path.display())))?
+        }
+        None => EventLog::disabled(),
+    };
+    log.write(0, "start", start_fields(&config, &tap_name, args.profile()?.name(), use_gso));
     log.flush(); // the start event is on disk before the ready line: callers read it right after
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
