@@ -92,7 +92,9 @@ fn version_error(buf: &[u8]) -> HttpError {
     let line = buf[..line_end].strip_suffix(b"\r").unwrap_or(&buf[..line_end]);
     let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
     match version {
-        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' => {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' =>
+        {
             HttpError::VersionNotSupported
         }
         _ => HttpError::BadRequest,
@@ -124,7 +126,9 @@ fn read_fields(headers: &[httparse::Header<'_>]) -> Fields {
                 fields.close |= token.eq_ignore_ascii_case("close");
                 fields.keep_alive |= token.eq_ignore_ascii_case("keep-alive");
             }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") || (name.eq_ignore_ascii_case("content-length") && value != Ok("0")) {
+        } else if name.eq_ignore_ascii_case("transfer-encoding")
+            || (name.eq_ignore_ascii_case("content-length") && value != Ok("0"))
+        {
             // GET/HEAD with a body, or framing we cannot read (RFC 9112 §6.3): refuse
             // rather than guess where the next request starts.
             fields.body_or_bad_framing = true;
@@ -217,7 +221,8 @@ fn decode_path(raw: &str) -> Result<String, HttpError> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit)).ok_or(HttpError::BadRequest)?;
+            let hex =
+                bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit)).ok_or(HttpError::BadRequest)?;
             let text = std::str::from_utf8(hex).map_err(|_| HttpError::BadRequest)?;
             out.push(u8::from_str_radix(text, 16).map_err(|_| HttpError::BadRequest)?);
             i += 3;
@@ -285,7 +290,14 @@ impl WallClock {
 }
 
 /// The head of a response; `date` is the `Date` field value, if the server has a clock.
-pub fn response_head(status: (u16, &str), content_length: u64, content_type: &str, keep_alive: bool, date: Option<&str>, extra: &str) -> Vec<u8> {
+pub fn response_head(
+    status: (u16, &str),
+    content_length: u64,
+    content_type: &str,
+    keep_alive: bool,
+    date: Option<&str>,
+    extra: &str,
+) -> Vec<u8> {
     let date = date.map(|d| format!("Date: {d}\r\n")).unwrap_or_default();
     format!(
         "HTTP/1.1 {} {}\r\n{}Server: leanweb\r\nContent-Length: {}\r\nContent-Type: {}\r\nConnection: {}\r\n{}\r\n",
@@ -329,16 +341,23 @@ mod tests {
 
     #[test]
     fn parses_get_and_head_with_keep_alive_rules() {
-        let Parse::Complete { request, consumed } = req("GET /a%20b.bin?x=1 HTTP/1.1\r\nHost: x\r\n\r\nGET") else { panic!() };
+        let Parse::Complete { request, consumed } = req("GET /a%20b.bin?x=1 HTTP/1.1\r\nHost: x\r\n\r\nGET") else {
+            panic!()
+        };
         assert_eq!(request, Request { method: Method::Get, path: "/a b.bin".into(), keep_alive: true });
         assert_eq!(consumed, "GET /a%20b.bin?x=1 HTTP/1.1\r\nHost: x\r\n\r\n".len());
-        let Parse::Complete { request, .. } = req("HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") else { panic!() };
+        let Parse::Complete { request, .. } = req("HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") else {
+            panic!()
+        };
         assert!(request.method == Method::Head && !request.keep_alive);
         let Parse::Complete { request, .. } = req("GET / HTTP/1.0\r\n\r\n") else { panic!() };
         assert!(!request.keep_alive);
         let Parse::Complete { request, .. } = req("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") else { panic!() };
         assert!(request.keep_alive, "HTTP/1.0 persists when asked");
-        let Parse::Complete { request, .. } = req("GET / HTTP/1.1\r\nHost: x\r\nConnection: close, keep-alive\r\n\r\n") else { panic!() };
+        let Parse::Complete { request, .. } = req("GET / HTTP/1.1\r\nHost: x\r\nConnection: close, keep-alive\r\n\r\n")
+        else {
+            panic!()
+        };
         assert!(!request.keep_alive, "close wins, wherever it stands");
         assert_eq!(req("GET / HTTP/1.1\r\nHost: x\r\n"), Parse::Incomplete);
         // RFC 9112 §2.2: empty lines before the request line are skipped
@@ -350,9 +369,17 @@ mod tests {
         // RFC 9112 §3.2
         assert_eq!(req("GET / HTTP/1.1\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"), Parse::Error(HttpError::BadRequest));
-        assert_eq!(req("GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n"), Parse::Error(HttpError::BadRequest), "two Hosts in any version");
+        assert_eq!(
+            req("GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n"),
+            Parse::Error(HttpError::BadRequest),
+            "two Hosts in any version"
+        );
         for bad in ["a b", "user@host", "host:80x", "[fd09::1", "h:1:2", "h/x"] {
-            assert_eq!(req(&format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n")), Parse::Error(HttpError::BadRequest), "{bad}");
+            assert_eq!(
+                req(&format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n")),
+                Parse::Error(HttpError::BadRequest),
+                "{bad}"
+            );
         }
         for good in ["x", "10.9.0.1:80", "[fd09::1]", "[fd09::1]:8080", "example.com:", ""] {
             assert_eq!(path_of(&format!("GET /g HTTP/1.1\r\nHost: {good}\r\n\r\n")), "/g", "{good}");
@@ -369,18 +396,26 @@ mod tests {
         assert_eq!(path_of("HEAD https://h HTTP/1.1\r\nHost: h\r\n\r\n"), "/");
         assert_eq!(path_of("GET http://h/x HTTP/1.0\r\n\r\n"), "/x");
         for bad in ["ftp://h/f", "http://u@h/f", "http:/f", "http://h/../etc/passwd", "*", "h:80", "f"] {
-            assert_eq!(req(&format!("GET {bad} HTTP/1.1\r\nHost: h\r\n\r\n")), Parse::Error(HttpError::BadRequest), "{bad}");
+            assert_eq!(
+                req(&format!("GET {bad} HTTP/1.1\r\nHost: h\r\n\r\n")),
+                Parse::Error(HttpError::BadRequest),
+                "{bad}"
+            );
         }
-        assert_eq!(req("GET http://h/f HTTP/1.1\r\n\r\n"), Parse::Error(HttpError::BadRequest), "Host is still required");
+        assert_eq!(
+            req("GET http://h/f HTTP/1.1\r\n\r\n"),
+            Parse::Error(HttpError::BadRequest),
+            "Host is still required"
+        );
     }
 
     #[test]
     fn field_syntax_and_framing_errors_are_400() {
         for bad in [
-            "GET / HTTP/1.1\r\nHost : x\r\n\r\n",              // whitespace before the colon (RFC 9112 §5.1)
+            "GET / HTTP/1.1\r\nHost : x\r\n\r\n", // whitespace before the colon (RFC 9112 §5.1)
             "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", // obs-fold (§5.2)
-            "GET / HTTP/1.1\r\n Host: x\r\n\r\n",              // whitespace before the first field (§2.2)
-            "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",   // bare CR (§2.2)
+            "GET / HTTP/1.1\r\n Host: x\r\n\r\n", // whitespace before the first field (§2.2)
+            "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", // bare CR (§2.2)
             "GET / HTTP/1.1\r\nHost: x\r\nBroken\r\n\r\n",
             "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", // §6.3
             "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -398,7 +433,11 @@ mod tests {
     #[test]
     fn bad_requests_get_their_status() {
         assert_eq!(req("POST / HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::MethodNotAllowed));
-        assert_eq!(req("get / HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::NotImplemented), "methods are case-sensitive");
+        assert_eq!(
+            req("get / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Parse::Error(HttpError::NotImplemented),
+            "methods are case-sensitive"
+        );
         assert_eq!(req("BREW / HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::NotImplemented));
         assert_eq!(req("GET / HTTP/2.0\r\n\r\n"), Parse::Error(HttpError::VersionNotSupported));
         assert_eq!(req("GET / HTTP/1.x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
@@ -423,7 +462,8 @@ mod tests {
         assert_eq!(clock.date_at(Instant::from_millis(5_000)), "Tue, 14 Nov 2023 22:13:20 GMT");
         assert_eq!(clock.date_at(Instant::from_millis(66_999)), "Tue, 14 Nov 2023 22:14:21 GMT");
         assert_eq!(clock.date_at(Instant::ZERO), "Tue, 14 Nov 2023 22:13:20 GMT", "no time before the reading");
-        let head = String::from_utf8(error_response(HttpError::NotFound, false, Some("Tue, 14 Nov 2023 22:13:20 GMT"))).unwrap();
+        let head = String::from_utf8(error_response(HttpError::NotFound, false, Some("Tue, 14 Nov 2023 22:13:20 GMT")))
+            .unwrap();
         assert!(head.starts_with("HTTP/1.1 404 Not Found\r\nDate: Tue, 14 Nov 2023 22:13:20 GMT\r\n"), "{head}");
         let head = String::from_utf8(response_head((200, "OK"), 1, "text/plain", true, None, "")).unwrap();
         assert!(!head.contains("Date:"), "no clock, no Date (RFC 9110 §6.6.1)");

@@ -163,7 +163,12 @@ fn date_host_and_absolute_form_over_the_wire() {
     // without a clock (the default) no Date is made up
     let mut fx = fixture("noclock", |_| {});
     let mut got = Vec::new();
-    exchange(&mut fx.stack, &mut client(false), b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &mut got);
+    exchange(
+        &mut fx.stack,
+        &mut client(false),
+        b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &mut got,
+    );
     assert!(!body_of(&got).0.contains("Date:"));
 }
 
@@ -816,7 +821,11 @@ fn event_log_of_recorded_fetches_is_unchanged() {
         let requests: [(bool, &[u8], usize); 3] = [
             (
                 false,
-                b"GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                concat!(
+                    "GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "HEAD /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
+                .as_bytes(),
                 29,
             ),
             (true, b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 0),
@@ -873,7 +882,8 @@ fn the_stack_serves_whatever_its_application_gives() {
     let mut stack = Stack::with_app(config, InMemory { asked: Vec::new() }, log, 42);
     let mut c = client(false);
     let mut got = Vec::new();
-    let request = b"GET /generated HTTP/1.1\r\nHost: x\r\n\r\nGET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let request =
+        b"GET /generated HTTP/1.1\r\nHost: x\r\n\r\nGET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     exchange(&mut stack, &mut c, request, &mut got);
     let (head, rest) = body_of(&got);
     assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 100000"), "{head}");
