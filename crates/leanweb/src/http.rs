@@ -101,9 +101,16 @@ fn other_version(buf: &[u8]) -> OtherVersion {
     let start = buf.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(buf.len());
     let line_end = buf[start..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| start + i);
     let end = if line_end > start && buf[line_end - 1] == b'\r' { line_end - 1 } else { line_end };
-    match buf[start..end].rsplit(|&b| b == b' ').next().unwrap_or(b"") {
-        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() => OtherVersion::LaterMinor(end - 1),
-        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => OtherVersion::OtherMajor,
+    // method SP target SP version, single spaces (as httparse reads it)
+    let mut parts = buf[start..end].split(|&b| b == b' ');
+    let (Some(_), Some(_), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return OtherVersion::Malformed;
+    };
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() && *minor > b'1' => OtherVersion::LaterMinor(end - 1),
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' => {
+            OtherVersion::OtherMajor
+        }
         _ => OtherVersion::Malformed,
     }
 }
@@ -154,6 +161,11 @@ fn valid_host(value: &str) -> bool {
 }
 
 pub fn parse_request(buf: &[u8]) -> Parse {
+    parse_head(buf, true)
+}
+
+/// `later_minor_as_http11`: read `HTTP/1.y` (y > 1) as HTTP/1.1, once.
+fn parse_head(buf: &[u8], later_minor_as_http11: bool) -> Parse {
     if let Some(error) = over_limit(buf).filter(|e| *e == HttpError::UriTooLong) {
         return Parse::Error(error); // also when the rest of the head is already here
     }
@@ -166,11 +178,12 @@ pub fn parse_request(buf: &[u8]) -> Parse {
         Err(httparse::Error::Version) => {
             return match other_version(buf) {
                 // the same head read as HTTP/1.1 (same length, so `consumed` holds)
-                OtherVersion::LaterMinor(at) => {
+                OtherVersion::LaterMinor(at) if later_minor_as_http11 => {
                     let mut as_http11 = buf[..buf.len().min(MAX_HEAD_BYTES)].to_vec();
                     as_http11[at] = b'1';
-                    parse_request(&as_http11)
+                    parse_head(&as_http11, false)
                 }
+                OtherVersion::LaterMinor(_) => Parse::Error(HttpError::BadRequest),
                 OtherVersion::OtherMajor => Parse::Error(HttpError::VersionNotSupported),
                 OtherVersion::Malformed => Parse::Error(HttpError::BadRequest),
             };
@@ -429,6 +442,9 @@ mod tests {
         assert_eq!((request.path.as_str(), request.keep_alive, consumed), ("/v", true, 30));
         assert_eq!(req("GET /v HTTP/1.9\r\n\r\n"), Parse::Error(HttpError::BadRequest), "as 1.1, so Host is required");
         assert_eq!(req("GET /v HTTP/1.2\r\nHost: x\r\n"), Parse::Incomplete);
+        // found by the fuzzer: the version httparse refuses is not the line's last word
+        assert_eq!(req("GET / HTTP/1.2 HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
+        assert_eq!(req("GET / HTTP/1.1x HTTP/1.2\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /a/%2E%2E/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
