@@ -85,19 +85,37 @@ fn over_limit(buf: &[u8]) -> Option<HttpError> {
     }
 }
 
-/// `httparse` refuses every version but HTTP/1.0 and 1.1: a well-formed `HTTP/x.y` with
-/// another major version is 505 (RFC 9110 §15.6.6), anything else a malformed request.
-fn version_error(buf: &[u8]) -> HttpError {
-    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    let line = buf[..line_end].strip_suffix(b"\r").unwrap_or(&buf[..line_end]);
-    let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
+/// What a version `httparse` refuses (it reads only HTTP/1.0 and 1.1) is.
+#[derive(Debug, PartialEq, Eq)]
+enum OtherVersion {
+    /// `HTTP/1.y`, y > 1: treated as HTTP/1.1 (RFC 9110 §2.5); the minor digit's offset.
+    LaterMinor(usize),
+    /// `HTTP/x.y` with another major version: 505 (RFC 9110 §15.6.6).
+    OtherMajor,
+    /// Not `HTTP/digit.digit`: a malformed request line.
+    Malformed,
+}
+
+fn other_version(buf: &[u8]) -> OtherVersion {
+    // httparse skips empty lines before the request line (RFC 9112 §2.2); so does this
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(buf.len());
+    let line_end = buf[start..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| start + i);
+    let end = if line_end > start && buf[line_end - 1] == b'\r' { line_end - 1 } else { line_end };
+    // method SP target SP version, single spaces (as httparse reads it)
+    let mut parts = buf[start..end].split(|&b| b == b' ');
+    let (Some(_), Some(_), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return OtherVersion::Malformed;
+    };
     match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() && *minor > b'1' => {
+            OtherVersion::LaterMinor(end - 1)
+        }
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() && *major != b'1' =>
         {
-            HttpError::VersionNotSupported
+            OtherVersion::OtherMajor
         }
-        _ => HttpError::BadRequest,
+        _ => OtherVersion::Malformed,
     }
 }
 
@@ -149,6 +167,11 @@ fn valid_host(value: &str) -> bool {
 }
 
 pub fn parse_request(buf: &[u8]) -> Parse {
+    parse_head(buf, true)
+}
+
+/// `later_minor_as_http11`: read `HTTP/1.y` (y > 1) as HTTP/1.1, once.
+fn parse_head(buf: &[u8], later_minor_as_http11: bool) -> Parse {
     if let Some(error) = over_limit(buf).filter(|e| *e == HttpError::UriTooLong) {
         return Parse::Error(error); // also when the rest of the head is already here
     }
@@ -158,7 +181,19 @@ pub fn parse_request(buf: &[u8]) -> Parse {
         Ok(httparse::Status::Complete(consumed)) => consumed,
         Ok(httparse::Status::Partial) => return over_limit(buf).map_or(Parse::Incomplete, Parse::Error),
         Err(httparse::Error::TooManyHeaders) => return Parse::Error(HttpError::HeadersTooLarge),
-        Err(httparse::Error::Version) => return Parse::Error(version_error(buf)),
+        Err(httparse::Error::Version) => {
+            return match other_version(buf) {
+                // the same head read as HTTP/1.1 (same length, so `consumed` holds)
+                OtherVersion::LaterMinor(at) if later_minor_as_http11 => {
+                    let mut as_http11 = buf[..buf.len().min(MAX_HEAD_BYTES)].to_vec();
+                    as_http11[at] = b'1';
+                    parse_head(&as_http11, false)
+                }
+                OtherVersion::LaterMinor(_) => Parse::Error(HttpError::BadRequest),
+                OtherVersion::OtherMajor => Parse::Error(HttpError::VersionNotSupported),
+                OtherVersion::Malformed => Parse::Error(HttpError::BadRequest),
+            };
+        }
         Err(_) => return Parse::Error(HttpError::BadRequest),
     };
     let (Some(method), Some(target), Some(minor)) = (head.method, head.path, head.version) else {
@@ -441,6 +476,16 @@ mod tests {
         assert_eq!(req("BREW / HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::NotImplemented));
         assert_eq!(req("GET / HTTP/2.0\r\n\r\n"), Parse::Error(HttpError::VersionNotSupported));
         assert_eq!(req("GET / HTTP/1.x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
+        assert_eq!(req("GET / HTTP/1.1x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
+        assert_eq!(req("GET / HTTP/12.0\r\n\r\n"), Parse::Error(HttpError::BadRequest));
+        // RFC 9110 §2.5: a later minor version is served as the highest one known
+        let Parse::Complete { request, consumed } = req("\r\nGET /v HTTP/1.2\r\nHost: x\r\n\r\n") else { panic!() };
+        assert_eq!((request.path.as_str(), request.keep_alive, consumed), ("/v", true, 30));
+        assert_eq!(req("GET /v HTTP/1.9\r\n\r\n"), Parse::Error(HttpError::BadRequest), "as 1.1, so Host is required");
+        assert_eq!(req("GET /v HTTP/1.2\r\nHost: x\r\n"), Parse::Incomplete);
+        // found by the fuzzer: the version httparse refuses is not the line's last word
+        assert_eq!(req("GET / HTTP/1.2 HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
+        assert_eq!(req("GET / HTTP/1.1x HTTP/1.2\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(req("GET /a/%2E%2E/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::BadRequest));
