@@ -11,7 +11,13 @@ LEANWEB_FUZZ_DIR := crates/leanweb/fuzz
 APT_PACKAGES += wrk
 TEST_TARGETS += test-leanweb-fuzz
 
-.PHONY: test-leanweb-fuzz fuzz-long bench-leanweb bench-lean-loss bench-lean-fairness bench-lean-fairness-steady bench-lean-frame-cost
+.PHONY: lean-knobs-json test-leanweb-fuzz fuzz-long bench-leanweb bench-lean-loss bench-lean-fairness bench-lean-fairness-steady bench-lean-frame-cost
+# The lean knobs' table for the Python side, from the one declaration in crates/leanweb/src/knobs.rs;
+# python/tests/unit/test_lean_knobs_json.py fails until the regenerated copy is committed.
+lean-knobs-json:
+	cargo build --release -p leanweb
+	target/release/leanweb --knobs-json > python/src/congestlab/spec/lean_knobs.json
+
 test-leanweb-fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

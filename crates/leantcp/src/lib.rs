@@ -11,8 +11,11 @@
 //! RFC 4987 §3.6 (SYN cookies).
 #![forbid(unsafe_code)]
 
+pub mod assembler;
 pub mod cc;
+pub mod config;
 pub mod conn;
+pub mod event;
 pub mod recovery;
 pub mod rto;
 pub mod segment;
@@ -22,7 +25,9 @@ pub mod syncookie;
 pub mod time;
 pub mod timer;
 
-pub use conn::{Connection, ConnectionStats, Event, Profile, Push, RetransmitKind, State, TcpConfig, Transmission};
+pub use config::{Profile, Push, TcpConfig};
+pub use conn::Connection;
+pub use event::{ConnectionStats, Event, RetransmitKind, State, Transmission};
 pub use rto::{RtoConfig, RtoEstimator, SamplingStrategy, Weight};
 pub use segment::{Segment, WireError};
 pub use seq::Seq;

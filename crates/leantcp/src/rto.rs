@@ -52,17 +52,8 @@ pub enum Weight {
 }
 
 impl Weight {
-    pub const ALL: [Weight; 9] = [
-        Weight::W1,
-        Weight::W2,
-        Weight::W3,
-        Weight::W4,
-        Weight::W5,
-        Weight::W6,
-        Weight::W7,
-        Weight::W8,
-        Weight::W9,
-    ];
+    pub const ALL: [Weight; 9] =
+        [Weight::W1, Weight::W2, Weight::W3, Weight::W4, Weight::W5, Weight::W6, Weight::W7, Weight::W8, Weight::W9];
 
     /// (α, β) of this preset.
     pub fn alpha_beta(self) -> (f64, f64) {
@@ -340,13 +331,13 @@ mod tests {
     fn every_weight_matches_hand_computed_vector() {
         // (weight, srtt ms, rttvar ms, rto ms)
         let expected = [
-            (Weight::W1, 112.5, 62.5, 362.5),     // 87.5+25; 37.5+25
-            (Weight::W2, 112.5, 68.75, 387.5),    // 31.25+37.5
-            (Weight::W3, 112.5, 56.25, 337.5),    // 43.75+12.5
-            (Weight::W4, 118.75, 62.5, 368.75),   // 81.25+37.5
+            (Weight::W1, 112.5, 62.5, 362.5),   // 87.5+25; 37.5+25
+            (Weight::W2, 112.5, 68.75, 387.5),  // 31.25+37.5
+            (Weight::W3, 112.5, 56.25, 337.5),  // 43.75+12.5
+            (Weight::W4, 118.75, 62.5, 368.75), // 81.25+37.5
             (Weight::W5, 118.75, 68.75, 393.75),
             (Weight::W6, 118.75, 56.25, 343.75),
-            (Weight::W7, 106.25, 62.5, 356.25),   // 93.75+12.5
+            (Weight::W7, 106.25, 62.5, 356.25), // 93.75+12.5
             (Weight::W8, 106.25, 68.75, 381.25),
             (Weight::W9, 106.25, 56.25, 331.25),
         ];

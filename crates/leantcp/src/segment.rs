@@ -4,8 +4,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
-    IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpControl, TcpPacket,
-    TcpRepr, TcpSeqNumber, TcpTimestampRepr,
+    IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpControl, TcpPacket, TcpRepr, TcpSeqNumber,
+    TcpTimestampRepr,
 };
 
 use crate::seq::Seq;
@@ -169,12 +169,24 @@ impl Segment {
         let out = &mut out[..total];
         let (header_len, src_ip, dst_ip) = match (self.src.ip(), self.dst.ip()) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                let ip = Ipv4Repr { src_addr: src, dst_addr: dst, next_header: IpProtocol::Tcp, payload_len: tcp.buffer_len(), hop_limit };
+                let ip = Ipv4Repr {
+                    src_addr: src,
+                    dst_addr: dst,
+                    next_header: IpProtocol::Tcp,
+                    payload_len: tcp.buffer_len(),
+                    hop_limit,
+                };
                 ip.emit(&mut Ipv4Packet::new_unchecked(&mut *out), &caps);
                 (ip.buffer_len(), IpAddress::Ipv4(src), IpAddress::Ipv4(dst))
             }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                let ip = Ipv6Repr { src_addr: src, dst_addr: dst, next_header: IpProtocol::Tcp, payload_len: tcp.buffer_len(), hop_limit };
+                let ip = Ipv6Repr {
+                    src_addr: src,
+                    dst_addr: dst,
+                    next_header: IpProtocol::Tcp,
+                    payload_len: tcp.buffer_len(),
+                    hop_limit,
+                };
                 ip.emit(&mut Ipv6Packet::new_unchecked(&mut *out));
                 (ip.buffer_len(), IpAddress::Ipv6(src), IpAddress::Ipv6(dst))
             }

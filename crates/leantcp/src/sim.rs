@@ -48,7 +48,15 @@ pub struct LinkConfig {
 
 impl Default for LinkConfig {
     fn default() -> Self {
-        LinkConfig { rate_bps: 100_000_000, delay: Duration::from_millis(5), queue_packets: 100, loss: 0.0, seed: 1, drop_indices: Vec::new(), delay_indices: Vec::new() }
+        LinkConfig {
+            rate_bps: 100_000_000,
+            delay: Duration::from_millis(5),
+            queue_packets: 100,
+            loss: 0.0,
+            seed: 1,
+            drop_indices: Vec::new(),
+            delay_indices: Vec::new(),
+        }
     }
 }
 
@@ -81,7 +89,9 @@ impl Link {
     pub fn send(&mut self, now: Instant, packet: Vec<u8>) {
         let index = self.offered;
         self.offered += 1;
-        if self.config.drop_indices.contains(&index) || (self.config.loss > 0.0 && self.rng.next_f64() < self.config.loss) {
+        if self.config.drop_indices.contains(&index)
+            || (self.config.loss > 0.0 && self.rng.next_f64() < self.config.loss)
+        {
             self.dropped_loss += 1;
             return;
         }
@@ -155,7 +165,13 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(a_to_b: LinkConfig, b_to_a: LinkConfig) -> Self {
-        Sim { now: Instant::ZERO, a: Endpoint { reading: true, ..Default::default() }, b: Endpoint { reading: true, ..Default::default() }, a_to_b: Link::new(a_to_b), b_to_a: Link::new(b_to_a) }
+        Sim {
+            now: Instant::ZERO,
+            a: Endpoint { reading: true, ..Default::default() },
+            b: Endpoint { reading: true, ..Default::default() },
+            a_to_b: Link::new(a_to_b),
+            b_to_a: Link::new(b_to_a),
+        }
     }
 
     fn pump(endpoint: &mut Endpoint, link: &mut Link, now: Instant) {
@@ -186,7 +202,9 @@ impl Sim {
     fn deliver(endpoint: &mut Endpoint, back: &mut Link, bytes: &[u8], now: Instant) {
         let seg = Segment::parse_ip(bytes).expect("link carries valid packets");
         if endpoint.conn.as_ref().is_none_or(|c| c.is_closed()) {
-            if let (Some((config, _)), Some(cookies), true) = (endpoint.listen, endpoint.cookies.as_ref(), endpoint.conn.is_none()) {
+            if let (Some((config, _)), Some(cookies), true) =
+                (endpoint.listen, endpoint.cookies.as_ref(), endpoint.conn.is_none())
+            {
                 if seg.syn && seg.ack.is_none() {
                     let options = SynCookies::options_for(&seg, config.sack, config.timestamps);
                     let iss = cookies.make(&seg, &options, now);
@@ -272,7 +290,12 @@ mod tests {
 
     #[test]
     fn link_rate_delay_and_queue() {
-        let mut link = Link::new(LinkConfig { rate_bps: 8_000_000, delay: Duration::from_millis(10), queue_packets: 2, ..Default::default() });
+        let mut link = Link::new(LinkConfig {
+            rate_bps: 8_000_000,
+            delay: Duration::from_millis(10),
+            queue_packets: 2,
+            ..Default::default()
+        });
         // 1000 bytes at 8 Mbit/s = 1 ms serialization.
         link.send(Instant::ZERO, vec![0; 1000]);
         link.send(Instant::ZERO, vec![0; 1000]);
@@ -286,7 +309,11 @@ mod tests {
 
     #[test]
     fn delayed_packet_arrives_after_later_ones() {
-        let mut link = Link::new(LinkConfig { rate_bps: 0, delay_indices: vec![(0, Duration::from_millis(3))], ..Default::default() });
+        let mut link = Link::new(LinkConfig {
+            rate_bps: 0,
+            delay_indices: vec![(0, Duration::from_millis(3))],
+            ..Default::default()
+        });
         link.send(Instant::ZERO, vec![0]);
         link.send(Instant::ZERO, vec![1]);
         link.send(Instant::from_millis(1), vec![2]);
@@ -297,7 +324,8 @@ mod tests {
     #[test]
     fn seeded_loss_is_reproducible() {
         let run = |seed| {
-            let mut link = Link::new(LinkConfig { loss: 0.3, seed, rate_bps: 0, queue_packets: 10_000, ..Default::default() });
+            let mut link =
+                Link::new(LinkConfig { loss: 0.3, seed, rate_bps: 0, queue_packets: 10_000, ..Default::default() });
             for _ in 0..1000 {
                 link.send(Instant::ZERO, vec![0; 10]);
             }

@@ -356,7 +356,9 @@ mod tests {
             client.send(b"GET / HTTP/1.1\r\n\r\n");
             let ack = client.poll_transmit(now).unwrap();
             let back = c.check(&ack, now).expect("valid cookie");
-            let mut server = Connection::accept_cookie(&ack, &back, config, Seq(ack.ack.unwrap().0.wrapping_sub(1)), now).expect("established");
+            let mut server =
+                Connection::accept_cookie(&ack, &back, config, Seq(ack.ack.unwrap().0.wrapping_sub(1)), now)
+                    .expect("established");
             assert_eq!(server.state(), State::Established);
             assert_eq!(server.sack_in_use(), config.sack);
             assert_eq!(server.timestamps_in_use(), config.timestamps);

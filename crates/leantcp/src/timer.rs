@@ -10,9 +10,6 @@ pub enum Timer {
     /// RFC 9293 §3.8.6.1: zero-window probe. Stands in for the retransmission timer while
     /// the peer's window is zero (the two are never armed together).
     Persist,
-    /// RFC 9293 §3.8.6.3 / RFC 5681 §4.2: delayed ACK. No profile delays ACKs yet (leantcp
-    /// ACKs every segment), so nothing arms it; the slot is here for the one that will.
-    DelayedAck,
     /// RFC 9293 §3.6: TIME-WAIT length.
     TimeWait,
     /// RFC 8985 §6.2 step 5: RACK reordering window expiry.
@@ -24,10 +21,9 @@ pub enum Timer {
 }
 
 impl Timer {
-    pub const VALUES: [Timer; 7] = [
+    pub const VALUES: [Timer; 6] = [
         Timer::Retransmission,
         Timer::Persist,
-        Timer::DelayedAck,
         Timer::TimeWait,
         Timer::RackReorder,
         Timer::TailLossProbe,
@@ -38,7 +34,6 @@ impl Timer {
         match self {
             Timer::Retransmission => "retransmission",
             Timer::Persist => "persist",
-            Timer::DelayedAck => "delayed-ack",
             Timer::TimeWait => "time-wait",
             Timer::RackReorder => "rack-reorder",
             Timer::TailLossProbe => "tail-loss-probe",

@@ -4,24 +4,14 @@
 //! `tests/fixtures/bare_traces.txt`, recorded from the code before the seams refactor of
 //! issue 12. Re-record only on purpose: `LEANTCP_RECORD_TRACES=1 cargo test -p leantcp --test bare_traces`.
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Segment, Seq, TcpConfig};
+use leantcp::{Connection, Segment, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// FNV-1a over the payload: a change in any byte shows.
 fn digest(bytes: &[u8]) -> u32 {
@@ -67,16 +57,15 @@ fn record(mut sim: Sim, limit: Duration, mut script: impl FnMut(&mut Sim)) -> St
             break;
         }
     }
-    writeln!(out, "end t={} client_received={} sum={:08x}", sim.now.as_micros(), sim.a.received.len(), digest(&sim.a.received)).unwrap();
+    writeln!(
+        out,
+        "end t={} client_received={} sum={:08x}",
+        sim.now.as_micros(),
+        sim.a.received.len(),
+        digest(&sim.a.received)
+    )
+    .unwrap();
     out
-}
-
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    sim
 }
 
 /// The server sends `len` bytes once the connection is up, then closes.
@@ -106,12 +95,18 @@ fn scenarios() -> Vec<(&'static str, String)> {
     all.push(("clean 200 KiB v6", record(setup(bare(), bare(), link(), link(), true), limit, serve(200 * 1024))));
     for drops in [vec![10], vec![1, 2, 3, 4], vec![5, 6, 40, 41, 42]] {
         let lossy = LinkConfig { drop_indices: drops, ..link() };
-        all.push(("deterministic drops", record(setup(bare(), bare(), link(), lossy, false), limit, serve(150 * 1024))));
+        all.push((
+            "deterministic drops",
+            record(setup(bare(), bare(), link(), lossy, false), limit, serve(150 * 1024)),
+        ));
     }
     for seed in 1..=4 {
         let fwd = LinkConfig { loss: 0.03, seed, ..link() };
         let back = LinkConfig { loss: 0.03, seed: seed + 100, ..link() };
-        all.push(("random loss 3 %", record(setup(bare(), bare(), back, fwd, seed % 2 == 0), limit, serve(160 * 1024))));
+        all.push((
+            "random loss 3 %",
+            record(setup(bare(), bare(), back, fwd, seed % 2 == 0), limit, serve(160 * 1024)),
+        ));
     }
     let narrow = LinkConfig { rate_bps: 10_000_000, queue_packets: 20, ..link() };
     all.push(("drop-tail overflow", record(setup(bare(), bare(), link(), narrow, false), limit, serve(320 * 1024))));
@@ -120,23 +115,42 @@ fn scenarios() -> Vec<(&'static str, String)> {
     let mut zw = setup(client, bare(), link(), link(), false);
     zw.a.reading = false;
     let mut serve_zw = serve(50_000);
-    all.push(("zero window", record(zw, limit, move |sim| {
-        serve_zw(sim);
-        sim.a.reading = sim.now >= leantcp::Instant::from_millis(3000);
-    })));
+    all.push((
+        "zero window",
+        record(zw, limit, move |sim| {
+            serve_zw(sim);
+            sim.a.reading = sim.now >= leantcp::Instant::from_millis(3000);
+        }),
+    ));
     // Lost SYN and lost FIN.
-    all.push(("lost syn and fin", record(setup(bare(), bare(), LinkConfig { drop_indices: vec![0], ..link() }, LinkConfig { drop_indices: vec![1], ..link() }, false), limit, serve(0))));
+    all.push((
+        "lost syn and fin",
+        record(
+            setup(
+                bare(),
+                bare(),
+                LinkConfig { drop_indices: vec![0], ..link() },
+                LinkConfig { drop_indices: vec![1], ..link() },
+                false,
+            ),
+            limit,
+            serve(0),
+        ),
+    ));
     // Both sides close at once.
     let mut closed = false;
-    all.push(("simultaneous close", record(setup(bare(), bare(), link(), link(), true), limit, move |sim| {
-        let up = |c: &Option<Connection>| c.as_ref().is_some_and(|c| c.state() == leantcp::State::Established);
-        if !closed && up(&sim.a.conn) && up(&sim.b.conn) {
-            let now = sim.now;
-            sim.a.conn.as_mut().unwrap().close(now);
-            sim.b.conn.as_mut().unwrap().close(now);
-            closed = true;
-        }
-    })));
+    all.push((
+        "simultaneous close",
+        record(setup(bare(), bare(), link(), link(), true), limit, move |sim| {
+            let up = |c: &Option<Connection>| c.as_ref().is_some_and(|c| c.state() == leantcp::State::Established);
+            if !closed && up(&sim.a.conn) && up(&sim.b.conn) {
+                let now = sim.now;
+                sim.a.conn.as_mut().unwrap().close(now);
+                sim.b.conn.as_mut().unwrap().close(now);
+                closed = true;
+            }
+        }),
+    ));
     all
 }
 

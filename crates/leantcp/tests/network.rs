@@ -1,45 +1,14 @@
 //! Seeded in-memory network tests: every TCP behaviour of leantcp end to end.
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
 use leantcp::{Connection, Event, Push, RetransmitKind, SamplingStrategy, Segment, Seq, State, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
-
-/// `a` is the client (active open), `b` the server (passive open).
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    sim
-}
+mod common;
+use common::*;
 
 fn link() -> LinkConfig {
     LinkConfig::default()
-}
-
-fn events(conn: &mut Connection) -> Vec<Event> {
-    std::iter::from_fn(|| conn.poll_event()).collect()
-}
-
-fn state(end: &leantcp::sim::Endpoint) -> State {
-    end.conn.as_ref().map_or(State::Closed, |c| c.state())
-}
-
-fn established(sim: &Sim) -> bool {
-    state(&sim.a) == State::Established && state(&sim.b) == State::Established
 }
 
 #[test]
@@ -64,7 +33,9 @@ fn transfer(server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, len: usiz
     assert!(sim.run_until(Duration::from_secs(5), established));
     sim.b.to_send.extend(pattern(len));
     sim.b.close_after_send = true;
-    let done = sim.run_until(Duration::from_secs(600), |s| s.a.received.len() == len && state(&s.a) == State::CloseWait && state(&s.b) == State::FinWait2);
+    let done = sim.run_until(Duration::from_secs(600), |s| {
+        s.a.received.len() == len && state(&s.a) == State::CloseWait && state(&s.b) == State::FinWait2
+    });
     assert!(done, "transfer of {len} bytes did not finish: got {}", sim.a.received.len());
     assert_eq!(sim.a.received, pattern(len), "byte-identical");
     sim
@@ -90,7 +61,8 @@ fn lost_segment_times_out_and_goes_back_n() {
     let timeouts: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Timeout { .. })).collect();
     assert_eq!(timeouts.len(), 1, "{timeouts:?}");
     assert_eq!(stats.timeouts, 1);
-    let gbn: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Retransmit { kind: RetransmitKind::GoBackN, .. })).collect();
+    let gbn: Vec<_> =
+        evs.iter().filter(|e| matches!(e, Event::Retransmit { kind: RetransmitKind::GoBackN, .. })).collect();
     // No congestion control: the whole window was in flight, so go-back-N resends many segments.
     assert!(gbn.len() > 5, "go-back-N resent only {} segments", gbn.len());
     assert_eq!(stats.retransmissions as usize, gbn.len());
@@ -118,7 +90,11 @@ fn repeated_loss_backs_off_exponentially_then_recovers() {
         .collect();
     assert_eq!(rtos, vec![2_000_000, 4_000_000, 8_000_000, 16_000_000]);
     // 1 + 2 + 4 + 8 s of waiting before the fifth copy got through.
-    assert!(sim.now >= leantcp::Instant::from_millis(15_000) && sim.now < leantcp::Instant::from_millis(15_100), "{:?}", sim.now);
+    assert!(
+        sim.now >= leantcp::Instant::from_millis(15_000) && sim.now < leantcp::Instant::from_millis(15_100),
+        "{:?}",
+        sim.now
+    );
     // Karn: the retransmitted segment gave no sample; backoff stays until a fresh sample.
     assert_eq!(server.rto().backoff_shift(), 4);
 }
@@ -180,7 +156,9 @@ fn active_close_walks_fin_wait_to_time_wait_to_closed() {
     assert!(sim.run_until(Duration::from_secs(1), established));
     sim.b.conn.as_mut().unwrap().close(sim.now);
     assert_eq!(state(&sim.b), State::FinWait1);
-    assert!(sim.run_until(Duration::from_secs(1), |s| state(&s.b) == State::FinWait2 && state(&s.a) == State::CloseWait));
+    assert!(
+        sim.run_until(Duration::from_secs(1), |s| state(&s.b) == State::FinWait2 && state(&s.a) == State::CloseWait)
+    );
     let now = sim.now;
     sim.a.conn.as_mut().unwrap().close(now);
     assert_eq!(state(&sim.a), State::LastAck);
@@ -198,7 +176,8 @@ fn simultaneous_close_goes_through_closing() {
     let now = sim.now;
     sim.a.conn.as_mut().unwrap().close(now);
     sim.b.conn.as_mut().unwrap().close(now);
-    assert!(sim.run_until(Duration::from_secs(1), |s| state(&s.a) == State::TimeWait && state(&s.b) == State::TimeWait));
+    let both_in_time_wait = |s: &Sim| state(&s.a) == State::TimeWait && state(&s.b) == State::TimeWait;
+    assert!(sim.run_until(Duration::from_secs(1), both_in_time_wait));
     for end in [&mut sim.a, &mut sim.b] {
         let evs = events(end.conn.as_mut().unwrap());
         assert!(evs.contains(&Event::StateChanged { from: State::FinWait1, to: State::Closing }), "{evs:?}");
@@ -257,7 +236,13 @@ fn connecting_to_no_listener_is_reset() {
 fn lost_syn_and_lost_fin_are_retransmitted() {
     let cfg = TcpConfig { time_wait: Duration::from_secs(1), ..TcpConfig::default() };
     // a->b #0 is the SYN; b->a #1 is the server's FIN (after the SYN-ACK #0).
-    let mut sim = setup(cfg, cfg, LinkConfig { drop_indices: vec![0], ..link() }, LinkConfig { drop_indices: vec![1], ..link() }, false);
+    let mut sim = setup(
+        cfg,
+        cfg,
+        LinkConfig { drop_indices: vec![0], ..link() },
+        LinkConfig { drop_indices: vec![1], ..link() },
+        false,
+    );
     assert!(sim.run_until(Duration::from_secs(3), established));
     assert!(sim.now >= leantcp::Instant::from_millis(1000), "SYN resent after the 1 s initial RTO");
     let now = sim.now;
@@ -270,7 +255,8 @@ fn lost_syn_and_lost_fin_are_retransmitted() {
 fn random_loss_still_delivers_everything() {
     for seed in 1..=3 {
         let lossy = LinkConfig { loss: 0.02, seed, ..link() };
-        let sim = transfer(TcpConfig::default(), LinkConfig { loss: 0.02, seed: seed + 100, ..link() }, lossy, 160 * 1024);
+        let sim =
+            transfer(TcpConfig::default(), LinkConfig { loss: 0.02, seed: seed + 100, ..link() }, lossy, 160 * 1024);
         assert!(sim.b.conn.as_ref().unwrap().stats().timeouts >= 1);
     }
 }
@@ -309,7 +295,8 @@ fn reset_closes_every_synchronized_state_only_when_exact() {
             State::CloseWait => sim.a.conn.as_mut().unwrap().close(sim.now),
             _ => {}
         }
-        assert!(sim.run_until(Duration::from_secs(1), |s| state(&s.b) == target && !s.b.conn.as_ref().unwrap().wants_transmit()));
+        assert!(sim.run_until(Duration::from_secs(1), |s| state(&s.b) == target
+            && !s.b.conn.as_ref().unwrap().wants_transmit()));
         let now = sim.now;
         let server = sim.b.conn.as_mut().unwrap();
         server.handle_segment(&reset_from(&sim.a, 1 << 20), now);
@@ -330,7 +317,13 @@ fn reset_closes_every_synchronized_state_only_when_exact() {
 /// FIN of a close() in SYN-RECEIVED goes out once the handshake completes.
 #[test]
 fn fin_wait_1_to_time_wait_and_close_before_established() {
-    let mut sim = setup(TcpConfig::default(), TcpConfig { time_wait: Duration::from_secs(1), ..TcpConfig::default() }, link(), link(), false);
+    let mut sim = setup(
+        TcpConfig::default(),
+        TcpConfig { time_wait: Duration::from_secs(1), ..TcpConfig::default() },
+        link(),
+        link(),
+        false,
+    );
     assert!(sim.run_until(Duration::from_secs(1), established));
     let now = sim.now;
     sim.b.conn.as_mut().unwrap().close(now);
@@ -348,10 +341,13 @@ fn fin_wait_1_to_time_wait_and_close_before_established() {
     assert_eq!(server.state(), State::TimeWait);
     // RFC 9293: the ACK of our FIN is processed first (FIN-WAIT-2), then the FIN, in one segment.
     let evs = events(server);
-    assert!(evs.ends_with(&[
-        Event::StateChanged { from: State::FinWait1, to: State::FinWait2 },
-        Event::StateChanged { from: State::FinWait2, to: State::TimeWait },
-    ]), "{evs:?}");
+    assert!(
+        evs.ends_with(&[
+            Event::StateChanged { from: State::FinWait1, to: State::FinWait2 },
+            Event::StateChanged { from: State::FinWait2, to: State::TimeWait },
+        ]),
+        "{evs:?}"
+    );
 
     // close() in SYN-RECEIVED: SYN-ACK first, FIN after the handshake's ACK.
     let (a, b) = addrs(true);
@@ -386,7 +382,11 @@ fn syn_cookie_handshake_survives_loss_and_carries_the_options() {
         sim.a.to_send.extend(b"GET / HTTP/1.1\r\n\r\n");
         sim.b.to_send.extend(&body);
         sim.b.close_after_send = true;
-        assert!(sim.run_until(Duration::from_secs(120), |s| s.a.received.len() == body.len()), "v6={v6}: {} bytes", sim.a.received.len());
+        assert!(
+            sim.run_until(Duration::from_secs(120), |s| s.a.received.len() == body.len()),
+            "v6={v6}: {} bytes",
+            sim.a.received.len()
+        );
         assert_eq!(sim.a.received, body);
         assert!(sim.b.cookies_sent >= 2, "the lost SYN-ACK was answered by a new cookie");
         assert_eq!(sim.b.cookies_validated, 1);
@@ -404,7 +404,9 @@ fn push_marks_every_segment_or_only_the_end_of_the_queued_data() {
     for (push, expect_all) in [(Push::EverySegment, true), (Push::EndOfData, false)] {
         let sim = transfer(TcpConfig { push, ..TcpConfig::modern() }, link(), link(), len);
         let data: Vec<_> = sim.b.sent_log.iter().filter(|s| !s.payload.is_empty()).collect();
-        let end_of_data = |s: &&Segment| s.seq.add(s.payload.len()) == data.last().unwrap().seq.add(data.last().unwrap().payload.len());
+        let end_of_data = |s: &&Segment| {
+            s.seq.add(s.payload.len()) == data.last().unwrap().seq.add(data.last().unwrap().payload.len())
+        };
         assert!(data.len() > 60, "{} data segments", data.len());
         for seg in &data {
             let want = expect_all || end_of_data(seg);

@@ -5,7 +5,6 @@
 //! RFC 6298), the persist timer under the modern profile, and whole transfers over lossy
 //! links. The server (`b`) sends; the client (`a`) receives and is a modern stack too
 //! unless a test says otherwise (a Linux client offers SACK and timestamps).
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::cc::CcKind;
@@ -13,34 +12,13 @@ use leantcp::recovery::RecoveryKind;
 use leantcp::sim::{LinkConfig, Sim};
 use leantcp::{Connection, Event, Instant, RetransmitKind, Segment, Seq, State, TcpConfig};
 
-fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
-    if v6 {
-        ("[fd00::2]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
-    } else {
-        ("10.0.0.2:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
-    }
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// 100 Mbit/s, 5 ms each way, and a queue long enough that slow start overflows nothing:
 /// the only losses are the ones a test asks for.
 fn link() -> LinkConfig {
     LinkConfig { queue_packets: 1000, ..LinkConfig::default() }
-}
-
-fn state(end: &leantcp::sim::Endpoint) -> State {
-    end.conn.as_ref().map_or(State::Closed, |c| c.state())
-}
-
-fn established(sim: &Sim) -> bool {
-    state(&sim.a) == State::Established && state(&sim.b) == State::Established
-}
-
-fn events(conn: &mut Connection) -> Vec<Event> {
-    std::iter::from_fn(|| conn.poll_event()).collect()
 }
 
 /// A receiver like Linux's: SACK and timestamps on, a 256 KiB window.
@@ -52,23 +30,22 @@ fn newreno() -> TcpConfig {
     TcpConfig { cc: CcKind::Reno, recovery: RecoveryKind::NewReno, limited_transmit: true, ..TcpConfig::bare() }
 }
 
-fn setup(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool) -> Sim {
-    let (a, b) = addrs(v6);
-    let mut sim = Sim::new(a_to_b, b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client, Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
-    assert!(sim.run_until(Duration::from_secs(5), established), "handshake");
-    sim
-}
-
 /// The server sends `len` bytes and closes; returns the sim once the client has all of it
 /// and the time the transfer took (from queueing the data to the last byte at the client).
-fn transfer_with(client: TcpConfig, server: TcpConfig, a_to_b: LinkConfig, b_to_a: LinkConfig, v6: bool, len: usize) -> (Sim, Duration) {
-    let mut sim = setup(client, server, a_to_b, b_to_a, v6);
+fn transfer_with(
+    client: TcpConfig,
+    server: TcpConfig,
+    a_to_b: LinkConfig,
+    b_to_a: LinkConfig,
+    v6: bool,
+    len: usize,
+) -> (Sim, Duration) {
+    let mut sim = connected(client, server, a_to_b, b_to_a, v6);
     let start = sim.now;
     sim.b.to_send.extend(pattern(len));
     sim.b.close_after_send = true;
-    let done = sim.run_until(Duration::from_secs(600), |s| s.a.received.len() == len && state(&s.a) == State::CloseWait);
+    let done =
+        sim.run_until(Duration::from_secs(600), |s| s.a.received.len() == len && state(&s.a) == State::CloseWait);
     assert!(done, "transfer of {len} bytes did not finish: got {}", sim.a.received.len());
     assert_eq!(sim.a.received, pattern(len), "byte-identical");
     let took = sim.now.saturating_since(start);
@@ -106,7 +83,14 @@ fn seq_of(sim: &Sim, index: u64) -> u32 {
 /// When the server sent segment `seq` for the n-th time (0 = original), by the sent log's
 /// order: the sim records no times, so this counts the segments before it.
 fn nth_send_position(sim: &Sim, seq: u32, n: usize) -> usize {
-    sim.b.sent_log.iter().enumerate().filter(|(_, s)| s.seq.0 == seq && !s.payload.is_empty()).nth(n).map(|(i, _)| i).expect("sent")
+    sim.b
+        .sent_log
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.seq.0 == seq && !s.payload.is_empty())
+        .nth(n)
+        .map(|(i, _)| i)
+        .expect("sent")
 }
 
 #[test]
@@ -118,7 +102,10 @@ fn modern_beats_bare_on_a_lossy_path_and_stays_byte_identical() {
         let (_, bare) = transfer(TcpConfig::bare(), lossy.clone(), len);
         let (sim, modern) = transfer_with(client(), TcpConfig::modern(), link(), lossy, seed % 2 == 0, len);
         let stats = sim.b.conn.as_ref().unwrap().stats();
-        println!("seed {seed}: bare {bare:?} modern {modern:?} timeouts {} recoveries {} tlp {}", stats.timeouts, stats.recoveries, stats.tail_loss_probes);
+        println!(
+            "seed {seed}: bare {bare:?} modern {modern:?} timeouts {} recoveries {} tlp {}",
+            stats.timeouts, stats.recoveries, stats.tail_loss_probes
+        );
         if modern >= bare {
             slower += 1;
         }
@@ -135,7 +122,10 @@ fn newreno_fast_retransmit_repairs_one_loss_without_timeout() {
     let data = data_indices(newreno(), len);
     let lost = data[20];
     let (mut sim, _) = transfer(newreno(), LinkConfig { drop_indices: vec![lost], ..link() }, len);
-    assert!(sim.run_until(Duration::from_secs(1), |s| state(&s.b) == State::FinWait2), "the last ACK reaches the server");
+    assert!(
+        sim.run_until(Duration::from_secs(1), |s| state(&s.b) == State::FinWait2),
+        "the last ACK reaches the server"
+    );
     let lost_seq = seq_of(&sim, lost);
     let server = sim.b.conn.as_ref().unwrap();
     let stats = server.stats();
@@ -146,7 +136,13 @@ fn newreno_fast_retransmit_repairs_one_loss_without_timeout() {
     let evs = server_events(&mut sim);
     assert_eq!(retransmits(&evs), vec![(lost_seq, RetransmitKind::Recovery)]);
     let recovery: Vec<_> = evs.iter().filter(|e| matches!(e, Event::Recovery { .. })).collect();
-    assert!(matches!(recovery.as_slice(), [Event::Recovery { entered: true, cwnd_bytes: c, ssthresh_bytes: s }, Event::Recovery { entered: false, .. }] if c == s), "{recovery:?}");
+    let entered_then_left = matches!(recovery.as_slice(),
+        [Event::Recovery { entered: true, cwnd_bytes: c, ssthresh_bytes: s }, Event::Recovery { entered: false, .. }]
+        if c == s);
+    assert!(
+        entered_then_left,
+        "{recovery:?}"
+    );
 }
 
 /// RFC 6582 §3.2 step 5: two losses in one window — the partial ACK after the first
@@ -180,7 +176,8 @@ fn limited_transmit_turns_a_timeout_into_fast_retransmit() {
     let iw3 = |limited_transmit| TcpConfig { initial_window_segments: 3, limited_transmit, ..newreno() };
     let data = data_indices(iw3(true), len);
     for limited_transmit in [true, false] {
-        let (mut sim, took) = transfer(iw3(limited_transmit), LinkConfig { drop_indices: vec![data[0]], ..link() }, len);
+        let (mut sim, took) =
+            transfer(iw3(limited_transmit), LinkConfig { drop_indices: vec![data[0]], ..link() }, len);
         let stats = sim.b.conn.as_ref().unwrap().stats();
         let evs = server_events(&mut sim);
         let kinds: Vec<_> = retransmits(&evs).into_iter().map(|(_, k)| k).collect();
@@ -224,7 +221,17 @@ fn sack_recovery_repairs_several_holes_in_one_round_trip() {
     let with_blocks: Vec<&Segment> = sim.a.sent_log.iter().filter(|s| !s.sack_blocks.is_empty()).collect();
     assert!(!with_blocks.is_empty());
     assert!(with_blocks.iter().all(|s| s.sack_blocks.len() <= 3 && s.timestamp.is_some()));
-    let (_, newreno_took) = transfer_with(TcpConfig::bare(), newreno(), link(), LinkConfig { drop_indices: data_indices(newreno(), len).iter().copied().filter(|i| lost.contains(i)).collect(), ..link() }, false, len);
+    let (_, newreno_took) = transfer_with(
+        TcpConfig::bare(),
+        newreno(),
+        link(),
+        LinkConfig {
+            drop_indices: data_indices(newreno(), len).iter().copied().filter(|i| lost.contains(i)).collect(),
+            ..link()
+        },
+        false,
+        len,
+    );
     assert!(sack_took + Duration::from_millis(15) < newreno_took, "SACK {sack_took:?} vs NewReno {newreno_took:?}");
 }
 
@@ -235,14 +242,24 @@ fn sack_pipe_stays_within_cwnd_during_recovery() {
     let len = 300 * 1024;
     let sack = TcpConfig { rack_tlp: false, ..TcpConfig::modern() };
     let data = data_indices(sack, len);
-    let mut sim = setup(client(), sack, link(), LinkConfig { drop_indices: vec![data[40], data[41], data[50]], ..link() }, false);
+    let mut sim = connected(
+        client(),
+        sack,
+        link(),
+        LinkConfig { drop_indices: vec![data[40], data[41], data[50]], ..link() },
+        false,
+    );
     sim.b.to_send.extend(pattern(len));
     let (mut checked, mut prev_pipe) = (0, usize::MAX);
     let done = sim.run_until(Duration::from_secs(10), |s| {
         let conn = s.b.conn.as_ref().unwrap();
         if conn.in_recovery() {
             let sb = conn.scoreboard();
-            let expected: usize = sb.iter().filter(|g| !g.sacked).map(|g| if g.lost { 0 } else { g.len() } + if g.retx_in_flight { g.len() } else { 0 }).sum();
+            let expected: usize = sb
+                .iter()
+                .filter(|g| !g.sacked)
+                .map(|g| if g.lost { 0 } else { g.len() } + if g.retx_in_flight { g.len() } else { 0 })
+                .sum();
             assert_eq!(sb.pipe(), expected);
             // Right after entry pipe may exceed the halved cwnd; it may grow only below cwnd.
             if sb.pipe() > prev_pipe {
@@ -337,7 +354,6 @@ fn bare_receiver_drops_out_of_order_data_and_offers_no_options() {
     assert_eq!(server.recovery_name(), "newreno", "modern without SACK from the peer falls back to NewReno");
 }
 
-
 /// RFC 8985 §6.2: a segment that arrives late but within RACK's reordering window is not
 /// retransmitted. The first reordering cannot be told from a loss (no reordering seen yet,
 /// 3 SACKed segments: the window is 0), so it costs one needless retransmission; that
@@ -385,7 +401,8 @@ fn rack_reorder_timer_finds_a_loss_dupthresh_cannot() {
     assert_eq!(retransmits(&server_events(&mut sim)), vec![(lost_seq, RetransmitKind::Recovery)]);
     let sent = sim.b.sent_times[nth_send_position(&sim, lost_seq, 0)];
     let resent = sim.b.sent_times[nth_send_position(&sim, lost_seq, 1)];
-    let sack_left_client = sim.a.sent_times[sim.a.sent_log.iter().position(|s| !s.sack_blocks.is_empty()).expect("a SACK")];
+    let sack_left_client =
+        sim.a.sent_times[sim.a.sent_log.iter().position(|s| !s.sack_blocks.is_empty()).expect("a SACK")];
     let sack_arrived = sack_left_client + Duration::from_millis(5);
     assert!(resent > sack_arrived + Duration::from_millis(1), "resent on the timer, not on the SACK's arrival");
     let after = resent.saturating_since(sent);
@@ -430,10 +447,11 @@ fn tail_loss_probe_repairs_a_tail_loss_without_timeout() {
 fn karn_with_and_without_timestamps() {
     for timestamps in [true, false] {
         let server = TcpConfig { rack_tlp: false, timestamps, ..TcpConfig::modern() };
-        let mut sim = setup(client(), server, link(), LinkConfig { drop_indices: vec![1], ..link() }, false);
+        let mut sim = connected(client(), server, link(), LinkConfig { drop_indices: vec![1], ..link() }, false);
         let before = sim.b.conn.as_ref().unwrap().stats().rtt_samples;
         sim.b.to_send.extend(pattern(1000));
-        assert!(sim.run_until(Duration::from_secs(5), |s| s.a.received.len() == 1000 && !s.b.conn.as_ref().unwrap().timers().is_armed(leantcp::timer::Timer::Retransmission)));
+        assert!(sim.run_until(Duration::from_secs(5), |s| s.a.received.len() == 1000
+            && !s.b.conn.as_ref().unwrap().timers().is_armed(leantcp::timer::Timer::Retransmission)));
         let server = sim.b.conn.as_ref().unwrap();
         assert_eq!(server.timestamps_in_use(), timestamps);
         let stats = server.stats();
@@ -442,7 +460,10 @@ fn karn_with_and_without_timestamps() {
             assert_eq!((stats.rtt_samples - before, stats.timestamp_rtt_samples), (1, 1));
             assert_eq!(server.rto().backoff_shift(), 0, "a valid sample clears the backoff");
             let latest = server.rtt_stats().latest.unwrap();
-            assert!(latest >= Duration::from_millis(10) && latest <= Duration::from_millis(11), "1 ms ticks: {latest:?}");
+            assert!(
+                latest >= Duration::from_millis(10) && latest <= Duration::from_millis(11),
+                "1 ms ticks: {latest:?}"
+            );
         } else {
             assert_eq!((stats.rtt_samples - before, stats.timestamp_rtt_samples), (0, 0));
             assert_eq!(server.rto().backoff_shift(), 1, "Karn: the backoff stays until a clean sample");
@@ -456,7 +477,7 @@ fn karn_with_and_without_timestamps() {
 #[test]
 fn persist_timer_probes_a_zero_window_under_the_modern_profile() {
     let reader = TcpConfig { recv_buffer_bytes: 8192, window_scale: 0, ..client() };
-    let mut sim = setup(reader, TcpConfig::modern(), link(), link(), false);
+    let mut sim = connected(reader, TcpConfig::modern(), link(), link(), false);
     sim.a.reading = false;
     sim.b.to_send.extend(pattern(50_000));
     let mut persist_seen = false;
@@ -541,7 +562,8 @@ fn a_lost_probe_is_followed_by_the_timeout_not_another_probe() {
 #[test]
 fn tail_loss_probe_waits_out_ack_jitter_at_sub_millisecond_srtt() {
     let fast = LinkConfig { delay: Duration::from_micros(100), ..link() };
-    let late_acks = LinkConfig { delay_indices: (2..20).map(|i| (i, Duration::from_micros(1500))).collect(), ..fast.clone() };
+    let late_acks =
+        LinkConfig { delay_indices: (2..20).map(|i| (i, Duration::from_micros(1500))).collect(), ..fast.clone() };
     let (mut sim, _) = transfer_with(client(), TcpConfig::modern(), late_acks, fast, false, 4 * 1448);
     let stats = sim.b.conn.as_ref().unwrap().stats();
     let evs = server_events(&mut sim);

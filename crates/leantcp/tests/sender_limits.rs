@@ -1,17 +1,15 @@
 //! The sender's own limits beside the peer's window: a cap on segments in flight
 //! (`TcpConfig::send_window_segments`: never more than N full segments, on a clean path and
 //! across go-back-N after a loss) and pacing (`TcpConfig::pacing_rate_bps`).
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Seq, State, TcpConfig};
+use leantcp::{State, TcpConfig};
+
+mod common;
+use common::*;
 
 const MSS_V4: usize = 1460;
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
 
 /// The most bytes the server had in flight while sending `len` bytes to the client,
 /// the virtual time the transfer took, and the server's retransmissions.
@@ -21,11 +19,7 @@ fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> (usize, Durati
 }
 
 fn transfer_sim(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> (usize, Duration, u64, Sim) {
-    let client: SocketAddr = "10.0.0.2:40000".parse().unwrap();
-    let server_addr: SocketAddr = "10.0.0.1:80".parse().unwrap();
-    let mut sim = Sim::new(LinkConfig::default(), b_to_a);
-    sim.a.conn = Some(Connection::connect(client, server_addr, TcpConfig::default(), Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
+    let mut sim = setup(TcpConfig::default(), server, LinkConfig::default(), b_to_a, false);
     let established = |s: &Sim| s.b.conn.as_ref().is_some_and(|c| c.state() == State::Established);
     assert!(sim.run_until(Duration::from_secs(5), established));
     let start = sim.now;
@@ -83,7 +77,8 @@ fn paced(rate_bps: u64) -> TcpConfig {
 
 /// Gaps between the server's consecutive data segments, in microseconds.
 fn data_gaps_us(sim: &Sim) -> Vec<u64> {
-    let times: Vec<_> = sim.b.sent_log.iter().zip(&sim.b.sent_times).filter(|(s, _)| !s.payload.is_empty()).map(|(_, t)| *t).collect();
+    let times: Vec<_> =
+        sim.b.sent_log.iter().zip(&sim.b.sent_times).filter(|(s, _)| !s.payload.is_empty()).map(|(_, t)| *t).collect();
     times.windows(2).map(|w| w[1].saturating_since(w[0]).as_micros() as u64).collect()
 }
 

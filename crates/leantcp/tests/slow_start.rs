@@ -3,16 +3,14 @@
 //! slow start overflows it), through Conservative Slow Start into congestion avoidance; and
 //! send-buffer autotuning grows the buffer with the window (as Linux's tcp_sndbuf_expand),
 //! up to its ceiling. The server (`b`) sends a bulk transfer to a Linux-like client (`a`).
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use leantcp::cc::CcKind;
 use leantcp::sim::{LinkConfig, Sim};
-use leantcp::{Connection, Event, Seq, State, TcpConfig};
+use leantcp::{Event, State, TcpConfig};
 
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 7 % 251) as u8).collect()
-}
+mod common;
+use common::*;
 
 /// A receiver with a window large enough never to be the limit (8 MiB).
 fn client() -> TcpConfig {
@@ -33,11 +31,7 @@ struct Outcome {
 }
 
 fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> Outcome {
-    let a: SocketAddr = "10.0.0.2:40000".parse().unwrap();
-    let b: SocketAddr = "10.0.0.1:80".parse().unwrap();
-    let mut sim = Sim::new(LinkConfig::default(), b_to_a);
-    sim.a.conn = Some(Connection::connect(a, b, client(), Seq(1000)));
-    sim.b.listen = Some((server, Seq(0xffff_ff00)));
+    let mut sim = setup(client(), server, LinkConfig::default(), b_to_a, false);
     let established = |s: &Sim| s.b.conn.as_ref().is_some_and(|c| c.state() == State::Established);
     assert!(sim.run_until(Duration::from_secs(5), established), "handshake");
     let start = sim.now;
@@ -58,10 +52,13 @@ fn transfer(server: TcpConfig, b_to_a: LinkConfig, len: usize) -> Outcome {
 }
 
 fn phases(events: &[Event]) -> Vec<(&'static str, usize)> {
-    events.iter().filter_map(|e| match e {
-        Event::CcPhase { phase, cwnd_bytes, .. } => Some((*phase, *cwnd_bytes)),
-        _ => None,
-    }).collect()
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CcPhase { phase, cwnd_bytes, .. } => Some((*phase, *cwnd_bytes)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn modern(hystart: bool) -> TcpConfig {
@@ -73,7 +70,11 @@ fn hystart_leaves_slow_start_before_the_queue_overflows() {
     let len = 4 << 20;
     let standard = transfer(modern(false), bottleneck(), len);
     let standard_retx = standard.sim.b.conn.as_ref().unwrap().stats().retransmissions;
-    assert!(standard.sim.b_to_a.dropped_queue > 50, "standard slow start overflows the queue: {} drops", standard.sim.b_to_a.dropped_queue);
+    assert!(
+        standard.sim.b_to_a.dropped_queue > 50,
+        "standard slow start overflows the queue: {} drops",
+        standard.sim.b_to_a.dropped_queue
+    );
     assert!(standard_retx > 50, "and repairs them: {standard_retx}");
     assert!(phases(&standard.events).iter().all(|(p, _)| *p != "css"), "no CSS without HyStart++");
 
@@ -89,7 +90,12 @@ fn hystart_leaves_slow_start_before_the_queue_overflows() {
     let (css_cwnd, avoidance_cwnd) = (seen[0].1 / 1448, seen[1].1 / 1448);
     assert!((35..=120).contains(&css_cwnd), "CSS began at {css_cwnd} segments");
     assert!(avoidance_cwnd > css_cwnd && avoidance_cwnd < 335, "avoidance began at {avoidance_cwnd} segments");
-    assert!(hystart.max_in_flight < standard.max_in_flight / 2, "{} vs {}", hystart.max_in_flight, standard.max_in_flight);
+    assert!(
+        hystart.max_in_flight < standard.max_in_flight / 2,
+        "{} vs {}",
+        hystart.max_in_flight,
+        standard.max_in_flight
+    );
     assert!(hystart.duration < standard.duration * 2, "{:?} vs {:?}", hystart.duration, standard.duration);
 }
 
@@ -120,7 +126,12 @@ fn send_buffer_autotuning_grows_with_the_window_up_to_its_ceiling() {
     assert_eq!(fixed.max_send_buffer, 64 * 1024, "no autotuning: the buffer stays");
     let tuned = transfer(small(Some(1 << 20)), long_fat(), len);
     assert_eq!(tuned.max_send_buffer, 1 << 20, "two windows of a ~500 KB pipe reach the 1 MiB ceiling");
-    assert!(fixed.max_in_flight <= 64 * 1024 && tuned.max_in_flight > 256 * 1024, "{} / {}", fixed.max_in_flight, tuned.max_in_flight);
+    assert!(
+        fixed.max_in_flight <= 64 * 1024 && tuned.max_in_flight > 256 * 1024,
+        "{} / {}",
+        fixed.max_in_flight,
+        tuned.max_in_flight
+    );
     // The fixed buffer caps the flight at 64 KiB per 40 ms round trip (~13 Mbit/s); tuned fills the link.
     assert!(tuned.duration * 3 < fixed.duration, "{:?} vs {:?}", tuned.duration, fixed.duration);
     let bare = transfer(TcpConfig { send_buffer_bytes: 64 * 1024, ..TcpConfig::bare() }, long_fat(), 256 * 1024);

@@ -14,7 +14,11 @@ use smoltcp::wire::EthernetAddress;
 use crate::stack::{Ipv4Id, StackConfig, SynCookieMode};
 
 #[derive(Debug, Clone, Default, Parser, Deserialize)]
-#[command(name = "leanweb", version, about = "The lean (bare PC) web server on a TAP device, with its own TCP/IP stack")]
+#[command(
+    name = "leanweb",
+    version,
+    about = "The lean (bare PC) web server on a TAP device, with its own TCP/IP stack"
+)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Args {
     /// Existing TAP device to attach to.
@@ -145,6 +149,11 @@ pub struct Args {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Print the knobs' table (names, flags, accepted values) as JSON and exit
+    /// (python/src/congestlab/spec/lean_knobs.json is this output).
+    #[arg(long)]
+    #[serde(skip)]
+    pub knobs_json: bool,
 }
 
 /// A user mistake: one line, exit code 2.
@@ -167,19 +176,66 @@ impl Args {
     pub fn with_config_file(self) -> Result<Args, ConfigError> {
         let Some(path) = self.config.clone() else { return Ok(self) };
         let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("config {}: {e}", path.display())))?;
-        let mut base: Args = toml::from_str(&text).map_err(|e| bad(format!("config {}: {}", path.display(), e.message())))?;
+        let mut base: Args =
+            toml::from_str(&text).map_err(|e| bad(format!("config {}: {}", path.display(), e.message())))?;
         let top = self;
-        overlay!(base, top, tap, addr4, addr6, gateway4, gateway6, root, port, profile, mac, mtu, rto_alpha, rto_beta, rto_k,
-            rto_g_us, rto_min_ms, rto_max_ms, rto_initial_ms, sampling, weight, cc, recovery, sack, timestamps, rack_tlp,
-            limited_transmit, initial_window_segments, send_window_segments, pacing_mbps, hystart, abc_limit_segments, push, ipv4_id, gso,
-            send_buffer_bytes, send_buffer_max_bytes, recv_buffer_bytes,
-            window_scale, time_wait_ms, max_connections, max_half_open, header_timeout_ms, idle_timeout_ms, syn_cookies, log, config);
+        overlay!(
+            base,
+            top,
+            tap,
+            addr4,
+            addr6,
+            gateway4,
+            gateway6,
+            root,
+            port,
+            profile,
+            mac,
+            mtu,
+            rto_alpha,
+            rto_beta,
+            rto_k,
+            rto_g_us,
+            rto_min_ms,
+            rto_max_ms,
+            rto_initial_ms,
+            sampling,
+            weight,
+            cc,
+            recovery,
+            sack,
+            timestamps,
+            rack_tlp,
+            limited_transmit,
+            initial_window_segments,
+            send_window_segments,
+            pacing_mbps,
+            hystart,
+            abc_limit_segments,
+            push,
+            ipv4_id,
+            gso,
+            send_buffer_bytes,
+            send_buffer_max_bytes,
+            recv_buffer_bytes,
+            window_scale,
+            time_wait_ms,
+            max_connections,
+            max_half_open,
+            header_timeout_ms,
+            idle_timeout_ms,
+            syn_cookies,
+            log,
+            config
+        );
         Ok(base)
     }
 
     pub fn profile(&self) -> Result<Profile, ConfigError> {
         match &self.profile {
-            Some(name) => Profile::parse(name).ok_or_else(|| bad(format!("--profile {name:?}: expected bare or modern"))),
+            Some(name) => {
+                Profile::parse(name).ok_or_else(|| bad(format!("--profile {name:?}: expected bare or modern")))
+            }
             None => Ok(Profile::Bare),
         }
     }
@@ -216,7 +272,8 @@ impl Args {
             rto.initial = Duration::from_millis(ms);
         }
         if let Some(s) = &self.sampling {
-            rto.sampling = SamplingStrategy::parse(s).ok_or_else(|| bad(format!("--sampling {s:?}: expected all, one or some")))?;
+            rto.sampling = SamplingStrategy::parse(s)
+                .ok_or_else(|| bad(format!("--sampling {s:?}: expected all, one or some")))?;
         }
         rto.validate().map_err(bad)?;
         Ok(rto)
@@ -229,11 +286,13 @@ impl Args {
         let root = canonical_dir(root)?;
         let base = self.profile()?.config();
         let cc = match &self.cc {
-            Some(name) => CcKind::parse(name).ok_or_else(|| bad(format!("--cc {name:?}: expected none, reno, cubic or compound")))?,
+            Some(name) => CcKind::parse(name)
+                .ok_or_else(|| bad(format!("--cc {name:?}: expected none, reno, cubic or compound")))?,
             None => base.cc,
         };
         let recovery = match &self.recovery {
-            Some(name) => RecoveryKind::parse(name).ok_or_else(|| bad(format!("--recovery {name:?}: expected go-back-n, newreno or sack")))?,
+            Some(name) => RecoveryKind::parse(name)
+                .ok_or_else(|| bad(format!("--recovery {name:?}: expected go-back-n, newreno or sack")))?,
             None => base.recovery,
         };
         let mac = match &self.mac {
@@ -268,7 +327,8 @@ impl Args {
             time_wait: Duration::from_millis(self.time_wait_ms.unwrap_or(1000)),
             max_timeouts: base.max_timeouts,
             push: match &self.push {
-                Some(name) => Push::parse(name).ok_or_else(|| bad(format!("--push {name:?}: expected every-segment or end-of-data")))?,
+                Some(name) => Push::parse(name)
+                    .ok_or_else(|| bad(format!("--push {name:?}: expected every-segment or end-of-data")))?,
                 None => base.push,
             },
         };
@@ -290,7 +350,8 @@ impl Args {
             idle_timeout: Duration::from_millis(self.idle_timeout_ms.unwrap_or(30_000)),
             syn_cookies: self.syn_cookie_mode()?,
             ipv4_id: match &self.ipv4_id {
-                Some(name) => Ipv4Id::parse(name).ok_or_else(|| bad(format!("--ipv4-id {name:?}: expected zero or per-connection")))?,
+                Some(name) => Ipv4Id::parse(name)
+                    .ok_or_else(|| bad(format!("--ipv4-id {name:?}: expected zero or per-connection")))?,
                 None if self.profile()? == Profile::Modern => Ipv4Id::PerConnection,
                 None => Ipv4Id::Zero,
             },
@@ -314,7 +375,8 @@ impl Args {
 
     pub fn syn_cookie_mode(&self) -> Result<SynCookieMode, ConfigError> {
         match &self.syn_cookies {
-            Some(name) => SynCookieMode::parse(name).ok_or_else(|| bad(format!("--syn-cookies {name:?}: expected auto, always or never"))),
+            Some(name) => SynCookieMode::parse(name)
+                .ok_or_else(|| bad(format!("--syn-cookies {name:?}: expected auto, always or never"))),
             None => Ok(SynCookieMode::Auto),
         }
     }
@@ -324,7 +386,11 @@ fn parse_cidr<A: std::str::FromStr>(text: Option<&str>, flag: &str, max: u8) -> 
     let text = text.ok_or_else(|| bad(format!("{flag} ADDR/LEN is required")))?;
     let (addr, len) = text.split_once('/').ok_or_else(|| bad(format!("{flag} {text:?}: expected ADDR/LEN")))?;
     let addr = addr.parse::<A>().map_err(|_| bad(format!("{flag} {text:?}: bad address")))?;
-    let len = len.parse::<u8>().ok().filter(|l| *l <= max).ok_or_else(|| bad(format!("{flag} {text:?}: bad prefix length")))?;
+    let len = len
+        .parse::<u8>()
+        .ok()
+        .filter(|l| *l <= max)
+        .ok_or_else(|| bad(format!("{flag} {text:?}: bad prefix length")))?;
     Ok((addr, len))
 }
 
@@ -362,14 +428,18 @@ mod tests {
     use super::*;
 
     fn args(extra: &[&str]) -> Args {
-        let mut argv = vec!["leanweb", "--tap", "t0", "--addr4", "10.0.0.1/24", "--addr6", "fd00::1/64", "--root", "/tmp"];
+        let mut argv =
+            vec!["leanweb", "--tap", "t0", "--addr4", "10.0.0.1/24", "--addr6", "fd00::1/64", "--root", "/tmp"];
         argv.extend_from_slice(extra);
         Args::try_parse_from(argv).unwrap()
     }
 
     #[test]
     fn knobs_reach_the_rto_config() {
-        let cfg = args(&["--weight", "W5", "--sampling", "one", "--rto-min-ms", "250", "--rto-g-us", "1000", "--rto-k", "2"]).stack_config(1).unwrap();
+        let cfg =
+            args(&["--weight", "W5", "--sampling", "one", "--rto-min-ms", "250", "--rto-g-us", "1000", "--rto-k", "2"])
+                .stack_config(1)
+                .unwrap();
         let rto = cfg.tcp.rto;
         assert_eq!((rto.alpha, rto.beta), (3.0 / 16.0, 3.0 / 8.0));
         assert_eq!(rto.sampling, SamplingStrategy::One);
@@ -403,10 +473,14 @@ mod tests {
         assert!(args(&["--cc", "vegas"]).stack_config(1).unwrap_err().0.contains("cubic or compound"));
         assert!(modern.sack && modern.timestamps && modern.rack_tlp && modern.limited_transmit);
         assert_eq!(modern.rto.min, Duration::from_millis(200));
-        let mixed = args(&["--profile", "modern", "--timestamps", "off", "--rack-tlp", "false", "--rto-min-ms", "300"]).stack_config(1).unwrap().tcp;
+        let mixed = args(&["--profile", "modern", "--timestamps", "off", "--rack-tlp", "false", "--rto-min-ms", "300"])
+            .stack_config(1)
+            .unwrap()
+            .tcp;
         assert!(!mixed.timestamps && !mixed.rack_tlp && mixed.sack);
         assert_eq!(mixed.rto.min, Duration::from_millis(300));
-        let newreno = args(&["--cc", "reno", "--recovery", "newreno", "--limited-transmit", "on"]).stack_config(1).unwrap().tcp;
+        let newreno =
+            args(&["--cc", "reno", "--recovery", "newreno", "--limited-transmit", "on"]).stack_config(1).unwrap().tcp;
         assert_eq!((newreno.recovery, newreno.limited_transmit, newreno.sack), (RecoveryKind::NewReno, true, false));
         let err = args(&["--recovery", "sack"]).stack_config(1).unwrap_err();
         assert!(err.0.contains("SACK"), "{err}");
@@ -421,10 +495,20 @@ mod tests {
         assert_eq!(bare.pacing_rate_bps, None, "off by default");
         assert!(args(&["--pacing-mbps", "0"]).stack_config(1).unwrap_err().0.contains("--pacing-mbps"));
         assert!(modern.hystart && !bare.hystart, "HyStart++ in modern only");
-        assert_eq!((modern.send_buffer_max_bytes, bare.send_buffer_max_bytes), (Some(4 << 20), None), "autotuning in modern only");
-        let fixed = args(&["--profile", "modern", "--hystart", "off", "--send-buffer-max-bytes", "0"]).stack_config(1).unwrap().tcp;
+        assert_eq!(
+            (modern.send_buffer_max_bytes, bare.send_buffer_max_bytes),
+            (Some(4 << 20), None),
+            "autotuning in modern only"
+        );
+        let fixed = args(&["--profile", "modern", "--hystart", "off", "--send-buffer-max-bytes", "0"])
+            .stack_config(1)
+            .unwrap()
+            .tcp;
         assert_eq!((fixed.hystart, fixed.send_buffer_max_bytes), (false, None));
-        let tuned = args(&["--hystart", "on", "--cc", "reno", "--send-buffer-max-bytes", "1048576"]).stack_config(1).unwrap().tcp;
+        let tuned = args(&["--hystart", "on", "--cc", "reno", "--send-buffer-max-bytes", "1048576"])
+            .stack_config(1)
+            .unwrap()
+            .tcp;
         assert_eq!((tuned.hystart, tuned.send_buffer_max_bytes), (true, Some(1 << 20)));
         assert_eq!(bare.abc_limit_segments, Some(2), "RFC 3465's L = 2");
         assert_eq!(args(&["--abc-limit-segments", "0"]).stack_config(1).unwrap().tcp.abc_limit_segments, None);
@@ -451,7 +535,8 @@ mod tests {
     #[test]
     fn toml_file_fills_unset_flags_and_flags_win() {
         let path = std::env::temp_dir().join(format!("leanweb-cfg-{}.toml", std::process::id()));
-        std::fs::write(&path, "port = 8080\nweight = \"W9\"\nsampling = \"some\"\nrto-min-ms = 500\nprofile = \"modern\"\nrack-tlp = false\n").unwrap();
+        let toml = "port = 8080\nweight = \"W9\"\nsampling = \"some\"\nrto-min-ms = 500\nprofile = \"modern\"\n";
+        std::fs::write(&path, format!("{toml}rack-tlp = false\n")).unwrap();
         let mut a = args(&["--sampling", "all"]);
         a.config = Some(path.clone());
         let a = a.with_config_file().unwrap();

@@ -131,7 +131,13 @@ fn per_segment_bytes(first: &DataSegment) -> [Range<usize>; 5] {
     let t = first.tcp_at;
     let lengths = if first.v6 { ip + 4..ip + 6 } else { ip + 2..ip + 6 }; // IPv4: total length, identification
     let ip_checksum = if first.v6 { ip..ip } else { ip + 10..ip + 12 };
-    [lengths, ip_checksum, t + 4..t + 8, t + TCP_FLAGS_AT..t + TCP_FLAGS_AT + 1, t + TCP_CHECKSUM_AT..t + TCP_CHECKSUM_AT + 2]
+    [
+        lengths,
+        ip_checksum,
+        t + 4..t + 8,
+        t + TCP_FLAGS_AT..t + TCP_FLAGS_AT + 1,
+        t + TCP_CHECKSUM_AT..t + TCP_CHECKSUM_AT + 2,
+    ]
 }
 
 fn same_headers_but(a: &[u8], b: &[u8], len: usize, skip: &[Range<usize>; 5]) -> bool {
@@ -148,7 +154,15 @@ fn same_headers_but(a: &[u8], b: &[u8], len: usize, skip: &[Range<usize>; 5]) ->
 }
 
 /// Whether `next` can follow the run `first`..`last` (`count` segments) in one super-frame.
-fn continues(first: &DataSegment, first_bytes: &[u8], last: &DataSegment, count: usize, next: &DataSegment, next_bytes: &[u8], ip_len: usize) -> bool {
+fn continues(
+    first: &DataSegment,
+    first_bytes: &[u8],
+    last: &DataSegment,
+    count: usize,
+    next: &DataSegment,
+    next_bytes: &[u8],
+    ip_len: usize,
+) -> bool {
     let gso_size = first.payload_len;
     last.payload_len == gso_size
         && last.flags & (PSH | FIN) == 0
@@ -178,7 +192,13 @@ fn pseudo_header_sum(src: &[u8], dst: &[u8], tcp_len: u32) -> u16 {
 
 /// The super-frame's headers: the first frame's, with the run's lengths, the last frame's
 /// flags and the partial checksum; and its vnet header.
-fn super_frame(first: &DataSegment, first_bytes: &[u8], last_flags: u8, payload_total: usize, gso_size: usize) -> (Vec<u8>, [u8; VNET_HDR_LEN]) {
+fn super_frame(
+    first: &DataSegment,
+    first_bytes: &[u8],
+    last_flags: u8,
+    payload_total: usize,
+    gso_size: usize,
+) -> (Vec<u8>, [u8; VNET_HDR_LEN]) {
     let mut head = first_bytes[..first.header_len].to_vec();
     let tcp_len = first.header_len - first.tcp_at + payload_total;
     let (src, dst) = if first.v6 {
@@ -270,7 +290,12 @@ pub fn kernel_segments(write: &[u8]) -> Option<Vec<Vec<u8>>> {
     let header_len = u16::from_le_bytes([vnet[2], vnet[3]]) as usize;
     let gso_size = u16::from_le_bytes([vnet[4], vnet[5]]) as usize;
     let tcp_at = u16::from_le_bytes([vnet[6], vnet[7]]) as usize;
-    if vnet[0] != F_NEEDS_CSUM || gso_size == 0 || tcp_at != ETH_HDR_LEN + if v6 { 40 } else { 20 } || header_len > frame.len() || header_len < tcp_at + 20 {
+    if vnet[0] != F_NEEDS_CSUM
+        || gso_size == 0
+        || tcp_at != ETH_HDR_LEN + if v6 { 40 } else { 20 }
+        || header_len > frame.len()
+        || header_len < tcp_at + 20
+    {
         return None;
     }
     let (head, payload) = frame.split_at(header_len);

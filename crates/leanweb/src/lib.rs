@@ -1,10 +1,13 @@
 //! leanweb: the lean ("bare PC") web server — a TAP device, leantcp and a small HTTP/1.1
 //! static-file server, with one receive path for IPv4 and IPv6.
 #![deny(unsafe_code)]
+pub mod app;
 #[cfg(feature = "cli")]
 pub mod config;
 pub mod gso;
 pub mod http;
+#[cfg(feature = "cli")]
+pub mod knobs;
 pub mod log;
 pub mod neighbors;
 pub mod stack;

@@ -10,12 +10,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use clap::Parser;
+use leantcp::Instant;
 use leanweb::config::{Args, ConfigError};
 use leanweb::gso;
+use leanweb::http::WallClock;
 use leanweb::log::EventLog;
-use leanweb::stack::{OutFrame, Stack};
+use leanweb::stack::{OutFrame, Stack, StackConfig};
 use leanweb::tap::Tap;
-use leantcp::Instant;
 use serde_json::json;
 
 #[derive(Debug, thiserror::Error)]
@@ -41,8 +42,35 @@ fn random_u64() -> u64 {
 fn cookie_key() -> anyhow::Result<[u8; 16]> {
     use std::io::Read;
     let mut key = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key)).context("reading the SYN-cookie key from /dev/urandom")?;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .context("reading the SYN-cookie key from /dev/urandom")?;
     Ok(key)
+}
+
+/// The `start` event: every setting in force, as the log's first line.
+fn start_fields(config: &StackConfig, tap_name: &str, profile: &str, use_gso: bool) -> serde_json::Value {
+    let rto = config.tcp.rto;
+    json!({
+        "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4),
+        "addr6": format!("{}/{}", config.addr6, config.prefix6),
+        "port": config.port, "mac": config.mac.to_string(), "profile": profile,
+        "cc": config.tcp.cc.name(),
+        "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
+        "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
+        "initial_window_segments": config.tcp.initial_window_segments,
+        "hystart": config.tcp.hystart, "abc_limit_segments": config.tcp.abc_limit_segments,
+        "send_buffer_bytes": config.tcp.send_buffer_bytes, "send_buffer_max_bytes": config.tcp.send_buffer_max_bytes,
+        "send_window_segments": config.tcp.send_window_segments,
+        "pacing_rate_bps": config.tcp.pacing_rate_bps,
+        "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
+        "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
+        "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
+        "syn_cookies": config.syn_cookies.name(), "max_half_open": config.max_half_open,
+        "max_connections": config.max_connections,
+        "push": config.tcp.push.name(), "ipv4_id": config.ipv4_id.name(), "gso": use_gso,
+        "version": env!("CARGO_PKG_VERSION"),
+    })
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
@@ -54,27 +82,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
     let start = std::time::Instant::now();
     let mut log = match &args.log {
-        Some(path) => EventLog::to_file(path, start_unix_us).map_err(|e| LogError(format!("--log {}: {e}", path.display())))?,
+        Some(path) => {
+            EventLog::to_file(path, start_unix_us).map_err(|e| LogError(format!("--log {}: {e}", path.display())))?
+        }
         None => EventLog::disabled(),
     };
-    let rto = config.tcp.rto;
-    log.write(0, "start", json!({
-        "tap": tap_name, "addr4": format!("{}/{}", config.addr4, config.prefix4), "addr6": format!("{}/{}", config.addr6, config.prefix6),
-        "port": config.port, "mac": config.mac.to_string(), "profile": args.profile()?.name(), "cc": config.tcp.cc.name(),
-        "recovery": config.tcp.recovery.name(), "sack": config.tcp.sack, "timestamps": config.tcp.timestamps,
-        "rack_tlp": config.tcp.rack_tlp, "limited_transmit": config.tcp.limited_transmit,
-        "initial_window_segments": config.tcp.initial_window_segments,
-        "hystart": config.tcp.hystart, "abc_limit_segments": config.tcp.abc_limit_segments,
-        "send_buffer_bytes": config.tcp.send_buffer_bytes, "send_buffer_max_bytes": config.tcp.send_buffer_max_bytes,
-        "send_window_segments": config.tcp.send_window_segments,
-        "pacing_rate_bps": config.tcp.pacing_rate_bps,
-        "rto_alpha": rto.alpha, "rto_beta": rto.beta, "rto_k": rto.k, "rto_g_us": rto.granularity.as_micros() as u64,
-        "rto_min_ms": rto.min.as_millis() as u64, "rto_max_ms": rto.max.as_millis() as u64,
-        "rto_initial_ms": rto.initial.as_millis() as u64, "sampling": rto.sampling.name(), "mtu": config.tcp.mtu,
-        "syn_cookies": config.syn_cookies.name(), "max_half_open": config.max_half_open, "max_connections": config.max_connections,
-        "push": config.tcp.push.name(), "ipv4_id": config.ipv4_id.name(), "gso": use_gso,
-        "version": env!("CARGO_PKG_VERSION"),
-    }));
+    log.write(0, "start", start_fields(&config, &tap_name, args.profile()?.name(), use_gso));
     log.flush(); // the start event is on disk before the ready line: callers read it right after
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -88,7 +101,15 @@ fn run(args: Args) -> anyhow::Result<()> {
     writer.write(&mut tap, &announcements, |_, _| {}); // best effort: peers also learn us from our first reply
     println!(
         "leanweb ready tap={} addr4={}/{} addr6={}/{} port={} mac={} link_local6={} pid={}",
-        tap_name, config.addr4, config.prefix4, config.addr6, config.prefix6, config.port, config.mac, stack.link_local6(), std::process::id()
+        tap_name,
+        config.addr4,
+        config.prefix4,
+        config.addr6,
+        config.prefix6,
+        config.port,
+        config.mac,
+        stack.link_local6(),
+        std::process::id()
     );
     std::io::stdout().flush().ok();
 
@@ -111,6 +132,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         let t = now();
+        // the wall clock goes in with `now`: the stack's responses carry it as `Date`
+        stack.set_wall_clock(WallClock::new(t, SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()));
         stack.handle_timeouts(t);
         stack.poll(t);
         let frames = stack.take_frames();
@@ -128,8 +151,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     stack.log_open_connections(now());
     let counters = serde_json::to_value(stack.counters).unwrap_or_default();
     let w = writer.counters;
-    let mut fields = json!({"send_failures": w.send_failures, "open_connections": open_connections, "tap_writes": w.tap_writes,
-                            "gso_super_frames": w.super_frames, "gso_segments": w.super_frame_segments});
+    let mut fields = json!({"send_failures": w.send_failures, "open_connections": open_connections,
+                            "tap_writes": w.tap_writes, "gso_super_frames": w.super_frames,
+                            "gso_segments": w.super_frame_segments});
     if let (Some(map), serde_json::Value::Object(c)) = (fields.as_object_mut(), counters) {
         map.extend(c);
     }
@@ -194,6 +218,10 @@ impl TapWriter {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.knobs_json {
+        println!("{}", leanweb::knobs::table_json());
+        return ExitCode::SUCCESS;
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -35,12 +35,15 @@ impl Tap {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
         }
         // TUNSETIFF would create a missing device (in whatever namespace we run): refuse instead.
-        let c_name = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+        let c_name =
+            std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
         // SAFETY: a valid NUL-terminated string that outlives the call.
         if unsafe { libc::if_nametoindex(c_name.as_ptr()) } == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("no device {name:?} in this network namespace (create it first: ip tuntap add dev {name} mode tap)"),
+                format!(
+                    "no device {name:?} in this network namespace (create it first: ip tuntap add dev {name} mode tap)"
+                ),
             ));
         }
         let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NONBLOCK).open("/dev/net/tun")?;
@@ -74,7 +77,10 @@ impl Tap {
     /// fire on time); EINTR counts as a timeout.
     pub fn wait_readable(&self, timeout: std::time::Duration) -> io::Result<bool> {
         let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
         // SAFETY: one valid pollfd, count 1; a valid timespec; no signal mask change (null).
         let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
         if rc < 0 {

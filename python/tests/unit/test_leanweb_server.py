@@ -89,13 +89,13 @@ def test_not_started_server_has_no_pids_and_stop_is_harmless():
 
 def test_the_requested_cc_follows_the_profile_unless_the_knobs_name_one():
     """The runner checks leanweb's first log line against this (runner/servers.py cc_requested):
-    `profile = "modern"` alone runs CUBIC (crates/leantcp/src/conn.rs TcpConfig::modern)."""
+    `profile = "modern"` alone runs CUBIC (crates/leantcp/src/config.rs TcpConfig::modern)."""
     assert lean_knobs.requested_cc({}) == "none"
     assert lean_knobs.requested_cc({"profile": "bare"}) == "none"
     assert lean_knobs.requested_cc({"profile": "modern"}) == "cubic"
     assert lean_knobs.requested_cc({"profile": "modern", "cc": "reno"}) == "reno"
     assert lean_knobs.requested_cc({"profile": "bare", "cc": "compound"}) == "compound"
-    conn_rs = (REPO_ROOT / "crates/leantcp/src/conn.rs").read_text()
+    conn_rs = (REPO_ROOT / "crates/leantcp/src/config.rs").read_text()
     for profile, cc in lean_knobs.PROFILE_CC.items():
         body = conn_rs[conn_rs.index(f"pub fn {profile}() -> Self"):]
         assert re.search(r"cc: CcKind::(\w+)", body).group(1).lower() == cc

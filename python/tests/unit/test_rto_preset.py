@@ -260,7 +260,7 @@ def test_rto_seed_fit_preset_is_rto_with_a_deep_bottleneck_queue(study):
 
 def test_e5_runs_the_lean_server_bare_and_modern_under_each_levels_background(points):
     """E5 (not in the seed): the modern cells are leanweb's modern profile as
-    crates/leantcp/src/conn.rs TcpConfig::modern() has it (CUBIC, SACK, 200 ms, every ACK
+    crates/leantcp/src/config.rs TcpConfig::modern() has it (CUBIC, SACK, 200 ms, every ACK
     sampled), the bare ones the study's standard W1/One server."""
     e5 = [p for p in points if p.experiment == "e5-modern"]
     assert {(p.labels["level"], p.labels["profile"]) for p in e5} == {

@@ -384,7 +384,8 @@ mod tests {
             lines += 1;
         }
         assert!(scenarios == 2 && lines > 800 && grew > 50 && shrank > 10 && losses >= 4 && rtos >= 2,
-            "vectors cover growth ({grew}), shrink ({shrank}), losses ({losses}) and timeouts ({rtos}) in {lines} lines");
+            "vectors cover growth ({grew}), shrink ({shrank}), losses ({losses}) and timeouts ({rtos}) \
+             in {lines} lines");
         assert_eq!(cc.window(), cc.win_packets() as usize * MSS);
     }
 }

@@ -202,7 +202,11 @@ mod tests {
     }
 
     fn rtt(ms: u64) -> RttStats {
-        RttStats { srtt: Some(Duration::from_millis(ms)), latest: Some(Duration::from_millis(ms)), ..RttStats::default() }
+        RttStats {
+            srtt: Some(Duration::from_millis(ms)),
+            latest: Some(Duration::from_millis(ms)),
+            ..RttStats::default()
+        }
     }
 
     fn at(ms: u64) -> Instant {
@@ -312,7 +316,8 @@ mod tests {
         let mut cubic = Cubic::new(MSS, 10);
         cubic.on_ack(at(0), ack(5), &rtt(10));
         assert_eq!(cubic.window(), 12 * MSS, "2 MSS per ACK at most (RFC 3465 L = 2)");
-        let mut linux = Cubic::new(MSS, 10).with_slow_start(SlowStart { ack_limit_segments: None, ..SlowStart::default() });
+        let mut linux =
+            Cubic::new(MSS, 10).with_slow_start(SlowStart { ack_limit_segments: None, ..SlowStart::default() });
         linux.on_ack(at(0), ack(5), &rtt(10));
         assert_eq!(linux.window(), 15 * MSS, "no limit: every acknowledged segment counts (tcp_slow_start)");
         let mut in_recovery = ack(10);

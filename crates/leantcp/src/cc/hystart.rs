@@ -169,14 +169,23 @@ mod tests {
         assert_eq!(h.phase(), Phase::SlowStart);
         // 18 ms ≥ 13.9 + 4 ms, decided at the 8th sample of the round: CSS, a quarter of the growth.
         for i in 0..7u32 {
-            assert_eq!(h.on_ack(Seq(2000 + i * 100), Seq(4000), Some(ms(18))), Step::Grow { divisor: 1 }, "sample {}", i + 1);
+            assert_eq!(
+                h.on_ack(Seq(2000 + i * 100), Seq(4000), Some(ms(18))),
+                Step::Grow { divisor: 1 },
+                "sample {}",
+                i + 1
+            );
         }
         assert_eq!(h.on_ack(Seq(2700), Seq(4000), Some(ms(18))), Step::Grow { divisor: CSS_GROWTH_DIVISOR });
         assert_eq!(h.phase(), Phase::Css);
         // The RTT stays high: CSS_ROUNDS rounds later congestion avoidance begins.
         let mut start = 4000;
         for css_round in 1..CSS_ROUNDS {
-            assert_eq!(round(&mut h, start, start * 2, 10, ms(18)), Step::Grow { divisor: CSS_GROWTH_DIVISOR }, "CSS round {css_round}");
+            assert_eq!(
+                round(&mut h, start, start * 2, 10, ms(18)),
+                Step::Grow { divisor: CSS_GROWTH_DIVISOR },
+                "CSS round {css_round}"
+            );
             start *= 2;
         }
         assert_eq!(h.on_ack(Seq(start), Seq(start * 2), Some(ms(18))), Step::EnterAvoidance);

@@ -210,12 +210,19 @@ impl CcKind {
     /// with `initial_window_segments` segments (RFC 6928 caps this by bytes, see reno.rs);
     /// `slow_start`: HyStart++ (Reno and CUBIC; Compound keeps the slow start of
     /// bpf/ctcp.bpf.c, whose kernel counterpart has none) and the per-ACK limit (all three).
-    pub fn build(self, mss: usize, initial_window_segments: usize, slow_start: SlowStart) -> Box<dyn CongestionControl> {
+    pub fn build(
+        self,
+        mss: usize,
+        initial_window_segments: usize,
+        slow_start: SlowStart,
+    ) -> Box<dyn CongestionControl> {
         match self {
             CcKind::None => Box::new(none::NoCongestionControl::new(mss)),
             CcKind::Reno => Box::new(reno::Reno::new(mss, initial_window_segments).with_slow_start(slow_start)),
             CcKind::Cubic => Box::new(cubic::Cubic::new(mss, initial_window_segments).with_slow_start(slow_start)),
-            CcKind::Compound => Box::new(compound::Compound::new(mss, initial_window_segments).with_slow_start(slow_start)),
+            CcKind::Compound => {
+                Box::new(compound::Compound::new(mss, initial_window_segments).with_slow_start(slow_start))
+            }
         }
     }
 }

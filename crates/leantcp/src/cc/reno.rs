@@ -23,7 +23,13 @@ impl Reno {
     pub fn new(mss: usize, initial_window_segments: usize) -> Self {
         let mss = mss.max(1);
         let iw = (initial_window_segments.max(1) * mss).min((2 * mss).max(14600));
-        Reno { mss, cwnd: iw, ssthresh: usize::MAX, avoidance_acked: 0, slow_start: SlowStartGrowth::new(SlowStart::default()) }
+        Reno {
+            mss,
+            cwnd: iw,
+            ssthresh: usize::MAX,
+            avoidance_acked: 0,
+            slow_start: SlowStartGrowth::new(SlowStart::default()),
+        }
     }
 
     /// With RFC 9406 HyStart++ in the initial slow start if asked, and the per-ACK limit.

@@ -45,7 +45,15 @@ mod tests {
         let mut policy = GoBackN;
         let mut sb = Scoreboard::default();
         assert_eq!(policy.on_rto(&mut sb, Seq(0)), RtoAction::GoBackN);
-        let dup = AckInfo { ack: Seq(0), acked_bytes: 0, duplicate: true, dup_acks: 3, newly_sacked_bytes: 0, snd_max: Seq(9000), mss: 1000 };
+        let dup = AckInfo {
+            ack: Seq(0),
+            acked_bytes: 0,
+            duplicate: true,
+            dup_acks: 3,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(9000),
+            mss: 1000,
+        };
         assert_eq!(policy.on_ack(&mut sb, &dup), AckOutcome::default());
         assert_eq!(policy.pipe(&sb, 9000), 9000);
     }

@@ -10,6 +10,7 @@
 //! - [`sack`]: RFC 6675 conservative SACK-based recovery over RFC 2018 SACK blocks.
 //! - [`rack`]: RFC 8985 RACK-TLP, a time-based loss detector the connection runs beside
 //!   NewReno or SACK when enabled.
+pub mod episode;
 pub mod go_back_n;
 pub mod newreno;
 pub mod rack;

@@ -8,6 +8,7 @@
 //! recovery starts only once the cumulative ACK has passed `recover` (§3.2 step 2), so a
 //! timeout's retransmissions do not trigger a second reduction. Before recovery, the first
 //! and second duplicate ACKs each allow one new segment beyond cwnd (RFC 3042).
+use super::episode::Episode;
 use super::{AckInfo, AckOutcome, LossRecovery, RtoAction, Scoreboard, DUP_THRESH};
 use crate::seq::Seq;
 
@@ -15,8 +16,8 @@ use crate::seq::Seq;
 pub struct NewReno {
     mss: usize,
     limited_transmit: bool,
-    in_recovery: bool,
-    recover: Option<Seq>,
+    /// In recovery, and `recover` (RFC 6582 §3.2).
+    episode: Episode,
     /// RFC 6582's window inflation, bytes (during recovery).
     inflation_bytes: usize,
     /// Duplicate ACKs before recovery, for limited transmit.
@@ -25,11 +26,7 @@ pub struct NewReno {
 
 impl NewReno {
     pub fn new(mss: usize, limited_transmit: bool) -> Self {
-        NewReno { mss: mss.max(1), limited_transmit, in_recovery: false, recover: None, inflation_bytes: 0, dup_acks: 0 }
-    }
-
-    fn may_enter(&self, ack: crate::seq::Seq) -> bool {
-        self.recover.is_none_or(|recover| ack > recover)
+        NewReno { mss: mss.max(1), limited_transmit, episode: Episode::new(false), inflation_bytes: 0, dup_acks: 0 }
     }
 }
 
@@ -46,9 +43,8 @@ impl LossRecovery for NewReno {
         let mut out = AckOutcome::default();
         if a.acked_bytes > 0 {
             self.dup_acks = 0;
-            if self.in_recovery {
-                if self.recover.is_some_and(|recover| a.ack >= recover) {
-                    self.in_recovery = false;
+            if self.episode.active() {
+                if self.episode.ends_with(a.ack) {
                     self.inflation_bytes = 0;
                     out.recovery_ended = true;
                 } else {
@@ -65,14 +61,13 @@ impl LossRecovery for NewReno {
         if !a.duplicate {
             return out;
         }
-        if self.in_recovery {
+        if self.episode.active() {
             self.inflation_bytes += self.mss;
             return out;
         }
         self.dup_acks = a.dup_acks;
-        if a.dup_acks >= DUP_THRESH && self.may_enter(a.ack) {
-            self.in_recovery = true;
-            self.recover = Some(a.snd_max);
+        if a.dup_acks >= DUP_THRESH && self.episode.may_enter(a.ack) {
+            self.episode.enter(a.snd_max);
             self.inflation_bytes = DUP_THRESH as usize * self.mss;
             self.dup_acks = 0;
             sb.mark_first_lost();
@@ -82,26 +77,23 @@ impl LossRecovery for NewReno {
     }
 
     fn on_loss_detected(&mut self, snd_una: Seq, snd_max: Seq) -> bool {
-        if self.in_recovery || !self.may_enter(snd_una) {
-            return false;
+        let entered = self.episode.enter_on_loss(snd_una, snd_max);
+        if entered {
+            self.inflation_bytes = 0;
         }
-        self.in_recovery = true;
-        self.recover = Some(snd_max);
-        self.inflation_bytes = 0;
-        true
+        entered
     }
 
     fn on_rto(&mut self, sb: &mut Scoreboard, snd_max: Seq) -> RtoAction {
         sb.mark_all_lost();
-        self.in_recovery = false;
-        self.recover = Some(snd_max);
+        self.episode.after_timeout(snd_max);
         self.inflation_bytes = 0;
         self.dup_acks = 0;
         RtoAction::MarkAllLost
     }
 
     fn in_recovery(&self) -> bool {
-        self.in_recovery
+        self.episode.active()
     }
 
     fn pipe(&self, sb: &Scoreboard, _bytes_in_flight: usize) -> usize {
@@ -109,7 +101,7 @@ impl LossRecovery for NewReno {
     }
 
     fn extra_window(&self) -> usize {
-        if self.in_recovery {
+        if self.episode.active() {
             self.inflation_bytes
         } else if self.limited_transmit {
             self.dup_acks.min(2) as usize * self.mss
@@ -133,11 +125,27 @@ mod tests {
     }
 
     fn dup(n: u32) -> AckInfo {
-        AckInfo { ack: Seq(0), acked_bytes: 0, duplicate: true, dup_acks: n, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(0),
+            acked_bytes: 0,
+            duplicate: true,
+            dup_acks: n,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     fn new_ack(ack: u32, bytes: usize) -> AckInfo {
-        AckInfo { ack: Seq(ack), acked_bytes: bytes, duplicate: false, dup_acks: 0, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(ack),
+            acked_bytes: bytes,
+            duplicate: false,
+            dup_acks: 0,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     #[test]

@@ -95,7 +95,9 @@ impl Rack {
         let candidates: Vec<(usize, Instant)> = sb
             .iter()
             .enumerate()
-            .filter(|(_, s)| !s.sacked && !s.needs_retransmission() && sent_after(xmit_ts, self.end_seq, s.sent_at, s.end))
+            .filter(|(_, s)| {
+                !s.sacked && !s.needs_retransmission() && sent_after(xmit_ts, self.end_seq, s.sent_at, s.end)
+            })
             .map(|(i, s)| (i, s.sent_at + self.rtt + reo_wnd))
             .collect();
         for (index, deadline) in candidates {
@@ -136,7 +138,12 @@ mod tests {
     }
 
     fn stats(min_ms: u64, srtt_ms: u64) -> RttStats {
-        RttStats { latest: None, min: Some(Duration::from_millis(min_ms)), srtt: Some(Duration::from_millis(srtt_ms)), rttvar: Duration::ZERO }
+        RttStats {
+            latest: None,
+            min: Some(Duration::from_millis(min_ms)),
+            srtt: Some(Duration::from_millis(srtt_ms)),
+            rttvar: Duration::ZERO,
+        }
     }
 
     /// Segments 0..4 of 100 bytes sent at 0, 1, 2, 3 ms; RTT 10 ms.

@@ -13,6 +13,7 @@
 //! duplicate ACK), as RFC 8985 §3 intends and Linux does: losses come only from RACK's
 //! time-based detection (`on_loss_detected`), so reordering within RACK's window does not
 //! trigger a retransmission.
+use super::episode::Episode;
 use super::{AckInfo, AckOutcome, LossRecovery, RtoAction, Scoreboard, DUP_THRESH};
 use crate::seq::Seq;
 
@@ -20,18 +21,14 @@ use crate::seq::Seq;
 pub struct SackRecovery {
     mss: usize,
     dupthresh_rules: bool,
-    in_recovery: bool,
-    recovery_point: Option<Seq>,
+    /// In recovery, and RecoveryPoint (RFC 6675 §5).
+    episode: Episode,
 }
 
 impl SackRecovery {
     /// `dupthresh_rules` off when RACK detects losses instead.
     pub fn new(mss: usize, dupthresh_rules: bool) -> Self {
-        SackRecovery { mss: mss.max(1), dupthresh_rules, in_recovery: false, recovery_point: None }
-    }
-
-    fn may_enter(&self, ack: Seq) -> bool {
-        self.recovery_point.is_none_or(|point| ack >= point)
+        SackRecovery { mss: mss.max(1), dupthresh_rules, episode: Episode::new(true) }
     }
 }
 
@@ -46,17 +43,14 @@ impl LossRecovery for SackRecovery {
 
     fn on_ack(&mut self, sb: &mut Scoreboard, a: &AckInfo) -> AckOutcome {
         let mut out = AckOutcome::default();
-        if self.in_recovery && self.recovery_point.is_some_and(|point| a.ack >= point) {
-            self.in_recovery = false;
-            out.recovery_ended = true;
-        }
+        out.recovery_ended = self.episode.ends_with(a.ack);
         if !self.dupthresh_rules {
             return out;
         }
         let newly_lost = sb.mark_lost_by_sack(DUP_THRESH as usize, self.mss);
-        if !self.in_recovery && self.may_enter(a.ack) && (newly_lost > 0 || (a.duplicate && a.dup_acks >= DUP_THRESH)) {
-            self.in_recovery = true;
-            self.recovery_point = Some(a.snd_max);
+        let loss_signalled = newly_lost > 0 || (a.duplicate && a.dup_acks >= DUP_THRESH);
+        if !self.episode.active() && self.episode.may_enter(a.ack) && loss_signalled {
+            self.episode.enter(a.snd_max);
             if !sb.has_lost() {
                 sb.mark_first_lost(); // §5 step 4.2: retransmit the first segment presumed dropped
             }
@@ -66,23 +60,17 @@ impl LossRecovery for SackRecovery {
     }
 
     fn on_loss_detected(&mut self, snd_una: Seq, snd_max: Seq) -> bool {
-        if self.in_recovery || !self.may_enter(snd_una) {
-            return false;
-        }
-        self.in_recovery = true;
-        self.recovery_point = Some(snd_max);
-        true
+        self.episode.enter_on_loss(snd_una, snd_max)
     }
 
     fn on_rto(&mut self, sb: &mut Scoreboard, snd_max: Seq) -> RtoAction {
         sb.mark_all_lost();
-        self.in_recovery = false;
-        self.recovery_point = Some(snd_max);
+        self.episode.after_timeout(snd_max);
         RtoAction::MarkAllLost
     }
 
     fn in_recovery(&self) -> bool {
-        self.in_recovery
+        self.episode.active()
     }
 
     fn pipe(&self, sb: &Scoreboard, _bytes_in_flight: usize) -> usize {
@@ -96,7 +84,15 @@ mod tests {
     use crate::time::Instant;
 
     fn ack(ack: u32, acked: usize, duplicate: bool, dup_acks: u32) -> AckInfo {
-        AckInfo { ack: Seq(ack), acked_bytes: acked, duplicate, dup_acks, newly_sacked_bytes: 0, snd_max: Seq(1000), mss: 100 }
+        AckInfo {
+            ack: Seq(ack),
+            acked_bytes: acked,
+            duplicate,
+            dup_acks,
+            newly_sacked_bytes: 0,
+            snd_max: Seq(1000),
+            mss: 100,
+        }
     }
 
     #[test]

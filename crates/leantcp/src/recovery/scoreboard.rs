@@ -85,7 +85,15 @@ impl Scoreboard {
             _ => start,
         };
         if end > first_new {
-            let seg = SentSegment { start: first_new, end, sent_at: now, transmissions: 1, sacked: false, lost: false, retx_in_flight: false };
+            let seg = SentSegment {
+                start: first_new,
+                end,
+                sent_at: now,
+                transmissions: 1,
+                sacked: false,
+                lost: false,
+                retx_in_flight: false,
+            };
             self.segments.push_back(seg);
         }
     }
@@ -234,7 +242,10 @@ mod tests {
         // The cumulative ACK past the SACKed run delivers only the not-yet-SACKed segment.
         delivered.clear();
         sb.on_cumulative_ack(Seq(400), &mut delivered);
-        assert_eq!(delivered, vec![Delivered { end: Seq(100), sent_at: Instant::from_millis(50), retransmitted: true }]);
+        assert_eq!(
+            delivered,
+            vec![Delivered { end: Seq(100), sent_at: Instant::from_millis(50), retransmitted: true }]
+        );
         assert_eq!(sb.len(), 6);
         assert_eq!(sb.pipe(), 600);
     }

@@ -29,6 +29,7 @@ use std::time::Duration;
 use leantcp::segment::Timestamp;
 use leantcp::{Instant, Push, Segment, Seq, TcpConfig};
 use leanweb::gso;
+use leanweb::http::WallClock;
 use leanweb::log::EventLog;
 use leanweb::stack::{Ipv4Id, Stack, StackConfig, SynCookieMode};
 use libfuzzer_sys::fuzz_target;
@@ -146,6 +147,8 @@ fn run(data: &[u8], tcp: TcpConfig, syn_cookies: SynCookieMode) {
         ipv4_id: if tcp.push == Push::EndOfData { Ipv4Id::PerConnection } else { Ipv4Id::Zero },
     };
     let mut stack = Stack::new(config, EventLog::disabled(), 1);
+    // a fixed wall clock, as leanweb's loop gives one: responses carry a Date
+    stack.set_wall_clock(WallClock::new(Instant::ZERO, Duration::from_secs(1_700_000_000)));
     let mut clients: Vec<Client> = (0..8u16)
         .map(|i| {
             let ip: IpAddr = if i < 4 { "10.0.0.2".parse().unwrap() } else { "fd00::2".parse().unwrap() };

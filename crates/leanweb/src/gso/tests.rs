@@ -23,9 +23,17 @@ fn fixture(name: &str, tcp: TcpConfig, ipv4_id: Ipv4Id) -> Fixture {
 /// Fetches the file with a client of `client_tcp`; every turn's frames are planned into
 /// writes, each checked against the kernel's segmentation. Returns (writes, frames) per turn.
 fn fetch(stack: &mut Stack, v6: bool, client_tcp: TcpConfig) -> Vec<(Vec<TapWrite>, Vec<OutFrame>)> {
-    let (local, remote): (SocketAddr, SocketAddr) =
-        if v6 { ("[fd00::99]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap()) } else { ("10.0.0.99:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap()) };
-    let mut client = Connection::connect(local, remote, TcpConfig { recv_buffer_bytes: 1 << 20, window_scale: 7, ..client_tcp }, Seq(5));
+    let (local, remote): (SocketAddr, SocketAddr) = if v6 {
+        ("[fd00::99]:40000".parse().unwrap(), "[fd00::1]:80".parse().unwrap())
+    } else {
+        ("10.0.0.99:40000".parse().unwrap(), "10.0.0.1:80".parse().unwrap())
+    };
+    let mut client = Connection::connect(
+        local,
+        remote,
+        TcpConfig { recv_buffer_bytes: 1 << 20, window_scale: 7, ..client_tcp },
+        Seq(5),
+    );
     let mut turns = Vec::new();
     let mut received = 0;
     let mut now = Instant::ZERO;
@@ -87,7 +95,10 @@ fn super_frames_segment_back_into_exactly_the_frames_the_stack_built() {
         let writes: Vec<&TapWrite> = turns.iter().flat_map(|(w, _)| w).collect();
         let merged = writes.iter().filter(|w| w.head.is_some()).count();
         let longest = writes.iter().map(|w| w.frames.len()).max().unwrap();
-        assert!(frames > 200 && merged > 5 && longest >= 10, "v6 {v6}: {frames} frames, {merged} super-frames, longest {longest}");
+        assert!(
+            frames > 200 && merged > 5 && longest >= 10,
+            "v6 {v6}: {frames} frames, {merged} super-frames, longest {longest}"
+        );
         assert!(writes.len() * 4 < frames, "v6 {v6}: {} writes for {frames} frames", writes.len());
         eprintln!("v6 {v6}: {frames} frames in {} writes, {merged} super-frames, longest {longest}", writes.len());
         // Timestamps are on: a super-frame only holds segments with one TSval (one clock tick).
@@ -100,10 +111,17 @@ fn super_frames_segment_back_into_exactly_the_frames_the_stack_built() {
 fn bare_frames_never_merge_psh_on_every_segment_and_ipv4_id_zero() {
     // Either wire detail alone keeps a run from merging, so `bare` with --gso on writes the
     // same frames one by one.
-    for (push, ipv4_id, v6) in [(Push::EverySegment, Ipv4Id::Zero, false), (Push::EverySegment, Ipv4Id::PerConnection, true), (Push::EndOfData, Ipv4Id::Zero, false)] {
+    for (push, ipv4_id, v6) in [
+        (Push::EverySegment, Ipv4Id::Zero, false),
+        (Push::EverySegment, Ipv4Id::PerConnection, true),
+        (Push::EndOfData, Ipv4Id::Zero, false),
+    ] {
         let mut fx = fixture("bare", TcpConfig { push, ..TcpConfig::bare() }, ipv4_id);
         let turns = fetch(&mut fx.stack, v6, TcpConfig::bare());
-        assert!(turns.iter().flat_map(|(w, _)| w).all(|w| w.head.is_none() && w.frames.len() == 1), "{push:?} {ipv4_id:?} v6 {v6}");
+        assert!(
+            turns.iter().flat_map(|(w, _)| w).all(|w| w.head.is_none() && w.frames.len() == 1),
+            "{push:?} {ipv4_id:?} v6 {v6}"
+        );
     }
 }
 
@@ -111,7 +129,8 @@ fn bare_frames_never_merge_psh_on_every_segment_and_ipv4_id_zero() {
 fn longest_run() -> (Vec<OutFrame>, Range<usize>) {
     let mut fx = fixture("runs", TcpConfig::modern(), Ipv4Id::PerConnection);
     let turns = fetch(&mut fx.stack, false, TcpConfig::modern());
-    let (writes, frames) = turns.into_iter().max_by_key(|(w, _)| w.iter().map(|w| w.frames.len()).max().unwrap_or(0)).unwrap();
+    let (writes, frames) =
+        turns.into_iter().max_by_key(|(w, _)| w.iter().map(|w| w.frames.len()).max().unwrap_or(0)).unwrap();
     let run = writes.into_iter().max_by_key(|w| w.frames.len()).unwrap().frames;
     assert!(run.len() >= 6);
     (frames, run)
@@ -134,7 +153,13 @@ fn a_run_is_cut_where_the_kernel_would_change_a_segment() {
         }
         let writes = plan(&changed);
         let w = writes.iter().find(|w| w.frames.contains(&run.start)).unwrap();
-        (w.frames.end - run.start, writes.iter().all(|w| kernel_segments(&w.to_bytes(&changed)).unwrap() == changed[w.frames.clone()].iter().map(|f| f.bytes.clone()).collect::<Vec<_>>()))
+        (
+            w.frames.end - run.start,
+            writes.iter().all(|w| {
+                kernel_segments(&w.to_bytes(&changed)).unwrap()
+                    == changed[w.frames.clone()].iter().map(|f| f.bytes.clone()).collect::<Vec<_>>()
+            }),
+        )
     };
     // PSH on the 3rd segment: the kernel would clear it, so the run ends with it.
     assert_eq!(cut_after(&|b| b[tcp_at + TCP_FLAGS_AT] |= PSH, 2), (3, true));

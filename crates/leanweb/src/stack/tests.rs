@@ -1,11 +1,30 @@
 //! In-memory tests of the frame path: a leantcp client talks to the stack through
 //! Ethernet frames, exactly as a peer on the TAP link would.
+use super::interface::{icmpv6_packet, multicast_mac, solicited_node};
+#[allow(unused_imports)]
+use super::segment_lines::{AckLine, RttSampleLine, TxLine};
 use super::*;
+use crate::http;
+use crate::log::EventLog;
 use leantcp::RetransmitKind;
+#[allow(unused_imports)]
+use leantcp::{Connection, Instant, Segment, Seq, State, TcpConfig};
+use serde_json::json;
+#[allow(unused_imports)]
+use smoltcp::phy::ChecksumCapabilities;
+#[allow(unused_imports)]
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol, EthernetRepr, Icmpv4Packet,
+    Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, NdiscNeighborFlags,
+    NdiscRepr, RawHardwareAddress,
+};
+#[allow(unused_imports)]
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use super::test_fixture::*;
 
-fn segments_out(stack: &mut Stack) -> Vec<Segment> {
+fn segments_out<A: Application>(stack: &mut Stack<A>) -> Vec<Segment> {
     stack
         .take_output()
         .iter()
@@ -18,7 +37,7 @@ fn segments_out(stack: &mut Stack) -> Vec<Segment> {
 }
 
 /// Runs a client connection against the stack until `done` or 600 virtual seconds.
-fn exchange(stack: &mut Stack, client: &mut Connection, request: &[u8], received: &mut Vec<u8>) {
+fn exchange<A: Application>(stack: &mut Stack<A>, client: &mut Connection, request: &[u8], received: &mut Vec<u8>) {
     let mut now = Instant::ZERO;
     let mut sent_request = false;
     for _ in 0..200_000 {
@@ -86,7 +105,11 @@ fn keep_alive_serves_pipelined_requests_then_head_and_close() {
     let mut fx = fixture("keep", |_| {});
     let mut c = client(false);
     let mut got = Vec::new();
-    let req = b"GET /small.txt HTTP/1.1\r\n\r\nHEAD /small.txt HTTP/1.1\r\n\r\nGET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let req: &[u8] = concat!(
+        "GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nHEAD /small.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .as_bytes();
     exchange(&mut fx.stack, &mut c, req, &mut got);
     let text = String::from_utf8(got).unwrap();
     assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
@@ -103,7 +126,7 @@ fn pipelined_requests_beyond_one_head_are_all_answered() {
     let mut c = client(true);
     let mut got = Vec::new();
     let mut req = b"HEAD /small.txt HTTP/1.1\r\nHost: pipelined\r\n\r\n".repeat(299);
-    req.extend_from_slice(b"GET /small.txt HTTP/1.1\r\nConnection: close\r\n\r\n");
+    req.extend_from_slice(b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(req.len() > http::MAX_HEAD_BYTES);
     exchange(&mut fx.stack, &mut c, &req, &mut got);
     let text = String::from_utf8(got).unwrap();
@@ -112,15 +135,52 @@ fn pipelined_requests_beyond_one_head_are_all_answered() {
     assert_eq!(fx.stack.counters.requests, 300);
 }
 
+/// RFC 9112 §3.2 and §3.2.2, RFC 9110 §6.6.1 through the whole stack: with a wall clock
+/// every response has a `Date`; an absolute-form target is served; an HTTP/1.1 request
+/// without Host, or any with two, is 400 and closes.
+#[test]
+fn date_host_and_absolute_form_over_the_wire() {
+    let cases: [(&[u8], &str); 4] = [
+        (b"GET http://10.0.0.1/small.txt HTTP/1.1\r\nHost: 10.0.0.1\r\nConnection: close\r\n\r\n", "200"),
+        (b"GET /small.txt HTTP/1.1\r\n\r\n", "400"),
+        (b"GET /small.txt HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", "400"),
+        (b"GET /small.txt HTTP/1.0\r\n\r\n", "200"),
+    ];
+    for (i, (req, status)) in cases.iter().enumerate() {
+        let mut fx = fixture(&format!("rfc{i}"), |_| {});
+        fx.stack.set_wall_clock(WallClock::new(Instant::ZERO, Duration::from_secs(1_700_000_000)));
+        let mut c = client(i % 2 == 1);
+        let mut got = Vec::new();
+        exchange(&mut fx.stack, &mut c, req, &mut got);
+        let (head, body) = body_of(&got);
+        assert!(head.starts_with(&format!("HTTP/1.1 {status}")), "{req:?}: {head}");
+        assert!(head.contains("\r\nDate: Tue, 14 Nov 2023 22:13:"), "{head}");
+        assert!(head.contains("Connection: close"), "{head}");
+        if *status == "200" {
+            assert_eq!(body, b"hello\n");
+        }
+    }
+    // without a clock (the default) no Date is made up
+    let mut fx = fixture("noclock", |_| {});
+    let mut got = Vec::new();
+    exchange(
+        &mut fx.stack,
+        &mut client(false),
+        b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &mut got,
+    );
+    assert!(!body_of(&got).0.contains("Date:"));
+}
+
 #[test]
 fn bad_requests_get_status_codes_and_nothing_outside_root() {
     let cases: [(&[u8], &str); 6] = [
-        (b"GET /../secret HTTP/1.1\r\n\r\n", "400"),
-        (b"GET /%2e%2e/secret HTTP/1.1\r\n\r\n", "400"),
-        (b"GET /nope HTTP/1.1\r\n\r\n", "404"),
-        (b"DELETE /small.txt HTTP/1.1\r\n\r\n", "405"),
+        (b"GET /../secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"GET /%2e%2e/secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+        (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
+        (b"DELETE /small.txt HTTP/1.1\r\nHost: x\r\n\r\n", "405"),
         (b"garbage\r\n\r\n", "400"),
-        (b"GET / HTTP/1.1\r\n\r\n", "404"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
     ];
     for (i, (req, status)) in cases.iter().enumerate() {
         let mut fx = fixture(&format!("bad{i}"), |_| {});
@@ -134,7 +194,7 @@ fn bad_requests_get_status_codes_and_nothing_outside_root() {
     let mut fx = fixture("long", |_| {});
     let mut c = client(false);
     let mut got = Vec::new();
-    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(5000));
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(5000));
     exchange(&mut fx.stack, &mut c, long.as_bytes(), &mut got);
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 414"));
 }
@@ -157,27 +217,43 @@ fn answers_arp_neighbour_solicitation_and_pings() {
     assert_eq!(out.len(), 1);
     let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
     let parsed = ArpRepr::parse(&ArpPacket::new_checked(reply.payload()).unwrap()).unwrap();
-    assert!(matches!(parsed, ArpRepr::EthernetIpv4 { operation: ArpOperation::Reply, source_hardware_addr, .. } if source_hardware_addr == SERVER_MAC));
+    let ArpRepr::EthernetIpv4 { operation, source_hardware_addr, .. } = parsed else { panic!("{parsed:?}") };
+    assert_eq!((operation, source_hardware_addr), (ArpOperation::Reply, SERVER_MAC));
 
     // Neighbour solicitation for fd00::1 to its solicited-node group.
     let src: Ipv6Addr = "fd00::99".parse().unwrap();
     let target: Ipv6Addr = "fd00::1".parse().unwrap();
-    let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit { target_addr: target, lladdr: Some(RawHardwareAddress::from(CLIENT_MAC)) });
-    let packet = stack.icmpv6_packet(src, solicited_node(target), &ns, 255);
+    let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+        target_addr: target,
+        lladdr: Some(RawHardwareAddress::from(CLIENT_MAC)),
+    });
+    let packet = icmpv6_packet(src, solicited_node(target), &ns, 255);
     stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, multicast_mac(solicited_node(target))), Instant::ZERO);
     let out = stack.take_output();
     assert_eq!(out.len(), 1);
     let reply = EthernetFrame::new_checked(&out[0][..]).unwrap();
     let ip = Ipv6Packet::new_checked(reply.payload()).unwrap();
-    let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
+    let icmp = Icmpv6Repr::parse(
+        &ip.src_addr(),
+        &ip.dst_addr(),
+        &Icmpv6Packet::new_checked(ip.payload()).unwrap(),
+        &ChecksumCapabilities::default(),
+    )
+    .unwrap();
     assert!(matches!(icmp, Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { target_addr, .. }) if target_addr == target));
 
     // Echo over IPv6 (the neighbour is known now) and IPv4.
     let echo = Icmpv6Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
-    let packet = stack.icmpv6_packet(src, target, &echo, 64);
+    let packet = icmpv6_packet(src, target, &echo, 64);
     stack.handle_frame(&frame(EthernetProtocol::Ipv6, &packet, SERVER_MAC), Instant::ZERO);
     let echo4 = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 1, data: b"ping" };
-    let ip4 = Ipv4Repr { src_addr: Ipv4Addr::new(10, 0, 0, 99), dst_addr: Ipv4Addr::new(10, 0, 0, 1), next_header: IpProtocol::Icmp, payload_len: echo4.buffer_len(), hop_limit: 64 };
+    let ip4 = Ipv4Repr {
+        src_addr: Ipv4Addr::new(10, 0, 0, 99),
+        dst_addr: Ipv4Addr::new(10, 0, 0, 1),
+        next_header: IpProtocol::Icmp,
+        payload_len: echo4.buffer_len(),
+        hop_limit: 64,
+    };
     let mut buf = vec![0u8; ip4.buffer_len() + echo4.buffer_len()];
     ip4.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]), &ChecksumCapabilities::default());
     echo4.emit(&mut Icmpv4Packet::new_unchecked(&mut buf[20..]), &ChecksumCapabilities::default());
@@ -261,15 +337,28 @@ fn announce_sends_gratuitous_arp_and_unsolicited_adverts() {
     let arp = EthernetFrame::new_checked(&out[0][..]).unwrap();
     assert!(arp.dst_addr().is_broadcast());
     let parsed = ArpRepr::parse(&ArpPacket::new_checked(arp.payload()).unwrap()).unwrap();
-    let ArpRepr::EthernetIpv4 { source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } = parsed else { panic!() };
-    assert_eq!((source_hardware_addr, source_protocol_addr, target_protocol_addr), (SERVER_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 1)));
+    let ArpRepr::EthernetIpv4 { source_hardware_addr, source_protocol_addr, target_protocol_addr, .. } = parsed else {
+        panic!()
+    };
+    assert_eq!(
+        (source_hardware_addr, source_protocol_addr, target_protocol_addr),
+        (SERVER_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 1))
+    );
     let mut targets = Vec::new();
     for raw in &out[1..] {
         let frame = EthernetFrame::new_checked(&raw[..]).unwrap();
         let ip = Ipv6Packet::new_checked(frame.payload()).unwrap();
         assert_eq!(ip.hop_limit(), 255, "NDP needs hop limit 255");
-        let icmp = Icmpv6Repr::parse(&ip.src_addr(), &ip.dst_addr(), &Icmpv6Packet::new_checked(ip.payload()).unwrap(), &ChecksumCapabilities::default()).unwrap();
-        let Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, target_addr, lladdr: Some(lladdr) }) = icmp else { panic!("{icmp:?}") };
+        let icmp = Icmpv6Repr::parse(
+            &ip.src_addr(),
+            &ip.dst_addr(),
+            &Icmpv6Packet::new_checked(ip.payload()).unwrap(),
+            &ChecksumCapabilities::default(),
+        )
+        .unwrap();
+        let Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert { flags, target_addr, lladdr: Some(lladdr) }) = icmp else {
+            panic!("{icmp:?}")
+        };
         assert!(flags.contains(NdiscNeighborFlags::OVERRIDE) && !flags.contains(NdiscNeighborFlags::SOLICITED));
         assert_eq!(lladdr.as_bytes(), SERVER_MAC.as_bytes());
         targets.push(target_addr);
@@ -306,14 +395,19 @@ fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
         }
         assert_eq!(c.state(), State::Established);
     }
-    let mut third = Connection::connect("10.0.0.99:2002".parse().unwrap(), "10.0.0.1:80".parse().unwrap(), TcpConfig::default(), Seq(1));
+    let mut third = Connection::connect(
+        "10.0.0.99:2002".parse().unwrap(),
+        "10.0.0.1:80".parse().unwrap(),
+        TcpConfig::default(),
+        Seq(1),
+    );
     turn(stack, &mut third, now);
     assert_eq!(third.state(), State::Closed, "refused with a RST");
     assert_eq!(stack.counters.syn_refused_connection_cap, 1);
 
     // A keep-alive client gets its answer, then is closed (FIN, not RST) after the idle timeout (5 s).
     let c = &mut clients[0];
-    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"), 36);
     let mut got = Vec::new();
     let mut t = now;
     while t < Instant::from_millis(4_000) {
@@ -334,7 +428,7 @@ fn connection_cap_resets_extra_syns_and_idle_keep_alive_is_closed() {
 #[test]
 fn oversized_head_is_431_and_symlinks_out_of_root_are_404() {
     let mut fx = fixture("431", |_| {});
-    std::os::unix::fs::symlink(fx.base.join("secret"), fx.stack.config.root.join("link")).unwrap();
+    std::os::unix::fs::symlink(fx.base.join("secret"), fx.base.join("www").join("link")).unwrap();
     let mut c = client(true);
     let mut got = Vec::new();
     let head = format!("GET /small.txt HTTP/1.1\r\n{}\r\n", "X-Filler: aaaaaaaaaaaaaaaa\r\n".repeat(400));
@@ -342,7 +436,7 @@ fn oversized_head_is_431_and_symlinks_out_of_root_are_404() {
     assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 431"));
     let mut c = client(false);
     let mut got = Vec::new();
-    exchange(&mut fx.stack, &mut c, b"GET /link HTTP/1.1\r\n\r\n", &mut got);
+    exchange(&mut fx.stack, &mut c, b"GET /link HTTP/1.1\r\nHost: x\r\n\r\n", &mut got);
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 404") && !text.contains("secret"), "{text}");
 }
@@ -367,7 +461,7 @@ fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
     let sink = SharedLog::default();
     fx.stack.log = EventLog::to_writer(Box::new(sink.clone()), 1_000_000);
     let mut c = client(false);
-    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\n\r\n"), 27);
+    assert_eq!(c.send(b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"), 36);
     for ms in 0..10 {
         turn(&mut fx.stack, &mut c, Instant::from_millis(ms));
     }
@@ -394,9 +488,15 @@ fn log_has_open_request_samples_and_a_close_for_connections_open_at_exit() {
 /// A spoofed SYN from an address that never answers.
 fn spoofed_syn(i: u32) -> Segment {
     let (src, dst): (SocketAddr, SocketAddr) = if i % 2 == 0 {
-        (SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i % 200 + 20))), (10_000 + i) as u16), "10.0.0.1:80".parse().unwrap())
+        (
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 | (i % 200 + 20))), (10_000 + i) as u16),
+            "10.0.0.1:80".parse().unwrap(),
+        )
     } else {
-        (SocketAddr::new(IpAddr::V6(Ipv6Addr::from(0xfd00_u128 << 112 | (i as u128 + 0x100))), (10_000 + i) as u16), "[fd00::1]:80".parse().unwrap())
+        (
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::from(0xfd00_u128 << 112 | (i as u128 + 0x100))), (10_000 + i) as u16),
+            "[fd00::1]:80".parse().unwrap(),
+        )
     };
     let mut c = Connection::connect(src, dst, TcpConfig::modern(), Seq(i.wrapping_mul(7919)));
     c.poll_transmit(Instant::ZERO).unwrap()
@@ -431,7 +531,7 @@ fn syn_flood_gets_cookies_and_legitimate_v4_v6_clients_are_served() {
         };
         let mut c = Connection::connect(local, remote, TcpConfig::modern(), Seq(5));
         let mut got = Vec::new();
-        exchange(stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nConnection: close\r\n\r\n", &mut got);
+        exchange(stack, &mut c, b"GET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &mut got);
         let (head, body) = body_of(&got);
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
         assert_eq!(body, &pattern(320 * 1024)[..], "v6={v6}");
@@ -574,12 +674,29 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
     }
     let unix = |t_us: u64| 1_700_000_000_000_000 + t_us;
     let first = Transmission {
-        seq: 4_000_000_000, payload_len: 1448, syn: false, fin: true, retransmission: false, kind: RetransmitKind::GoBackN,
-        sent_at: Instant::from_micros(1234), srtt_us: None, rttvar_us: 0, rto_unfloored_us: None, rto_us: 1_000_000,
+        seq: 4_000_000_000,
+        payload_len: 1448,
+        syn: false,
+        fin: true,
+        retransmission: false,
+        kind: RetransmitKind::GoBackN,
+        sent_at: Instant::from_micros(1234),
+        srtt_us: None,
+        rttvar_us: 0,
+        rto_unfloored_us: None,
+        rto_us: 1_000_000,
     };
     let mut cases = vec![(first.clone(), true)];
-    for kind in [RetransmitKind::GoBackN, RetransmitKind::Handshake, RetransmitKind::Timeout, RetransmitKind::Recovery] {
-        let x = Transmission { retransmission: true, kind, srtt_us: Some(812), rttvar_us: 97, rto_unfloored_us: Some(1200.25), ..first.clone() };
+    for kind in [RetransmitKind::GoBackN, RetransmitKind::Handshake, RetransmitKind::Timeout, RetransmitKind::Recovery]
+    {
+        let x = Transmission {
+            retransmission: true,
+            kind,
+            srtt_us: Some(812),
+            rttvar_us: 97,
+            rto_unfloored_us: Some(1200.25),
+            ..first.clone()
+        };
         cases.push((x, false));
     }
     for (x, written) in cases {
@@ -592,7 +709,12 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
             map.insert("kind".into(), x.kind.name().into());
             map.insert("go_back_n".into(), (x.kind == RetransmitKind::GoBackN).into());
         }
-        let (fast, generic) = both(&TxLine::new(7, &x, written, t_us, unix(t_us)), t_us, if written { "tx" } else { "tx_dropped" }, fields);
+        let (fast, generic) = both(
+            &TxLine::new(7, &x, written, t_us, unix(t_us)),
+            t_us,
+            if written { "tx" } else { "tx_dropped" },
+            fields,
+        );
         assert_eq!(fast, generic);
     }
     let ack = AckLine { ack: 17, at_us: 5, conn: 3, cwnd_bytes: None, event: "ack", t_us: 9, unix_us: unix(9) };
@@ -601,7 +723,171 @@ fn segment_lines_are_byte_identical_to_the_generic_map_lines() {
     let ack = AckLine { cwnd_bytes: Some(14_480), ..ack };
     let (fast, generic) = both(&ack, 9, "ack", json!({"conn": 3, "ack": 17, "at_us": 5, "cwnd_bytes": 14_480}));
     assert_eq!(fast, generic);
-    let rtt = RttSampleLine { conn: 3, event: "rtt_sample", rto_us: 200_000, rtt_us: 410, rttvar_us: 120, srtt_us: 500, t_us: 9, unix_us: unix(9) };
-    let (fast, generic) = both(&rtt, 9, "rtt_sample", json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}));
+    let rtt = RttSampleLine {
+        conn: 3,
+        event: "rtt_sample",
+        rto_us: 200_000,
+        rtt_us: 410,
+        rttvar_us: 120,
+        srtt_us: 500,
+        t_us: 9,
+        unix_us: unix(9),
+    };
+    let (fast, generic) = both(
+        &rtt,
+        9,
+        "rtt_sample",
+        json!({"conn": 3, "rtt_us": 410, "srtt_us": 500, "rttvar_us": 120, "rto_us": 200_000}),
+    );
     assert_eq!(fast, generic);
+}
+
+/// Like `exchange`, but logs each frame's segment as `main.rs` does once it is written, and
+/// drops every `drop_every`-th frame of the server's (0: none) so loss events are logged too.
+fn logged_exchange(
+    stack: &mut Stack,
+    client: &mut Connection,
+    request: &[u8],
+    drop_every: usize,
+    clock: &mut Instant,
+) -> Vec<u8> {
+    let mut now = *clock;
+    let mut received = Vec::new();
+    let mut sent_request = false;
+    let mut frames_seen = 0usize;
+    for _ in 0..200_000 {
+        if client.state() == State::Established && !sent_request {
+            assert_eq!(client.send(request), request.len());
+            sent_request = true;
+        }
+        while let Some(seg) = client.poll_transmit(now) {
+            stack.handle_frame(&tcp_frame(&seg), now);
+        }
+        stack.handle_timeouts(now);
+        stack.poll(now);
+        let frames = stack.take_frames();
+        let mut replies = Vec::new();
+        for frame in &frames {
+            if let Some(tx) = &frame.tx {
+                stack.log_transmission(now.as_micros(), tx, true);
+            }
+            frames_seen += 1;
+            if drop_every > 0 && frames_seen % drop_every == 0 {
+                continue;
+            }
+            let eth = EthernetFrame::new_checked(&frame.bytes[..]).unwrap();
+            replies.extend(Segment::parse_ip(eth.payload()).ok());
+        }
+        for seg in &replies {
+            client.handle_segment(seg, now);
+        }
+        received.extend(client.recv(usize::MAX));
+        if client.peer_finished() && client.state() == State::CloseWait {
+            client.close(now);
+        }
+        if client.is_closed() || client.state() == State::TimeWait {
+            *clock = now + Duration::from_millis(1);
+            return received;
+        }
+        if replies.is_empty() && !client.wants_transmit() {
+            let next = [client.poll_timeout(), stack.poll_timeout()].into_iter().flatten().min();
+            now = match next {
+                Some(t) if t > now => t,
+                _ => now + Duration::from_millis(1),
+            };
+        }
+    }
+    panic!("exchange did not finish; state {:?}", client.state());
+}
+
+/// The event log of recorded fetches (both profiles, IPv4 and IPv6, keep-alive, an error,
+/// a cookie handshake, lost segments) byte for byte as committed in
+/// stack/recorded_fetch_log.jsonl; `LEANWEB_RECORD_LOG=1` rewrites that file.
+#[test]
+fn event_log_of_recorded_fetches_is_unchanged() {
+    let mut text = String::new();
+    for (name, modern) in [("bare", false), ("modern", true)] {
+        let mut fx = fixture(&format!("golden-{name}"), |c| {
+            if modern {
+                c.tcp = TcpConfig { time_wait: Duration::from_millis(100), ..TcpConfig::modern() };
+                c.ipv4_id = Ipv4Id::PerConnection;
+                c.syn_cookies = SynCookieMode::Always;
+            }
+        });
+        let sink = SharedLog::default();
+        fx.stack.log = EventLog::to_writer(Box::new(sink.clone()), 1_700_000_000_000_000);
+        let tcp = if modern { TcpConfig::modern() } else { TcpConfig::default() };
+        let mut clock = Instant::from_millis(1000);
+        let requests: [(bool, &[u8], usize); 3] = [
+            (
+                false,
+                concat!(
+                    "GET /f320.bin HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "HEAD /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+                29,
+            ),
+            (true, b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\n\r\n", 0),
+            (true, b"GET /f320.bin HTTP/1.0\r\n\r\n", 0),
+        ];
+        for (i, (v6, request, drop_every)) in requests.into_iter().enumerate() {
+            let port = 40_000 + i as u16;
+            let (local, remote): (SocketAddr, SocketAddr) = if v6 {
+                (format!("[fd00::99]:{port}").parse().unwrap(), "[fd00::1]:80".parse().unwrap())
+            } else {
+                (format!("10.0.0.99:{port}").parse().unwrap(), "10.0.0.1:80".parse().unwrap())
+            };
+            let mut c = Connection::connect(local, remote, tcp, Seq(5 + i as u32));
+            let got = logged_exchange(&mut fx.stack, &mut c, request, drop_every, &mut clock);
+            assert!(got.starts_with(b"HTTP/1.1 "), "{name} request {i}");
+        }
+        fx.stack.log_open_connections(clock);
+        fx.stack.log.flush();
+        text.push_str(&String::from_utf8(sink.0.lock().unwrap().clone()).unwrap());
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/stack/recorded_fetch_log.jsonl");
+    if std::env::var_os("LEANWEB_RECORD_LOG").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let recorded = std::fs::read_to_string(&path).expect("src/stack/recorded_fetch_log.jsonl (LEANWEB_RECORD_LOG=1)");
+    assert!(text == recorded, "the event log differs from {}", path.display());
+}
+
+/// An application without files: the stack asks it for each path and sends what it gives.
+struct InMemory {
+    asked: Vec<String>,
+}
+
+impl Application for InMemory {
+    type Body = std::io::Cursor<Vec<u8>>;
+
+    fn open(&mut self, path: &str) -> Result<crate::app::Resource<Self::Body>, crate::http::HttpError> {
+        self.asked.push(path.to_string());
+        match path {
+            "/generated" => {
+                let body = pattern(100_000);
+                let len = body.len() as u64;
+                Ok(crate::app::Resource { body: std::io::Cursor::new(body), len, content_type: "text/plain" })
+            }
+            _ => Err(crate::http::HttpError::NotFound),
+        }
+    }
+}
+
+#[test]
+fn the_stack_serves_whatever_its_application_gives() {
+    let config = config_with_root(PathBuf::from("/nonexistent"));
+    let log = EventLog::disabled();
+    let mut stack = Stack::with_app(config, InMemory { asked: Vec::new() }, log, 42);
+    let mut c = client(false);
+    let mut got = Vec::new();
+    let request =
+        b"GET /generated HTTP/1.1\r\nHost: x\r\n\r\nGET /f320.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    exchange(&mut stack, &mut c, request, &mut got);
+    let (head, rest) = body_of(&got);
+    assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Length: 100000"), "{head}");
+    assert_eq!(&rest[..100_000], &pattern(100_000)[..]);
+    assert!(String::from_utf8_lossy(&rest[100_000..]).starts_with("HTTP/1.1 404"), "no file system behind it");
+    assert_eq!(stack.app.asked, ["/generated", "/f320.bin"]);
 }

@@ -1,6 +1,6 @@
 """Per-connection send/ACK streams of a lean server for the RTO replay, from its two
 independent witnesses: leanweb's JSON-lines log (`tx`, `tx_dropped`, `ack`, `timeout`,
-`rtt_sample`; crates/leanweb/src/stack.rs) and the capture at its port (docs/rto-replay.md).
+`rtt_sample`; crates/leanweb/src/stack/events.rs) and the capture at its port (docs/rto-replay.md).
 
 A stream is the sender's view in order: ("send", t_us, start, end, retransmission),
 ("ack", t_us, ack) for every ACK of new data, ("timeout", t_us) for a go-back-N rewind.
