@@ -37,7 +37,8 @@ pub struct Args {
     /// Document root: files under it are served, nothing else.
     #[arg(long)]
     pub root: Option<PathBuf>,
-    #[arg(long)]
+    /// 0 would ask the kernel for a port, which a TAP stack has none to give.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
     /// Server profile: `bare` (the studies' server: no congestion control, go-back-N after
     /// a 1 s minimum RTO) or `modern` (SACK recovery, RACK-TLP, timestamps, CUBIC, 200 ms
@@ -127,7 +128,8 @@ pub struct Args {
     pub send_buffer_max_bytes: Option<usize>,
     #[arg(long)]
     pub recv_buffer_bytes: Option<usize>,
-    #[arg(long)]
+    /// RFC 7323 §2.3: a shift count above 14 is not allowed.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=14))]
     pub window_scale: Option<u8>,
     #[arg(long)]
     pub time_wait_ms: Option<u64>,
@@ -311,7 +313,7 @@ impl Args {
             send_buffer_bytes: self.send_buffer_bytes.unwrap_or(base.send_buffer_bytes).max(1),
             send_buffer_max_bytes: zero_means_none(self.send_buffer_max_bytes, base.send_buffer_max_bytes),
             recv_buffer_bytes: self.recv_buffer_bytes.unwrap_or(base.recv_buffer_bytes).clamp(1, 1 << 30),
-            window_scale: self.window_scale.unwrap_or(base.window_scale).min(14),
+            window_scale: self.window_scale.unwrap_or(base.window_scale),
             rto: self.rto_config()?,
             cc,
             recovery,
