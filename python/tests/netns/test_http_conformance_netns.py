@@ -239,6 +239,8 @@ CASES = [
          "505 or 400", lambda o, d: refused(o, {400, 505}, close_required=False)),
     Case("http/1.2-line", "RFC 9110 §2.5", req(f"GET {PATH} HTTP/1.2", H, CLOSE), ["GET"],
          "200 as HTTP/1.1 (SHOULD), or 505/400", lambda o, d: serves(o, d) or refused(o, {400, 505}, False)),
+    Case("two-versions", "RFC 9112 §3", req(f"GET {PATH} HTTP/1.2 HTTP/1.1", H, CLOSE), ["GET"],
+         "400 (malformed request line)", lambda o, d: refused(o, {400}, close_required=False)),
     Case("te-chunked", "RFC 9112 §6.1, §7.1", req(f"GET {PATH} HTTP/1.1", H, "Transfer-Encoding: chunked", CLOSE,
                                                    body=CL_TE_BODY), ["GET"],
          "200 (empty chunked body read), or 400/501 and close",
@@ -287,6 +289,9 @@ def test_http11_conformance_of_leanweb_against_nginx(tmp_path):
                     for server, addr4, addr6 in (("leanweb", SERVER4, SERVER6), ("nginx", KERNEL4, KERNEL6)):
                         results[(server, 4)] = run_cases(addr4, socket.AF_INET, data)
                         results[(server, 6)] = run_cases(addr6, socket.AF_INET6, data)
+                    # every case behind it, leanweb still serves (no case took it down)
+                    still = converse(SERVER4, CASES[0].request, CASES[0].methods,
+                                     lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             finally:
                 nginx.stop()
         elapsed_s = time.monotonic() - started
@@ -309,6 +314,7 @@ def test_http11_conformance_of_leanweb_against_nginx(tmp_path):
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    assert serves(still, data), f"leanweb after all cases: {still.summary()}"
     # the reference must really be up: it serves the plain GET on both families
     assert all(serves(results[("nginx", fam)]["get"], data) for fam in (4, 6))
     # every leanweb response carries a Date (RFC 9110 §6.6.1: 2xx-4xx from a server with a clock)
