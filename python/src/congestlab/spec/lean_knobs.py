@@ -1,6 +1,7 @@
-"""The lean server's knobs: the leanweb flag of each and the values leanweb accepts
-(crates/leanweb/src/config.rs, crates/leantcp/src/rto.rs and conn.rs validate()), read from
-lean_knobs.json beside this file. A spec's knob values are checked when it loads, so a sweep
+"""The lean server's knobs: the leanweb flag of each and the values leanweb accepts, read
+from lean_knobs.json beside this file, which `leanweb --knobs-json` prints from its one
+declaration (crates/leanweb/src/knobs.rs; `make lean-knobs-json` regenerates it and
+python/tests/unit/test_lean_knobs_json.py checks the committed copy). A spec's knob values are checked when it loads, so a sweep
 fails before it runs; the flags are also the simulated server's (simulate/mapping.py).
 
 lean_knobs.json (format 1): `knobs` in flag order, each with a `kind`: number (min, max
@@ -8,7 +9,7 @@ when bounded, min_exclusive), integer (min, max when bounded), word (words, any_
 switch (clap's BoolishValueParser words or a TOML boolean) or mac (a unicast MAC address);
 `conflicts` (a knob that may not be given with others), `ordered` (low <= high when both
 apply) and `profiles` (a profile's congestion control when the knobs name none:
-crates/leantcp/src/conn.rs TcpConfig::bare() and modern()).
+crates/leantcp/src/config.rs TcpConfig::bare() and modern()).
 """
 
 from __future__ import annotations
