@@ -4,8 +4,10 @@ a partial table beside `extends`; every preset and example spec still loads."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 
@@ -13,6 +15,8 @@ from congestlab.errors import SpecError
 from congestlab.paths import REPO_ROOT
 from congestlab.spec import load_preset, load_spec, preset_names
 from congestlab.spec.loader import parse_spec
+from congestlab.spec.shaping import unshaped_links
+from congestlab.spec.sweep import expand
 from congestlab.testbed.layout import build_layout
 
 TINY = """
@@ -177,3 +181,60 @@ def test_cli_refuses_a_port_clash_in_one_line_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "servers.nginx.port" in lines[0] and not proc.stdout, proc.stderr
+
+
+# --- a link too fast to shape: a warning, not an error ----------------------------------
+FAST = TINY.replace("rate_bps = 20_000_000", "rate_bps = 1e17, queue_packets = 50")
+
+
+def test_a_link_at_or_above_the_unshaped_rate_is_a_dry_run_warning(tmp_path):
+    spec = tmp_path / "fast.toml"
+    spec.write_text(FAST)
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stdout.splitlines() if line.startswith("# warning:")]
+    assert warnings == ["# warning: topology.nodes.r1.links.s0.rate_bps = 1e+17 is at or above "
+                        "topology.unshaped_at_or_above_bps = 1e+09: the link runs unshaped at veth speed and its "
+                        "queue_packets = 50 is not applied"], proc.stdout
+    # the shaper is indeed left out of the plan
+    assert "htb" not in proc.stdout
+
+
+def test_a_shaped_link_gives_no_warning(tmp_path):
+    spec = tmp_path / "ok.toml"
+    spec.write_text(TINY)
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "# warning" not in proc.stdout and "htb" in proc.stdout, proc.stdout
+
+
+def test_an_unshaped_link_is_a_failed_fidelity_check_in_the_manifest(tmp_path):
+    from congestlab.runner import Runner
+
+    runner = Runner(parse_spec(FAST, "fast.toml"), tmp_path)
+    (check,) = [c for c in runner.checks if c.name == "link_shaped_r1_s0"]
+    assert not check.ok and check.value == 10**17 and "topology.nodes.r1.links.s0.rate_bps" in check.message
+    runner._fail("failed", "stopped by the test")  # what a run records, however it ends
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert [c["name"] for c in manifest["fidelity"]["checks"]] == ["link_shaped_r1_s0"]
+    # a cluster node's subset leaves the check to its driver (one copy in the manifest)
+    node = Runner(parse_spec(FAST, "fast.toml"), tmp_path / "node", runs=[("main", 1)])
+    assert node.checks == []
+    assert Runner(parse_spec(TINY, "x.toml"), tmp_path / "ok").checks == []
+
+
+def test_a_sweep_leaving_one_point_unshaped_names_that_point():
+    text = TINY + ('[[experiments]]\nname = "main"\n'
+                   'axes = [{ name = "r", fields = ["nodes.r1.links.s0.rate_bps"], values = [10_000_000, 2e9] }]\n')
+    (link,) = unshaped_links(expand(parse_spec(text, "x.toml")))
+    assert link.message.endswith("(points main.r-2e+09)"), link.message
+
+
+def test_version_prints_the_package_version_and_git_revision():
+    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert proc.stdout.startswith(f"congestlab {metadata.version('congestlab')} (git {head.stdout.strip()}"), \
+        proc.stdout
+    assert len(proc.stdout.splitlines()) == 1
