@@ -151,11 +151,12 @@ def environment() -> dict:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "git_revision": _git_revision(),
+        "git_revision": git_revision(),
     }
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
+    """The checkout's commit, "-dirty" with uncommitted changes; "unknown" outside a git checkout."""
     try:
         out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)

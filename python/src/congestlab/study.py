@@ -21,6 +21,7 @@ from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import StudySpec
+from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand, run_order
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.namespaces import list_namespaces, owner_alive
@@ -49,6 +50,8 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
               f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
               f"link_emulator = {spec.topology.link_emulator})")
+    for link in unshaped_links(points):  # (the Runner records them in the manifest's fidelity checks)
+        print(f"# warning: {link.message}")
     print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
           + " ".join(tb.layout.namespaces()))
     runs = run_order(points, spec.order, spec.seed)

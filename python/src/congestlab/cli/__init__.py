@@ -25,7 +25,8 @@ from congestlab.report import build_report
 from congestlab.report.data import RunData
 from congestlab.report.terminal import print_report
 from congestlab.results import write_results
-from congestlab.rundir import read_manifest, write_manifest
+from congestlab import __version__
+from congestlab.rundir import git_revision, read_manifest, write_manifest
 from congestlab.runner import require_root
 from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
 from congestlab.sensitivity.distance import by_metric as per_metric
@@ -42,6 +43,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 app.add_typer(cc_cli.app, name="cc", help="Congestion controls: list, install and remove (Compound TCP via BPF).")
 app.add_typer(bench_cli.app, name="bench", help="dualbench: ANMA dual-stack benchmark and HTTP stress.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"congestlab {__version__} (git {git_revision()})")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="print the version and git revision, then exit")) -> None:
+    pass
 
 
 def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool,

@@ -37,6 +37,7 @@ from congestlab.runner.network import check_reachability, qdisc_config, qdisc_sn
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
 from congestlab.spec.models import StudySpec
+from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import Point, expand, run_order
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
@@ -74,6 +75,10 @@ class Runner:
         self.tag = tag
         self.axes = list(dict.fromkeys(a for p in self.points for a in p.labels))
         self.checks: list[fidelity.Check] = []
+        if runs is None:  # (a cluster node's subset leaves them to its driver, so the manifest has them once)
+            self.checks += [fidelity.Check(f"link_shaped_{u.node}_{u.switch}", False, u.rate_bps,
+                                           f"rate_bps below {u.limit_bps:g} (shaped)", u.message)
+                            for u in unshaped_links(self.points)]
         self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
                                            self.prefix)
         self.cc = CongestionControls(self)

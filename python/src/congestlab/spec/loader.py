@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -49,9 +50,11 @@ def _resolve(data: dict[str, Any], origin: str, chain: tuple[str, ...]) -> Study
     settings the file inherits (a variant's warmup_s = 60 stays 60 under --quick); a
     `[quick]` the file writes itself stands as written."""
     inherits_quick = "extends" in data and "quick" not in data
+    replaced = {}
     if "extends" in data:
+        replaced = {key: value for key, value in data.items() if isinstance(value, dict)}
         data = extend_preset(data, origin, chain)
-    study = validate_spec(data, origin)
+    study = validate_spec(data, origin, replaced)
     if not study.set:
         return study
     return apply_settings(study, study.set, f"{origin}: set", over_quick=inherits_quick)
@@ -122,15 +125,16 @@ def extend_preset(data: dict[str, Any], origin: str, chain: tuple[str, ...] = ()
     return base | data
 
 
-def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
+def validate_spec(data: dict[str, Any], origin: str, replaced: dict[str, dict] | None = None) -> StudySpec:
     """The study, its report declaration and every point of its sweeps (full and quick)
-    checked now, so a wrong value fails before anything is built."""
+    checked now, so a wrong value fails before anything is built. `replaced`: the tables a
+    file that `extends` a preset gives (they replace the preset's whole)."""
     try:
         study = StudySpec.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = field_path(first["loc"], data)
-        message = first["msg"].removeprefix("Value error, ")
+        message = first["msg"].removeprefix("Value error, ") + _partial_table_hint(first, replaced or {})
         raise SpecError(f"{origin}: {where}" if where else origin, message) from None
     _validate_report(study, origin)
     try:
@@ -139,6 +143,18 @@ def validate_spec(data: dict[str, Any], origin: str) -> StudySpec:
     except SweepError as err:
         raise SpecError(f"{origin}: {err.where}", err.problem) from None
     return study
+
+
+def _partial_table_hint(error: dict, replaced: dict[str, dict]) -> str:
+    """A field missing from a table the file gives beside `extends`: the table replaced the
+    preset's whole, where the author most likely meant to change a few of its fields."""
+    table = error["loc"][0] if error["loc"] else None
+    if error["type"] != "missing" or table not in replaced:
+        return ""
+    given = [key for key, value in replaced[table].items() if not isinstance(value, (dict, list))]
+    example = f'"{table}.{given[0]}" = {json.dumps(replaced[table][given[0]])}' if given else f'"{table}.FIELD" = VALUE'
+    return (f" (with extends, a [{table}] table replaces the preset's whole; to change some of its fields, "
+            f"give them under [set] as dotted field paths, e.g. {example})")
 
 
 def _validate_report(study: StudySpec, origin: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
-from congestlab.spec.validate import check_references
+from congestlab.spec.validate import check_references, non_finite_problem
 from congestlab.spec.workloads import Workload
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
@@ -26,7 +26,8 @@ Scalar = str | int | float | bool
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # nan and inf are refused: a nan passes no bound (`warmup_s = nan` would read as "above 600")
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SwitchSpec(Strict):
@@ -279,6 +280,14 @@ class StudySpec(Strict):
     published: list[dict[str, Scalar | None]] = Field(
         default_factory=list, description="the seed's numbers: keys (axis or column values) and metric values")
     report: dict[str, Any] = Field(default_factory=dict, description="declared tables, plots and claims")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite(cls, data: Any) -> Any:
+        problem = non_finite_problem(data)
+        if problem:
+            raise ValueError(problem)
+        return data
 
     @model_validator(mode="after")
     def _references(self) -> "StudySpec":

@@ -18,7 +18,13 @@ traffic), named `[[levels]]`, and `[[experiments]]` whose sweep axes make the po
 preset (`congestlab presets`) is such a file; `congestlab run FILE` runs yours,
 `--dry-run` prints the testbed's commands and every point without touching anything, and
 `congestlab schema` prints the JSON Schema for editors that validate TOML as you type.
-A wrong field or value is one line naming it (exit code 2) before anything is built.
+A wrong field or value is one line naming it (exit code 2) before anything is built. So is a
+spec that cannot run as written: two servers on one node and port (or two lean servers on one
+user-stack node), switches whose subnets overlap, a `host_id` taken twice on a switch or not
+fitting its subnet, a `nan` or `inf` anywhere. A link whose `rate_bps` is at or above
+`topology.unshaped_at_or_above_bps` is left at veth speed without a shaper, so its
+`queue_packets` and `tbf_rate_bps` are not applied: `--dry-run` prints a warning and a run
+records it as a failed fidelity check in its manifest.
 
 This page is generated from the models in `python/src/congestlab/spec/` by
 `congestlab schema --markdown`; units are in the field names.
@@ -64,7 +70,10 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   variant (e.g. the `*-seed-fit` presets). `[set]` is applied after the file's own top-level
   keys, and its values hold under `--quick` too: the `[quick]` settings the file inherits no
   longer touch those fields (a `[quick]` the file writes itself stands as written). A file
-  may extend a preset that is itself a variant; the variant's `[set]` is applied first.
+  may extend a preset that is itself a variant; the variant's `[set]` is applied first. A
+  table the file gives replaces the preset's whole: a `[topology]` with a few keys lacks the
+  rest (the error says so); change a few fields with `[set]`, e.g.
+  `"topology.unshaped_at_or_above_bps" = 2e9`.
 
 ## Reference
 """

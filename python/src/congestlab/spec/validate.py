@@ -4,13 +4,46 @@ a SpecError, exit 2) before anything is built."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
+
+from congestlab.spec.addresses import check_subnets, host_ids
 
 if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec
 
 
+def non_finite_problem(data: Any, path: str = "") -> str | None:
+    """The first nan or inf anywhere in a spec as read (TOML has both), named by its field
+    path (list items by their name or switch, as in `[set]`); None when every number is finite.
+    Typed fields refuse them too (the models' allow_inf_nan), but free tables (sysctls,
+    knobs, `[set]`, levels, axis values, report) hold values of any type."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return f"{path or 'value'}: {data} is not a finite number"
+    if isinstance(data, dict):
+        items = ((f"{path}.{key}" if path else str(key), value) for key, value in data.items())
+    elif isinstance(data, list):
+        items = ((f"{path}.{_item_name(value, index)}", value) for index, value in enumerate(data))
+    else:
+        return None
+    for where, value in items:
+        problem = non_finite_problem(value, where)
+        if problem:
+            return problem
+    return None
+
+
+def _item_name(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        for key in ("name", "switch"):
+            if isinstance(item.get(key), str):
+                return item[key]
+    return str(index)
+
+
 def check_references(study: "StudySpec") -> None:
+    check_subnets(study.topology)
+    host_ids(study.topology)
     nodes = {n.name: n for n in study.topology.nodes}
 
     def host(name: str, what: str) -> None:
@@ -29,6 +62,7 @@ def check_references(study: "StudySpec") -> None:
         if (nodes[server.node].stack == "user") != wants_user:
             raise ValueError(f"servers.{server.name}: a {server.kind} server needs node {server.node!r} with "
                              f"stack = \"{'user' if wants_user else 'kernel'}\"")
+    _check_listeners(study)
     kernel_servers_per_node: dict[str, list[str]] = {}
     for server in study.servers:
         if server.kind != "lean":
@@ -120,3 +154,23 @@ def check_references(study: "StudySpec") -> None:
     if study.calibrate:
         for name in study.calibrate:
             host(name, "calibrate")
+
+
+def _check_listeners(study: "StudySpec") -> None:
+    """Two servers cannot listen on one node and port (the second's bind fails, or both
+    "start" and one answers for the other); a user-stack node's addresses and TAP device
+    (testbed/plan.py USER_STACK_TAP) belong to one lean server, whatever its port."""
+    listening: dict[tuple[str, int], str] = {}
+    lean_on: dict[str, str] = {}
+    for server in study.servers:
+        if server.kind == "lean":
+            if server.node in lean_on:
+                raise ValueError(f"servers.{server.name}.node: node {server.node!r} already has lean server "
+                                 f"{lean_on[server.node]!r} (a user-stack node's addresses belong to one lean "
+                                 "server); give it a node of its own with stack = \"user\"")
+            lean_on[server.node] = server.name
+        key = (server.node, server.port)
+        if key in listening:
+            raise ValueError(f"servers.{server.name}.port: {server.port} on node {server.node!r} is already "
+                             f"servers.{listening[key]}'s port; two servers cannot listen on one node and port")
+        listening[key] = server.name

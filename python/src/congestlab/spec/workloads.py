@@ -17,7 +17,7 @@ MGEN_CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as spec/models.py Strict
 
 
 class _Workload(_Strict):

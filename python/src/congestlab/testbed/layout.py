@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from congestlab.errors import SpecError
+from congestlab.spec.addresses import host_ids
 from congestlab.spec.models import TopologySpec
 
 PREFIX_RE = re.compile(r"^cl[0-9a-f]{6}$")
@@ -93,27 +94,18 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
     if not PREFIX_RE.match(prefix):
         raise ValueError(f"run prefix {prefix!r} must look like cl1a2b3c")
     subnets = {s.name: (ipaddress.ip_network(s.subnet4), ipaddress.ip_network(s.subnet6)) for s in topology.switches}
+    try:
+        ids = host_ids(topology)  # (a loaded spec was checked already: spec/addresses.py)
+    except ValueError as err:
+        where, _, problem = str(err).partition(": ")
+        raise SpecError(where, problem) from None
     nodes: dict[str, NodeLayout] = {}
-    used: dict[tuple[str, int], str] = {}
-    auto_next = {s.name: 100 for s in topology.switches}
     for node in topology.nodes:
         layout = NodeLayout(node.name, node.kind, f"{prefix}-{node.name}", node.cc, node.tcp_timestamps,
                             node.stack, {k: _sysctl_value(v) for k, v in node.sysctls.items()})
         for index, link in enumerate(node.links):
-            host_id = link.host_id
-            if host_id is None:
-                while (link.switch, auto_next[link.switch]) in used:
-                    auto_next[link.switch] += 1
-                host_id = auto_next[link.switch]
-            if (link.switch, host_id) in used:
-                raise SpecError(
-                    f"topology.nodes[{node.name}]",
-                    f"host_id {host_id} on switch {link.switch} is also used by {used[(link.switch, host_id)]}",
-                )
-            used[(link.switch, host_id)] = node.name
+            host_id = ids[(node.name, link.switch)]
             net4, net6 = subnets[link.switch]
-            if host_id >= net4.num_addresses - 1:
-                raise SpecError(f"topology.nodes[{node.name}]", f"host_id {host_id} does not fit {net4}")
             shaped = link.rate_bps if link.rate_bps and link.rate_bps < topology.unshaped_at_or_above_bps else None
             layout.interfaces.append(
                 Interface(
