@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
                                                  path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
-from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
+from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap, write_trace
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
@@ -55,13 +56,16 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         records = [json.loads(line) for line in (rep_dir / "records.jsonl").read_text().splitlines() if line.strip()]
         pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
         conns_by_server = {}
+        traces_by_server: dict[str, dict[int, list[bytes]]] = {}
+        shutil.rmtree(rep_dir / SERIES_DIR, ignore_errors=True)  # written again below
         capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
         for pcap in pcaps:
             server = pcap.stem
             port = _server_port(manifest, server, info)
             where_file = pcap.relative_to(run_dir)
             try:
-                measured = measure_pcap(pcap, server_port=port)
+                measured = measure_pcap(pcap, server_port=port,
+                                        trace_client_ports=_measured_client_ports(records, server))
             except TraceError as err:
                 capture_errors[server] = f"{where_file}: unreadable ({err})"
             else:
@@ -74,6 +78,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                 continue
             stats = measured.read_stats
             conns_by_server[server] = measured.connections
+            traces_by_server[server] = measured.trace_lines
             pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
                                                        "skipped": stats.skipped}
             rows["port"].append(common | {"server": server} | _port_row(measured.port))
@@ -93,6 +98,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             out = common | _request_base(row, specs[point_id])
             outcome, error, conn = _outcome(row, out["timeout_s"], capture_errors.get(row["server"]),
                                             conns_by_server.get(row["server"], []), specs[point_id])
+            if conn is not None:
+                _write_series(rep_dir, row["server"], conn, traces_by_server.get(row["server"], {}))
             if outcome == COMPLETE:
                 out |= _metrics(conn.metrics) | {"client_port": conn.metrics.client_port}
             else:
@@ -116,6 +123,28 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
     return AnalysisResult(summary, checks, rows)
+
+
+SERIES_DIR = "series"
+
+
+def _measured_client_ports(records: list[dict], server: str) -> set[int]:
+    """The client ports of this server's measured GETs: their connections are traced (on a port
+    shared with load connections, only theirs)."""
+    return {r["row"]["client_port"] for r in records
+            if r["kind"] == RAW_KIND and r["row"].get("server") == server and r["row"].get("client_port")}
+
+
+def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]]) -> None:
+    """The measured connection's segment trace as series/<server>-<family>-<client port>.csv
+    (-<conn id> appended when the port's name is taken: a port reused in one repetition)."""
+    lines = traces.get(conn.conn)
+    if not lines:
+        return
+    path = rep_dir / SERIES_DIR / f"{server}-{conn.family}-{conn.client_port}.csv"
+    if path.exists():
+        path = path.with_name(f"{path.stem}-{conn.conn}.csv")
+    write_trace(path, lines)
 
 
 def _server_port(manifest: dict, server: str, info: dict) -> int:
