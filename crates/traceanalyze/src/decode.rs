@@ -12,6 +12,7 @@ use crate::capture::Frame;
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
 pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
 pub const ACK: u8 = 0x10;
 
 /// LINKTYPE_* values the analyzer reads (tcpdump writes ETHERNET on a veth).

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use etherparse::{TcpOptionElement, TcpOptionsIterator};
 
-use crate::decode::{Segment, ACK, FIN, RST, SYN};
+use crate::decode::{Segment, ACK, FIN, PSH, RST, SYN};
 
 pub const TRACE_HEADER: &str = "conn,ts_ns,dir,flags,seq_off,end_off,payload_bytes,retransmitted,\
 ack_off,rwnd_bytes,sack_blocks,in_flight_bytes,rtt_ns";
@@ -66,34 +66,38 @@ pub fn sack_blocks(seg: &Segment) -> ([(u32, u32); 4], u8) {
     (out, n)
 }
 
-fn flag_letters(flags: u8) -> String {
-    [(SYN, 'S'), (FIN, 'F'), (RST, 'R'), (0x08, 'P'), (ACK, 'A')]
-        .iter()
-        .filter(|(bit, _)| flags & bit != 0)
-        .map(|&(_, c)| c)
-        .collect()
-}
-
 pub fn write_row(w: &mut dyn Write, conn: u64, r: &TraceRow) -> io::Result<()> {
-    let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let sacks: Vec<String> = r.sack[..usize::from(r.sack_count)]
-        .iter()
-        .map(|(a, b)| format!("{a}-{b}"))
-        .collect();
-    writeln!(
+    // field by field, no temporary strings: a traced bulk transfer is a line per frame
+    write!(
         w,
-        "{conn},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{conn},{},{},",
         r.ts_ns,
-        if r.from_client { "c" } else { "s" },
-        flag_letters(r.flags),
+        if r.from_client { "c" } else { "s" }
+    )?;
+    for (bit, letter) in [(SYN, "S"), (FIN, "F"), (RST, "R"), (PSH, "P"), (ACK, "A")] {
+        if r.flags & bit != 0 {
+            w.write_all(letter.as_bytes())?;
+        }
+    }
+    write!(
+        w,
+        ",{},{},{},{},",
         r.seq_off,
         r.end_off,
         r.payload_bytes,
-        u8::from(r.retransmitted),
-        opt(r.ack_off),
-        r.rwnd_bytes,
-        sacks.join(" "),
-        r.in_flight_bytes,
-        opt(r.rtt_ns),
-    )
+        u8::from(r.retransmitted)
+    )?;
+    if let Some(ack) = r.ack_off {
+        write!(w, "{ack}")?;
+    }
+    write!(w, ",{},", r.rwnd_bytes)?;
+    for (i, (left, right)) in r.sack[..usize::from(r.sack_count)].iter().enumerate() {
+        let sep = if i > 0 { " " } else { "" };
+        write!(w, "{sep}{left}-{right}")?;
+    }
+    write!(w, ",{},", r.in_flight_bytes)?;
+    if let Some(rtt) = r.rtt_ns {
+        write!(w, "{rtt}")?;
+    }
+    w.write_all(b"\n")
 }
