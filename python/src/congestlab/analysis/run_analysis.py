@@ -57,6 +57,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
         conns_by_server = {}
         traces_by_server: dict[str, dict[int, list[bytes]]] = {}
+        series_names: dict[tuple[str, int], str] = {}  # (server, conn) -> file name, one per connection
         shutil.rmtree(rep_dir / SERIES_DIR, ignore_errors=True)  # written again below
         capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
         for pcap in pcaps:
@@ -98,8 +99,9 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             out = common | _request_base(row, specs[point_id])
             outcome, error, conn = _outcome(row, out["timeout_s"], capture_errors.get(row["server"]),
                                             conns_by_server.get(row["server"], []), specs[point_id])
-            if conn is not None:
-                _write_series(rep_dir, row["server"], conn, traces_by_server.get(row["server"], {}))
+            traced = conn or _connection_of(conns_by_server.get(row["server"], []), row)
+            if traced is not None:  # also a GET that timed out or failed: why is the question
+                _write_series(rep_dir, row["server"], traced, traces_by_server.get(row["server"], {}), series_names)
             if outcome == COMPLETE:
                 out |= _metrics(conn.metrics) | {"client_port": conn.metrics.client_port}
             else:
@@ -135,16 +137,19 @@ def _measured_client_ports(records: list[dict], server: str) -> set[int]:
             if r["kind"] == RAW_KIND and r["row"].get("server") == server and r["row"].get("client_port")}
 
 
-def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]]) -> None:
+def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],
+                  names: dict[tuple[str, int], str]) -> None:
     """The measured connection's segment trace as series/<server>-<family>-<client port>.csv
-    (-<conn id> appended when the port's name is taken: a port reused in one repetition)."""
+    (-<conn id> appended when the port's name is taken: a port reused in one repetition);
+    once per connection, however many GET rows name it."""
     lines = traces.get(conn.conn)
-    if not lines:
+    if not lines or (server, conn.conn) in names:
         return
-    path = rep_dir / SERIES_DIR / f"{server}-{conn.family}-{conn.client_port}.csv"
-    if path.exists():
-        path = path.with_name(f"{path.stem}-{conn.conn}.csv")
-    write_trace(path, lines)
+    name = f"{server}-{conn.family}-{conn.client_port}"
+    if name in names.values():
+        name += f"-{conn.conn}"
+    names[(server, conn.conn)] = name
+    write_trace(rep_dir / SERIES_DIR / f"{name}.csv", lines)
 
 
 def _server_port(manifest: dict, server: str, info: dict) -> int:
@@ -191,6 +196,12 @@ def _timeout_s(spec: dict, workload: str | None) -> float | None:
 def _bottleneck(spec: dict, row: dict):
     node = next((s.get("node") for s in spec.get("servers", []) if s.get("name") == row["server"]), None)
     return path_bottleneck(spec, row["client"], node) if node else None
+
+
+def _connection_of(conns: list[PcapConnection], row: dict) -> PcapConnection | None:
+    """The GET's connection in the capture, measured or not (as _measure finds it)."""
+    return next((c for c in conns if row.get("client_port") and c.key == (row["family"], row["client_port"])
+                 and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1), None)
 
 
 def _measure(conns: list[PcapConnection], row: dict) -> tuple[PcapConnection | None, str]:
