@@ -73,6 +73,7 @@ struct Analyzer<'s, 'a> {
     skipped: BTreeMap<String, u64>,
     malformed: u64,
     write_error: Option<TraceError>,
+    trace_line: Vec<u8>,
 }
 
 /// Analyses one capture read from `input`; `pcap_name` only labels the header record.
@@ -116,6 +117,7 @@ pub fn analyze<R: Read + Send>(
         skipped: BTreeMap::new(),
         malformed: 0,
         write_error: None,
+        trace_line: Vec::with_capacity(256),
     };
     // the callbacks cannot return errors: a write error is kept and stops the analysis below
     let end = read_frames(input, |item| {
@@ -297,7 +299,7 @@ impl Analyzer<'_, '_> {
             trace.as_mut(),
             conn.trace.as_mut().and_then(|t| t.row.take()),
         ) {
-            if let Err(e) = segment_trace::write_row(*w, id, &row) {
+            if let Err(e) = segment_trace::write_row(*w, &mut self.trace_line, id, &row) {
                 io_err.borrow_mut().get_or_insert(e);
             }
         }

@@ -66,38 +66,56 @@ pub fn sack_blocks(seg: &Segment) -> ([(u32, u32); 4], u8) {
     (out, n)
 }
 
-pub fn write_row(w: &mut dyn Write, conn: u64, r: &TraceRow) -> io::Result<()> {
-    // field by field, no temporary strings: a traced bulk transfer is a line per frame
-    write!(
-        w,
-        "{conn},{},{},",
-        r.ts_ns,
-        if r.from_client { "c" } else { "s" }
-    )?;
-    for (bit, letter) in [(SYN, "S"), (FIN, "F"), (RST, "R"), (PSH, "P"), (ACK, "A")] {
+/// Writes one line; `line` is a buffer kept across calls. Integers go through itoa into the
+/// buffer and the line out in one write: a traced bulk transfer is a line per frame.
+pub fn write_row(w: &mut dyn Write, line: &mut Vec<u8>, conn: u64, r: &TraceRow) -> io::Result<()> {
+    let mut num = itoa::Buffer::new();
+    line.clear();
+    line.extend_from_slice(num.format(conn).as_bytes());
+    line.push(b',');
+    line.extend_from_slice(num.format(r.ts_ns).as_bytes());
+    line.extend_from_slice(if r.from_client { b",c," } else { b",s," });
+    for (bit, letter) in [
+        (SYN, b'S'),
+        (FIN, b'F'),
+        (RST, b'R'),
+        (PSH, b'P'),
+        (ACK, b'A'),
+    ] {
         if r.flags & bit != 0 {
-            w.write_all(letter.as_bytes())?;
+            line.push(letter);
         }
     }
-    write!(
-        w,
-        ",{},{},{},{},",
+    for v in [
         r.seq_off,
         r.end_off,
-        r.payload_bytes,
-        u8::from(r.retransmitted)
-    )?;
+        i64::from(r.payload_bytes),
+        i64::from(r.retransmitted),
+    ] {
+        line.push(b',');
+        line.extend_from_slice(num.format(v).as_bytes());
+    }
+    line.push(b',');
     if let Some(ack) = r.ack_off {
-        write!(w, "{ack}")?;
+        line.extend_from_slice(num.format(ack).as_bytes());
     }
-    write!(w, ",{},", r.rwnd_bytes)?;
-    for (i, (left, right)) in r.sack[..usize::from(r.sack_count)].iter().enumerate() {
-        let sep = if i > 0 { " " } else { "" };
-        write!(w, "{sep}{left}-{right}")?;
+    line.push(b',');
+    line.extend_from_slice(num.format(r.rwnd_bytes).as_bytes());
+    line.push(b',');
+    for (i, &(left, right)) in r.sack[..usize::from(r.sack_count)].iter().enumerate() {
+        if i > 0 {
+            line.push(b' ');
+        }
+        line.extend_from_slice(num.format(left).as_bytes());
+        line.push(b'-');
+        line.extend_from_slice(num.format(right).as_bytes());
     }
-    write!(w, ",{},", r.in_flight_bytes)?;
+    line.push(b',');
+    line.extend_from_slice(num.format(r.in_flight_bytes).as_bytes());
+    line.push(b',');
     if let Some(rtt) = r.rtt_ns {
-        write!(w, "{rtt}")?;
+        line.extend_from_slice(num.format(rtt).as_bytes());
     }
-    w.write_all(b"\n")
+    line.push(b'\n');
+    w.write_all(line)
 }
