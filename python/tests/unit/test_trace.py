@@ -23,7 +23,7 @@ from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.run_analysis import _metrics as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
-from congestlab.analysis.trace import measure_pcap, read_series, read_trace, write_trace
+from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import RAW_KIND
@@ -365,3 +365,19 @@ def test_segment_trace_of_the_measured_port_only(tmp_path):
     assert measure_pcap(pcap, 80).trace_lines == {}
     with pytest.raises(ValueError, match="rust backend"):
         measure_pcap(pcap, 80, backend="dpkt", trace_client_ports=[40000])
+
+
+def test_series_file_per_connection_with_a_reused_port(tmp_path):
+    """Two connections from one client port in a repetition: the second file gets its conn id;
+    a GET row naming a connection already written writes nothing again."""
+    from congestlab.analysis.run_analysis import _write_series
+    conns = [PcapConnection(conn=i, family="v6", client="fd00::a", client_port=41000, server="fd00::b",
+                            server_port=80, first_ts=0.0, last_ts=1.0, retransmissions=0, metrics=None)
+             for i in (3, 7)]
+    traces = {3: [b"3,1,c,S,0,1,0,0,,100,,0,\n"], 7: [b"7,2,c,S,0,1,0,0,,100,,0,\n"]}
+    names: dict = {}
+    for conn in (conns[0], conns[1], conns[0]):
+        _write_series(tmp_path, "nginx", conn, traces, names)
+    files = sorted(p.name for p in (tmp_path / "series").iterdir())
+    assert files == ["nginx-v6-41000-7.csv", "nginx-v6-41000.csv"]
+    assert [r["conn"] for r in read_trace(tmp_path / "series" / "nginx-v6-41000-7.csv")] == [7]
