@@ -19,6 +19,9 @@ Timed, one after another on the same file:
 Printed: frames/s of each, the ratios traceanalyze/tshark (goal >= 10) and traceanalyze/dpkt
 (goal >= 30), peak RSS (goal <= 100 MB), and whether the two backends agree on the capture.
 
+The segment trace's cost: traceanalyze with and without `--trace` of every connection,
+interleaved (`--series-rounds` each), the medians' frames/s ratio (goal >= 0.8).
+
 Then a 10x capture for traceanalyze alone: the same file 10 times, each copy shifted in time
 after the one before (editcap -t), concatenated (mergecap -a) — the same 4-tuples reused
 after their close, as a server sees new connections from recycled ports.
@@ -160,9 +163,12 @@ def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[Timing, subproces
     return Timing(wall, max(cpu_s, 0.01), rss_kb / 1024), proc  # /usr/bin/time counts in 10 ms
 
 
-def analyzer(pcap: Path, out: Path) -> tuple[Timing, dict]:
+def analyzer(pcap: Path, out: Path, trace_ports: list[int] | None = None) -> tuple[Timing, dict]:
+    """With `trace_ports`, also the segment trace of those client ports' connections."""
     argv = [str(rust_binary("traceanalyze")), str(pcap), "--server-port", str(PORT),
             "--summary", str(out / "summary.ndjson"), "--rtt-samples", str(out / "rtt.csv")]
+    if trace_ports:
+        argv += ["--trace", str(out / "trace.csv"), "--client-ports", ",".join(map(str, trace_ports))]
     timing, _ = timed(argv)
     records = [json.loads(line) for line in (out / "summary.ndjson").read_text().splitlines()]
     return timing, next(r for r in records if r["record"] == "stats")
@@ -200,6 +206,39 @@ def agree(a: dict, b: dict) -> list[str]:
     return problems
 
 
+def series_cost(pcap: Path, out: Path, rounds: int) -> None:
+    """traceanalyze without the segment trace, with the trace of the capture's smallest
+    connection (iperf3's control connection: a short request on the port of a bulk transfer,
+    as a run traces its measured GETs beside the load) and with the trace of every connection
+    (the worst case: a line per frame), interleaved, `rounds` times each; the medians'
+    frames/s ratios to "off" (goal: >= 0.8)."""
+    conns = [json.loads(line) for line in (out / "summary.ndjson").read_text().splitlines() if '"connection"' in line]
+    smallest = min(conns, key=lambda c: c["segments_from_client"] + c["segments_from_server"])
+    arms = {"off": None, "GET-sized connection": [smallest["client_port"]],
+            "every connection": sorted({c["client_port"] for c in conns})}
+    runs: dict[str, list] = {name: [] for name in arms}
+    sizes: dict[str, float] = {}
+    load = os.getloadavg()[0]
+    for _ in range(rounds):
+        for name, ports in arms.items():
+            runs[name].append(analyzer(pcap, out, ports)[0])
+            if ports:
+                sizes[name] = (out / "trace.csv").stat().st_size / 1e6
+                os.unlink(out / "trace.csv")
+    frames = json.loads((out / "summary.ndjson").read_text().splitlines()[-1])["frames"]
+
+    def median(xs):
+        return sorted(xs)[len(xs) // 2]
+    print(f"\nsegment trace (--trace), {rounds} interleaved runs per arm, load average {load:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
+    off_wall, off_cpu = median([t.wall_s for t in runs["off"]]), median([t.cpu_s for t in runs["off"]])
+    for name, ports in arms.items():
+        wall, cpu = median([t.wall_s for t in runs[name]]), median([t.cpu_s for t in runs[name]])
+        what = f"trace {name} (client ports {ports}, {sizes.get(name, 0):.1f} MB)" if ports else "trace off"
+        print(f"  {what}: {frames / wall:,.0f} frames/s wall, {frames / cpu:,.0f} frames/CPU s; "
+              f"on/off {off_wall / wall:.3f} wall, {off_cpu / cpu:.3f} CPU")
+
+
 def tshark(pcap: Path) -> Timing:
     argv = ["tshark", "-r", str(pcap), "-n", "-T", "fields", *sum((["-e", f] for f in TSHARK_FIELDS), [])]
     timing, _ = timed(argv)
@@ -224,6 +263,8 @@ def main() -> int:
     ap.add_argument("--bytes", default="2000M", help="iperf3 -n: bytes the server sends (default 2000M)")
     ap.add_argument("--keep", type=Path, help="keep the captures and outputs in this directory")
     ap.add_argument("--skip-10x", action="store_true", help="no 10x capture")
+    ap.add_argument("--only-series", action="store_true", help="only the segment trace's cost (and the capture)")
+    ap.add_argument("--series-rounds", type=int, default=5, help="interleaved runs per arm of the trace cost")
     ap.add_argument("--min-frames", type=int, default=MIN_FRAMES, help=argparse.SUPPRESS)  # smoke runs
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -252,6 +293,9 @@ def main() -> int:
             print(f"bench_analyzer: only {frames} frames captured (< {args.min_frames}); raise --bytes",
                   file=sys.stderr)
             return 1
+        series_cost(pcap, work, args.series_rounds)
+        if args.only_series:
+            return 0
         rust, rust_res = python_backend(pcap, "rust")
         dpkt, dpkt_res = python_backend(pcap, "dpkt")
         tsh = tshark(pcap)

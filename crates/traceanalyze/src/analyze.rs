@@ -4,7 +4,7 @@
 //! memory grows with connections and their windows, not with packets.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
@@ -13,6 +13,7 @@ use crate::decode::{decode, Family, Segment, Skip};
 use crate::error::TraceError;
 use crate::flow::{Connection, SeriesBin};
 use crate::output::{self, mbps, ndjson, seconds, PortRecord, StatsRecord};
+use crate::segment_trace::{self, TraceState};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -21,6 +22,8 @@ pub struct Config {
     pub bin_ns: Option<i64>,
     /// The port aggregate's interval [start, end] (inclusive); None: the whole capture.
     pub window_ns: Option<(i64, i64)>,
+    /// Client ports whose connections get a segment trace (with a `trace` sink).
+    pub trace_client_ports: HashSet<u16>,
 }
 
 /// Where the outputs go; the summary is required, the others on request.
@@ -28,6 +31,8 @@ pub struct Sinks<'a> {
     pub summary: &'a mut dyn Write,
     pub rtt: Option<&'a mut dyn Write>,
     pub series: Option<&'a mut dyn Write>,
+    /// The segment trace of the connections from `Config::trace_client_ports`.
+    pub trace: Option<&'a mut dyn Write>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +73,7 @@ struct Analyzer<'s, 'a> {
     skipped: BTreeMap<String, u64>,
     malformed: u64,
     write_error: Option<TraceError>,
+    trace_line: Vec<u8>,
 }
 
 /// Analyses one capture read from `input`; `pcap_name` only labels the header record.
@@ -94,6 +100,9 @@ pub fn analyze<R: Read + Send>(
     if let Some(series) = sinks.series.as_mut() {
         writeln!(series, "{}", output::SERIES_HEADER).map_err(TraceError::write("series"))?;
     }
+    if let Some(trace) = sinks.trace.as_mut() {
+        writeln!(trace, "{}", segment_trace::TRACE_HEADER).map_err(TraceError::write("trace"))?;
+    }
     let mut a = Analyzer {
         config,
         sinks,
@@ -108,6 +117,7 @@ pub fn analyze<R: Read + Send>(
         skipped: BTreeMap::new(),
         malformed: 0,
         write_error: None,
+        trace_line: Vec::with_capacity(256),
     };
     // the callbacks cannot return errors: a write error is kept and stops the analysis below
     let end = read_frames(input, |item| {
@@ -203,6 +213,7 @@ pub fn analyze<R: Read + Send>(
         Some(&mut *a.sinks.summary),
         a.sinks.rtt.as_deref_mut(),
         a.sinks.series.as_deref_mut(),
+        a.sinks.trace.as_deref_mut(),
     ]
     .into_iter()
     .flatten()
@@ -254,11 +265,18 @@ impl Analyzer<'_, '_> {
             }
         };
         self.last = Some((key, slot));
+        let traced =
+            self.sinks.trace.is_some() && self.config.trace_client_ports.contains(&client_port);
         let conn = &mut self.slots[slot];
+        if traced && conn.trace.is_none() {
+            conn.trace = Some(Box::<TraceState>::default());
+        }
         let id = conn.id;
         let io_err: RefCell<Option<io::Error>> = RefCell::new(None);
         let bin_ns = self.config.bin_ns;
-        let Sinks { rtt, series, .. } = &mut *self.sinks;
+        let Sinks {
+            rtt, series, trace, ..
+        } = &mut *self.sinks;
         let effect = conn.update(
             seg,
             |ack_ns, rtt_ns| {
@@ -277,9 +295,17 @@ impl Analyzer<'_, '_> {
                 }
             },
         );
+        if let (Some(w), Some(row)) = (
+            trace.as_mut(),
+            conn.trace.as_mut().and_then(|t| t.row.take()),
+        ) {
+            if let Err(e) = segment_trace::write_row(*w, &mut self.trace_line, id, &row) {
+                io_err.borrow_mut().get_or_insert(e);
+            }
+        }
         if let Some(e) = io_err.into_inner() {
             return Err(TraceError::Write {
-                what: "RTT samples or series",
+                what: "RTT samples, series or trace",
                 source: e,
             });
         }
@@ -386,7 +412,16 @@ mod tests {
                 .enumerate()
                 .map(|(i, d)| (9_000_000 + i as u32, d.to_vec())),
         );
-        for (t, data) in frames {
+        write_pcap(&frames)
+    }
+
+    /// (t_us, Ethernet frame) -> a little-endian pcap
+    fn write_pcap(frames: &[(u32, Vec<u8>)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for (t, data) in frames.iter().cloned() {
             for v in [
                 t / 1_000_000,
                 t % 1_000_000,
@@ -423,11 +458,13 @@ mod tests {
                 summary: &mut summary,
                 rtt: Some(&mut rtt),
                 series: None,
+                trace: None,
             };
             let config = Config {
                 server_port: 80,
                 bin_ns: None,
                 window_ns,
+                trace_client_ports: HashSet::new(),
             };
             analyze(bytes, "test", config, &mut sinks).unwrap()
         };
@@ -523,16 +560,128 @@ mod tests {
                 summary: &mut summary,
                 rtt: Some(&mut rtt),
                 series: Some(&mut series),
+                trace: None,
             };
             let config = Config {
                 server_port: 80,
                 bin_ns: Some(100_000),
                 window_ns: Some((0, i64::MAX)),
+                trace_client_ports: HashSet::new(),
             };
             if let Ok(outcome) = analyze(&bytes[..], "fuzz", config, &mut sinks) {
                 assert!(outcome.stats.tcp_segments <= outcome.stats.frames);
             }
         }
+    }
+
+    #[test]
+    fn trace_of_the_selected_client_port_only() {
+        use etherparse::TcpOptionElement::{SelectiveAcknowledgement, WindowScale};
+        // (t_us, from_client, client_port, seq, ack, flags "SAF", window, options, payload)
+        type Frame<'o> = (
+            u32,
+            bool,
+            u16,
+            u32,
+            u32,
+            &'static str,
+            u16,
+            &'o [etherparse::TcpOptionElement],
+            usize,
+        );
+        let (ci, si) = (100u32, 5000u32);
+        let sack = [SelectiveAcknowledgement(
+            (si + 2001, si + 3001),
+            [None, None, None],
+        )];
+        let specs: Vec<Frame> = vec![
+            (0, true, 40000, ci, 0, "S", 64240, &[WindowScale(7)], 0),
+            (10, true, 40001, 9, 0, "S", 64240, &[WindowScale(7)], 0), // a load connection
+            (
+                100,
+                false,
+                40000,
+                si,
+                ci + 1,
+                "SA",
+                65160,
+                &[WindowScale(9)],
+                0,
+            ),
+            (200, true, 40000, ci + 1, si + 1, "A", 502, &[], 50), // request
+            (300, false, 40000, si + 1, ci + 51, "A", 128, &[], 1000),
+            (300, false, 40000, si + 1001, ci + 51, "A", 128, &[], 1000), // lost
+            (300, false, 40000, si + 2001, ci + 51, "A", 128, &[], 1000),
+            (400, true, 40000, ci + 51, si + 1001, "A", 500, &sack, 0),
+            (500, false, 40000, si + 1001, ci + 51, "A", 128, &[], 1000), // resent
+            (600, true, 40000, ci + 51, si + 3001, "A", 501, &[], 0),
+        ];
+        let frames: Vec<(u32, Vec<u8>)> = specs
+            .iter()
+            .map(
+                |&(t, fc, port, seq, ack, flags, window, options, payload)| {
+                    let (src, dst, sp, dp) = if fc {
+                        ([10, 0, 0, 10], [10, 0, 4, 10], port, 80)
+                    } else {
+                        ([10, 0, 4, 10], [10, 0, 0, 10], 80, port)
+                    };
+                    let mut b = PacketBuilder::ethernet2([2; 6], [4; 6])
+                        .ipv4(src, dst, 64)
+                        .tcp(sp, dp, seq, window)
+                        .options(options)
+                        .unwrap();
+                    if flags.contains('A') {
+                        b = b.ack(ack);
+                    }
+                    if flags.contains('S') {
+                        b = b.syn();
+                    }
+                    let mut data = Vec::new();
+                    b.write(&mut data, &vec![0u8; payload]).unwrap();
+                    (t, data)
+                },
+            )
+            .collect();
+        let bytes = write_pcap(&frames);
+        let (mut summary, mut trace) = (Vec::new(), Vec::new());
+        let mut sinks = Sinks {
+            summary: &mut summary,
+            rtt: None,
+            series: None,
+            trace: Some(&mut trace),
+        };
+        let config = Config {
+            server_port: 80,
+            bin_ns: None,
+            window_ns: None,
+            trace_client_ports: HashSet::from([40000]),
+        };
+        analyze(&bytes[..], "trace", config, &mut sinks).unwrap();
+        let text = String::from_utf8(trace).unwrap();
+        let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows[0].join(","), segment_trace::TRACE_HEADER);
+        // only port 40000's 9 segments, all of connection 0
+        assert_eq!(rows.len(), 1 + 9);
+        assert!(rows[1..].iter().all(|r| r[0] == "0"));
+        // conn,ts_ns,dir,flags,seq_off,end_off,payload,retx,ack_off,rwnd,sack,in_flight,rtt_ns
+        assert_eq!(
+            rows[1][1..],
+            ["0", "c", "S", "0", "1", "0", "0", "", "64240", "", "0", ""]
+        );
+        // the SYN-ACK's window is not scaled; afterwards the sender's shift applies
+        assert_eq!(rows[2][3..10], ["SA", "0", "1", "0", "0", "1", "65160"]);
+        assert_eq!(rows[3][9], (502u64 << 7).to_string());
+        assert_eq!(rows[4][9], (128u64 << 9).to_string());
+        // the SACK-bearing ACK: cumulative 1001, SACK 2001-3001 (relative), 2000 in flight
+        // after it, RTT sample of the first segment (100 µs)
+        assert_eq!(
+            rows[7][8..],
+            ["1001", "64000", "2001-3001", "2000", "100000"]
+        );
+        // the resend is flagged; the ACK to 3001 samples only the never-resent third
+        // segment (sent at 300 µs: Karn), none for the resend
+        assert_eq!(rows[8][2..8], ["s", "A", "1001", "2001", "1000", "1"]);
+        assert_eq!(rows[9][8..], ["3001", "64128", "", "0", "300000"]);
     }
 
     #[test]

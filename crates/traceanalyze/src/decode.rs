@@ -12,6 +12,7 @@ use crate::capture::Frame;
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
 pub const RST: u8 = 0x04;
+pub const PSH: u8 = 0x08;
 pub const ACK: u8 = 0x10;
 
 /// LINKTYPE_* values the analyzer reads (tcpdump writes ETHERNET on a veth).
@@ -53,9 +54,20 @@ pub struct Segment {
     /// Bytes on the wire: link header + IP total length (what Wireshark's frame.len counts,
     /// less Ethernet padding).
     pub frame_len: u32,
+    /// The advertised receive window as sent (unscaled).
+    pub window: u16,
+    /// The TCP options as sent (parsed only for traced connections: flow.rs).
+    pub options: [u8; MAX_OPTION_BYTES],
+    pub options_len: u8,
 }
 
+/// A TCP header carries at most 40 bytes of options.
+pub const MAX_OPTION_BYTES: usize = 40;
+
 impl Segment {
+    pub fn options(&self) -> &[u8] {
+        &self.options[..usize::from(self.options_len)]
+    }
     pub fn syn(&self) -> bool {
         self.flags & SYN != 0
     }
@@ -205,6 +217,10 @@ fn from_ip(ts_ns: i64, ip: &[u8], link_header_len: usize) -> Result<Segment, Ski
             flags |= 1 << i;
         }
     }
+    let raw_options = tcp.options();
+    let mut options = [0u8; MAX_OPTION_BYTES];
+    let options_len = raw_options.len().min(MAX_OPTION_BYTES);
+    options[..options_len].copy_from_slice(&raw_options[..options_len]);
     Ok(Segment {
         ts_ns,
         family,
@@ -217,6 +233,9 @@ fn from_ip(ts_ns: i64, ip: &[u8], link_header_len: usize) -> Result<Segment, Ski
         flags,
         payload_len: payload_len as u32,
         frame_len: (link_header_len as i64 + ip_total_len) as u32,
+        window: tcp.window_size(),
+        options,
+        options_len: options_len as u8,
     })
 }
 

@@ -13,6 +13,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::decode::{Family, Segment};
 use crate::output::{mbps, seconds, ConnectionRecord};
+use crate::segment_trace::{sack_blocks, window_scale, TraceRow, TraceState};
 use crate::seq::{ByteRanges, RttTracker, Unwrap};
 
 pub const NO_REQUEST: &str = "no request from the client";
@@ -99,6 +100,8 @@ pub struct Connection {
     /// "last data" (did the client acknowledge it?).
     data_end: Option<i64>,
     bin: Option<SeriesBin>,
+    /// Set for a traced connection (a measured GET's): its time-sequence rows.
+    pub trace: Option<Box<TraceState>>,
 }
 
 impl Connection {
@@ -141,6 +144,7 @@ impl Connection {
             ack_max: None,
             data_end: None,
             bin: None,
+            trace: None,
         }
     }
 
@@ -211,6 +215,7 @@ impl Connection {
         }
 
         // RTT samples (Karn) and in-flight bytes
+        let mut rtt_taken = None;
         if !from_client {
             if payload > 0 {
                 self.rtt
@@ -234,6 +239,7 @@ impl Connection {
                     *sum += i128::from(rtt_ns);
                     *min = (*min).min(rtt_ns);
                     *max = (*max).max(rtt_ns);
+                    rtt_taken = Some(rtt_ns);
                     on_rtt(seg.ts_ns, rtt_ns);
                 });
                 self.ack_max = Some(self.ack_max.map_or(ack_off, |m| m.max(ack_off)));
@@ -269,10 +275,66 @@ impl Connection {
             bin.in_flight_max_bytes = bin.in_flight_max_bytes.max(in_flight);
             bin.in_flight_end_bytes = in_flight;
         }
+        if self.trace.is_some() {
+            self.trace_segment(seg, d, off, length, retransmitted, rtt_taken);
+        }
         SegmentEffect {
             from_client,
             retransmitted,
         }
+    }
+
+    /// The trace row of `seg` (sent by direction `d`, at sequence offset `off`).
+    fn trace_segment(
+        &mut self,
+        seg: &Segment,
+        d: usize,
+        off: i64,
+        length: i64,
+        retransmitted: bool,
+        rtt_ns: Option<i64>,
+    ) {
+        let in_flight_bytes = self.in_flight_bytes();
+        let peer = &self.seq[1 - d];
+        let Some(trace) = self.trace.as_mut() else {
+            return;
+        };
+        if seg.syn() {
+            trace.wscale[d] = window_scale(seg);
+        }
+        // RFC 7323: windows are scaled only when both SYNs offered it, and never in a SYN
+        let shift = match trace.wscale {
+            [Some(c), Some(s)] if !seg.syn() => [c, s][d],
+            _ => 0,
+        };
+        let (edges, sack_count) = sack_blocks(seg);
+        let mut sack = [(0, 0); 4];
+        let mut kept = 0u8;
+        for &(left, right) in &edges[..usize::from(sack_count)] {
+            if let (Some(l), Some(r)) = (peer.nearest(left), peer.nearest(right)) {
+                sack[usize::from(kept)] = (l, r);
+                kept += 1;
+            }
+        }
+        trace.row = Some(TraceRow {
+            ts_ns: seg.ts_ns,
+            from_client: d == CLIENT,
+            flags: seg.flags,
+            seq_off: off,
+            end_off: off + length,
+            payload_bytes: seg.payload_len,
+            retransmitted,
+            ack_off: if seg.has_ack() {
+                peer.nearest(seg.ack)
+            } else {
+                None
+            },
+            rwnd_bytes: u64::from(seg.window) << shift,
+            sack,
+            sack_count: kept,
+            in_flight_bytes,
+            rtt_ns,
+        });
     }
 
     /// Server bytes sent and not yet acknowledged (0 before the server sent anything).
@@ -410,6 +472,9 @@ mod tests {
             flags,
             payload_len: payload,
             frame_len: 66 + payload,
+            window: 1000,
+            options: [0; crate::decode::MAX_OPTION_BYTES],
+            options_len: 0,
         }
     }
 

@@ -12,6 +12,7 @@ pub mod decode;
 pub mod error;
 pub mod flow;
 pub mod output;
+pub mod segment_trace;
 pub mod seq;
 
 pub use analyze::{analyze, Config, Outcome, Sinks};

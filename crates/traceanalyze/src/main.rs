@@ -1,5 +1,6 @@
 //! traceanalyze PCAP --server-port PORT [--summary FILE] [--rtt-samples FILE]
 //!              [--series FILE --bin-ms 100] [--window START_S END_S]
+//!              [--trace FILE --client-ports PORT,...]
 //!
 //! Writes the NDJSON summary to stdout (or --summary); exit 0 also for a truncated capture
 //! (a warning on stderr), 2 when the input is missing or not a capture, 1 on other errors.
@@ -33,6 +34,12 @@ struct Args {
     /// CSV of per-flow time series (bytes per bin, in-flight bytes)
     #[arg(long)]
     series: Option<PathBuf>,
+    /// CSV of the segment trace (time-sequence rows) of the connections from --client-ports
+    #[arg(long, requires = "client_ports")]
+    trace: Option<PathBuf>,
+    /// Client ports to trace, comma-separated (the measured requests' connections)
+    #[arg(long, value_delimiter = ',', requires = "trace")]
+    client_ports: Vec<u16>,
     /// Series bin width in milliseconds
     #[arg(long, default_value_t = 100.0)]
     bin_ms: f64,
@@ -86,6 +93,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut rtt = args.rtt_samples.as_ref().map(create).transpose()?;
     let mut series = args.series.as_ref().map(create).transpose()?;
+    let mut trace = args.trace.as_ref().map(create).transpose()?;
     let config = Config {
         server_port: args.server_port,
         bin_ns: args
@@ -93,11 +101,13 @@ fn run(args: &Args) -> anyhow::Result<()> {
             .as_ref()
             .map(|_| (args.bin_ms * 1e6).round().max(1.0) as i64),
         window_ns,
+        trace_client_ports: args.client_ports.iter().copied().collect(),
     };
     let mut sinks = Sinks {
         summary: &mut *summary,
         rtt: rtt.as_mut().map(|w| w as &mut dyn Write),
         series: series.as_mut().map(|w| w as &mut dyn Write),
+        trace: trace.as_mut().map(|w| w as &mut dyn Write),
     };
     let outcome = analyze(
         input, // pcap-parser buffers: no BufReader (one copy less)

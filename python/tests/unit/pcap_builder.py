@@ -32,15 +32,17 @@ class Conversation:
     server_isn: int = 4_294_960_000  # wraps inside the transfer
 
     def segment(self, ts: float, from_client: bool, seq_off: int, ack_off: int, flags: int, payload_len: int,
-                retransmission: bool = False) -> None:
+                retransmission: bool = False, win: int = 65535, opts: bytes | None = None) -> None:
+        """`opts`: raw TCP options (default: NOP NOP timestamps), padded to 4 bytes."""
         c, s = ADDRS[self.family]
         src, dst = (c, s) if from_client else (s, c)
         sport, dport = (self.client_port, self.server_port) if from_client else (self.server_port, self.client_port)
         seq = ((self.client_isn if from_client else self.server_isn) + seq_off) % (1 << 32)
         ack = ((self.server_isn if from_client else self.client_isn) + ack_off) % (1 << 32)
-        tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, win=65535,
+        tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, win=win,
                            data=b"x" * payload_len)
-        tcp.opts = b"\x01\x01\x08\x0a" + struct.pack(">II", 1, 1)  # NOP NOP timestamps
+        tcp.opts = b"\x01\x01\x08\x0a" + struct.pack(">II", 1, 1) if opts is None else opts  # NOP NOP timestamps
+        tcp.opts += b"\x00" * (-len(tcp.opts) % 4)
         tcp.off = (20 + len(tcp.opts)) // 4
         if self.family == "v4":
             ip = dpkt.ip.IP(src=socket.inet_pton(socket.AF_INET, src), dst=socket.inet_pton(socket.AF_INET, dst),

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
-from pcap_builder import (busy_capture, transfer_with_fast_and_spurious_retransmissions,
+from pcap_builder import (PSH, Conversation, busy_capture, transfer_with_fast_and_spurious_retransmissions,
                           transfer_with_loss_and_reordering, write_frames)
 
 from congestlab.analysis.connections import Connection, group_connections
@@ -22,7 +23,7 @@ from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.run_analysis import _metrics as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
-from congestlab.analysis.trace import measure_pcap, read_series
+from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import RAW_KIND
@@ -260,6 +261,13 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
                 "spec": {"servers": [{"name": "lean", "port": 80}]}}
     result = analyze_run(run, manifest)
     assert result.summary["analysis_s"] >= 0
+    # each GET's connection has its segment trace once, whatever its outcome (40020 has no
+    # request; the three rows of port 40000 find its one connection)
+    series = sorted(p.name for p in (rep_dir / "series").iterdir())
+    assert series == ["lean-v4-40000.csv", "lean-v4-40010.csv", "lean-v4-40020.csv"], series
+    for name in series:
+        rows = read_trace(rep_dir / "series" / name)
+        assert rows and len({r["conn"] for r in rows}) == 1
     assert result.summary["pcap_read"]["p1/r1/lean"]["frames"] == 90
     assert result.summary["problems"] == [
         "p1 #1 lean v4: invalid: connection v4 port 40020: no request from the client",
@@ -306,3 +314,70 @@ def test_rtt_samples_continue_past_4_gib():
     m = measure_connection(conn)
     assert len(m.rtt_samples_ms) == 6 and all(abs(r - 2.0) < 1e-6 for r in m.rtt_samples_ms)
     assert m.retransmissions == 0 and m.payload_bytes == 6 * gib
+
+
+def _traced_conversation(client_port: int, isn: int, t0: float):
+    """Handshake with window scale 7 (client) and 9 (server), a GET, three 1000-byte segments
+    (the second lost), a duplicate ACK with the SACK block of the third, the resend, the ACK."""
+    conv = Conversation("v4", client_port=client_port, client_isn=isn, server_isn=4_294_967_000)
+    wscale = lambda shift: b"\x01\x03\x03" + bytes([shift])  # noqa: E731 (NOP, window scale)
+    conv.segment(t0, True, 0, 0, SYN, 0, win=64240, opts=wscale(7))
+    conv.segment(t0 + 0.001, False, 0, 1, SYN | ACK, 0, win=65160, opts=wscale(9))
+    conv.segment(t0 + 0.002, True, 1, 1, ACK | PSH, 100, win=502, opts=b"")
+    for i in range(3):
+        conv.segment(t0 + 0.003, False, 1 + 1000 * i, 101, ACK, 1000, win=128, opts=b"")
+    sack = b"\x01\x01\x05\x0a" + struct.pack(">II", (4_294_967_000 + 2001) % 2**32, (4_294_967_000 + 3001) % 2**32)
+    conv.segment(t0 + 0.004, True, 101, 1001, ACK, 0, win=500, opts=sack)
+    conv.segment(t0 + 0.010, False, 1001, 101, ACK, 1000, win=128, opts=b"", retransmission=True)
+    conv.segment(t0 + 0.011, True, 101, 3001, ACK, 0, win=501, opts=b"")
+    return conv
+
+
+def test_segment_trace_of_the_measured_port_only(tmp_path):
+    """The trace of client port 40000 only (40001 shares the server port): the rows of the
+    known packets, with the retransmission flagged, ACK progress, the SACK block in relative
+    offsets, the scaled receive window and in-flight bytes."""
+    a = _traced_conversation(40000, 1000, 1_700_000_000.0)
+    b = _traced_conversation(40001, 7000, 1_700_000_000.0005)
+    frames = sorted(a.frames + b.frames, key=lambda f: f.ts)
+    pcap = write_frames(tmp_path / "two.pcap", frames)
+    m = measure_pcap(pcap, 80, trace_client_ports=[40000])
+    (conn,) = [c for c in m.connections if c.client_port == 40000]
+    assert list(m.trace_lines) == [conn.conn]
+    write_trace(tmp_path / "series" / "lean-v4-40000.csv", m.trace_lines[conn.conn])
+    rows = read_trace(tmp_path / "series" / "lean-v4-40000.csv")
+    assert len(rows) == 9 and {r["conn"] for r in rows} == {conn.conn}
+    assert [(r["dir"], r["flags"], r["seq_off"], r["end_off"]) for r in rows[:3]] == [
+        ("c", "S", 0, 1), ("s", "SA", 0, 1), ("c", "PA", 1, 101)]
+    # SYN windows unscaled, then each sender's shift
+    assert [r["rwnd_bytes"] for r in rows[:4]] == [64240, 65160, 502 << 7, 128 << 9]
+    dup = rows[6]
+    assert (dup["ack_off"], dup["sack_blocks"], dup["in_flight_bytes"], dup["rtt_ns"]) == (1001, [(2001, 3001)], 2000,
+                                                                                          1_000_000)
+    resend = rows[7]
+    assert (resend["dir"], resend["seq_off"], resend["payload_bytes"], resend["retransmitted"]) == ("s", 1001, 1000, True)
+    assert not any(r["retransmitted"] for r in rows[:7])
+    last = rows[8]
+    assert (last["ack_off"], last["in_flight_bytes"], last["sack_blocks"]) == (3001, 0, [])
+    assert last["rtt_ns"] == 8_000_000  # the never-resent third segment (Karn: none for the resend)
+    assert [r["ack_off"] for r in rows if r["dir"] == "c"] == [None, 1, 1001, 3001]
+    # no trace without ports; the dpkt reference has none
+    assert measure_pcap(pcap, 80).trace_lines == {}
+    with pytest.raises(ValueError, match="rust backend"):
+        measure_pcap(pcap, 80, backend="dpkt", trace_client_ports=[40000])
+
+
+def test_series_file_per_connection_with_a_reused_port(tmp_path):
+    """Two connections from one client port in a repetition: the second file gets its conn id;
+    a GET row naming a connection already written writes nothing again."""
+    from congestlab.analysis.run_analysis import _write_series
+    conns = [PcapConnection(conn=i, family="v6", client="fd00::a", client_port=41000, server="fd00::b",
+                            server_port=80, first_ts=0.0, last_ts=1.0, retransmissions=0, metrics=None)
+             for i in (3, 7)]
+    traces = {3: [b"3,1,c,S,0,1,0,0,,100,,0,\n"], 7: [b"7,2,c,S,0,1,0,0,,100,,0,\n"]}
+    names: dict = {}
+    for conn in (conns[0], conns[1], conns[0]):
+        _write_series(tmp_path, "nginx", conn, traces, names)
+    files = sorted(p.name for p in (tmp_path / "series").iterdir())
+    assert files == ["nginx-v6-41000-7.csv", "nginx-v6-41000.csv"]
+    assert [r["conn"] for r in read_trace(tmp_path / "series" / "nginx-v6-41000-7.csv")] == [7]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
                                                  path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
-from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
+from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap, write_trace
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
@@ -55,13 +56,17 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         records = [json.loads(line) for line in (rep_dir / "records.jsonl").read_text().splitlines() if line.strip()]
         pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
         conns_by_server = {}
+        traces_by_server: dict[str, dict[int, list[bytes]]] = {}
+        series_names: dict[tuple[str, int], str] = {}  # (server, conn) -> file name, one per connection
+        shutil.rmtree(rep_dir / SERIES_DIR, ignore_errors=True)  # written again below
         capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
         for pcap in pcaps:
             server = pcap.stem
             port = _server_port(manifest, server, info)
             where_file = pcap.relative_to(run_dir)
             try:
-                measured = measure_pcap(pcap, server_port=port)
+                measured = measure_pcap(pcap, server_port=port,
+                                        trace_client_ports=_measured_client_ports(records, server))
             except TraceError as err:
                 capture_errors[server] = f"{where_file}: unreadable ({err})"
             else:
@@ -74,6 +79,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                 continue
             stats = measured.read_stats
             conns_by_server[server] = measured.connections
+            traces_by_server[server] = measured.trace_lines
             pcap_read[f"{point_id}/r{rep}/{server}"] = {"frames": stats.frames, "tcp_segments": stats.tcp_segments,
                                                        "skipped": stats.skipped}
             rows["port"].append(common | {"server": server} | _port_row(measured.port))
@@ -93,6 +99,9 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             out = common | _request_base(row, specs[point_id])
             outcome, error, conn = _outcome(row, out["timeout_s"], capture_errors.get(row["server"]),
                                             conns_by_server.get(row["server"], []), specs[point_id])
+            traced = conn or _connection_of(conns_by_server.get(row["server"], []), row)
+            if traced is not None:  # also a GET that timed out or failed: why is the question
+                _write_series(rep_dir, row["server"], traced, traces_by_server.get(row["server"], {}), series_names)
             if outcome == COMPLETE:
                 out |= _metrics(conn.metrics) | {"client_port": conn.metrics.client_port}
             else:
@@ -116,6 +125,31 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
     return AnalysisResult(summary, checks, rows)
+
+
+SERIES_DIR = "series"
+
+
+def _measured_client_ports(records: list[dict], server: str) -> set[int]:
+    """The client ports of this server's measured GETs: their connections are traced (on a port
+    shared with load connections, only theirs)."""
+    return {r["row"]["client_port"] for r in records
+            if r["kind"] == RAW_KIND and r["row"].get("server") == server and r["row"].get("client_port")}
+
+
+def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],
+                  names: dict[tuple[str, int], str]) -> None:
+    """The measured connection's segment trace as series/<server>-<family>-<client port>.csv
+    (-<conn id> appended when the port's name is taken: a port reused in one repetition);
+    once per connection, however many GET rows name it."""
+    lines = traces.get(conn.conn)
+    if not lines or (server, conn.conn) in names:
+        return
+    name = f"{server}-{conn.family}-{conn.client_port}"
+    if name in names.values():
+        name += f"-{conn.conn}"
+    names[(server, conn.conn)] = name
+    write_trace(rep_dir / SERIES_DIR / f"{name}.csv", lines)
 
 
 def _server_port(manifest: dict, server: str, info: dict) -> int:
@@ -162,6 +196,12 @@ def _timeout_s(spec: dict, workload: str | None) -> float | None:
 def _bottleneck(spec: dict, row: dict):
     node = next((s.get("node") for s in spec.get("servers", []) if s.get("name") == row["server"]), None)
     return path_bottleneck(spec, row["client"], node) if node else None
+
+
+def _connection_of(conns: list[PcapConnection], row: dict) -> PcapConnection | None:
+    """The GET's connection in the capture, measured or not (as _measure finds it)."""
+    return next((c for c in conns if row.get("client_port") and c.key == (row["family"], row["client_port"])
+                 and c.first_ts <= row["end_ts"] + 1 and c.last_ts >= row["start_ts"] - 1), None)
 
 
 def _measure(conns: list[PcapConnection], row: dict) -> tuple[PcapConnection | None, str]:

@@ -31,6 +31,9 @@ RTT_HEADER = ["conn", "ack_ts_ns", "rtt_ns"]
 SERIES_HEADER = ["conn", "bin_start_s", "bin_s", "server_bytes", "client_bytes", "server_payload_bytes",
                  "server_goodput_bytes", "retransmissions", "server_throughput_mbps", "goodput_mbps",
                  "in_flight_max_bytes", "in_flight_end_bytes"]
+# the segment trace of selected connections (crates/traceanalyze/src/segment_trace.rs)
+TRACE_HEADER = ["conn", "ts_ns", "dir", "flags", "seq_off", "end_off", "payload_bytes", "retransmitted", "ack_off",
+                "rwnd_bytes", "sack_blocks", "in_flight_bytes", "rtt_ns"]
 
 
 @dataclass
@@ -88,6 +91,8 @@ class PcapMeasurement:
     rtt_samples_path: Path | None = None
     series_path: Path | None = None
     stop_reason: str | None = None
+    # the segment trace's lines (without the header) per traced connection id
+    trace_lines: dict[int, list[bytes]] = field(default_factory=dict)
 
     def by_key(self) -> dict[tuple[str, int], list[PcapConnection]]:
         index: dict[tuple[str, int], list[PcapConnection]] = {}
@@ -98,12 +103,14 @@ class PcapMeasurement:
 
 def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = None,
                  series_bin_ms: float | None = None, window_s: tuple[float, float] | None = None,
-                 backend: str = "rust") -> PcapMeasurement:
+                 backend: str = "rust", trace_client_ports=None) -> PcapMeasurement:
     """Per-connection metrics, port aggregate and read statistics of one capture.
 
     With `samples_dir`, the RTT samples (`<pcap stem>.rtt.csv`) and, with `series_bin_ms`,
     the per-flow series (`<pcap stem>.series.csv`) are kept there; without it the samples go
     through a temporary file. Either way each connection's metrics carry its RTT samples.
+    With `trace_client_ports`, the connections from those client ports get a segment trace
+    (TRACE_HEADER rows, `trace_lines` by connection id; Rust backend only).
     A truncated capture is measured up to the cut (`read_stats.truncated`, a warning logged).
     """
     if backend not in BACKENDS:
@@ -112,6 +119,9 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
         raise ValueError("series_bin_ms needs samples_dir: the series is written to a file")
     if series_bin_ms is not None and series_bin_ms <= 0:
         raise ValueError("series_bin_ms must be positive")
+    trace_ports = sorted({int(p) for p in trace_client_ports or ()})
+    if trace_ports and backend != "rust":
+        raise ValueError("the segment trace (trace_client_ports) needs the rust backend")
     pcap = Path(pcap)
     if not pcap.is_file():
         raise TraceError(f"{pcap}: No such file or directory")
@@ -121,11 +131,15 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
         out_dir.mkdir(parents=True, exist_ok=True)
         rtt_path = out_dir / f"{pcap.stem}.rtt.csv"
         series_path = out_dir / f"{pcap.stem}.series.csv" if series_bin_ms is not None else None
+        trace_path = Path(tmp) / f"{pcap.stem}.trace.csv" if trace_ports else None
         if backend == "rust":
-            m = _measure_rust(pcap, server_port, rtt_path, series_path, series_bin_ms, window_s)
+            m = _measure_rust(pcap, server_port, rtt_path, series_path, series_bin_ms, window_s,
+                              trace_path, trace_ports)
         else:
             m = _measure_dpkt(pcap, server_port, rtt_path, series_path, series_bin_ms, window_s)
         _attach_rtt_samples(m.connections, rtt_path)
+        if trace_path is not None:
+            m.trace_lines = _trace_lines(trace_path)
         if samples_dir is not None:
             m.rtt_samples_path, m.series_path = rtt_path, series_path
     m.elapsed_s = time.monotonic() - started
@@ -140,9 +154,12 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
 # --- the Rust analyzer ---------------------------------------------------------------------
 
 def _measure_rust(pcap: Path, server_port: int, rtt_path: Path, series_path: Path | None,
-                  series_bin_ms: float | None, window_s: tuple[float, float] | None) -> PcapMeasurement:
+                  series_bin_ms: float | None, window_s: tuple[float, float] | None,
+                  trace_path: Path | None = None, trace_ports: list[int] | None = None) -> PcapMeasurement:
     argv = [str(rust_binary("traceanalyze")), str(pcap), "--server-port", str(server_port),
             "--rtt-samples", str(rtt_path)]
+    if trace_path is not None:
+        argv += ["--trace", str(trace_path), "--client-ports", ",".join(map(str, trace_ports))]
     if series_path is not None:
         argv += ["--series", str(series_path), "--bin-ms", repr(float(series_bin_ms))]
     if window_s is not None:
@@ -216,6 +233,39 @@ def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
                 current, samples = conn, by_id.get(int(conn))
             if samples is not None:
                 samples.append(int(rtt_ns) / 1e6)
+
+
+def _trace_lines(trace_path: Path) -> dict[int, list[bytes]]:
+    by_conn: dict[int, list[bytes]] = {}
+    with open(trace_path, "rb") as fh:
+        next(fh, None)
+        for line in fh:
+            by_conn.setdefault(int(line.split(b",", 1)[0]), []).append(line)
+    return by_conn
+
+
+def write_trace(path: Path, lines: list[bytes]) -> None:
+    """One connection's segment trace as its own CSV (TRACE_HEADER, the analyzer's lines)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write((",".join(TRACE_HEADER) + "\n").encode())
+        fh.writelines(lines)
+
+
+def read_trace(path: Path) -> list[dict]:
+    """A segment trace file as typed rows: integers, None for an empty ack_off/rtt_ns, the
+    SACK blocks as a list of (left, right) offsets, `retransmitted` as a bool."""
+    ints = {"conn", "ts_ns", "seq_off", "end_off", "payload_bytes", "rwnd_bytes", "in_flight_bytes"}
+    rows = []
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            out = {k: int(v) if k in ints else v for k, v in row.items()}
+            out["retransmitted"] = row["retransmitted"] == "1"
+            for k in ("ack_off", "rtt_ns"):
+                out[k] = int(row[k]) if row[k] else None
+            out["sack_blocks"] = [tuple(int(x) for x in b.split("-")) for b in row["sack_blocks"].split()]
+            rows.append(out)
+    return rows
 
 
 # --- the dpkt reference --------------------------------------------------------------------
