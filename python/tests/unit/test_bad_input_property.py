@@ -17,7 +17,6 @@ import json
 import math
 import shutil
 import sys
-import time
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -104,11 +103,18 @@ def spec_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("specs")
 
 
-@settings(max_examples=SPEC_CASES, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(kind=st.sampled_from(["value", "value", "value", "bytes"]), index=st.integers(0, len(SPEC_PATHS) - 1),
-       replacement=st.sampled_from(REPLACEMENTS), how=st.sampled_from(["truncate", "not-utf8", "nul"]),
-       where=st.floats(0, 1))
+def damage_cases(cases: int, tree_paths: list):
+    """Seeded cases: a value replaced at one of `tree_paths` (3 in 4) or the bytes damaged."""
+    def decorate(test):
+        return settings(max_examples=cases, derandomize=True, deadline=None, database=None,
+                        suppress_health_check=list(HealthCheck))(
+            given(kind=st.sampled_from(["value", "value", "value", "bytes"]),
+                  index=st.integers(0, len(tree_paths) - 1), replacement=st.sampled_from(REPLACEMENTS),
+                  how=st.sampled_from(["truncate", "not-utf8", "nul"]), where=st.floats(0, 1))(test))
+    return decorate
+
+
+@damage_cases(SPEC_CASES, SPEC_PATHS)
 def test_a_damaged_spec_is_one_line(spec_dir, kind, index, replacement, how, where):
     path = spec_dir / "spec.toml"
     if kind == "value":
@@ -136,11 +142,7 @@ def run_copy(tmp_path_factory):
     return run
 
 
-@settings(max_examples=MANIFEST_CASES, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(kind=st.sampled_from(["value", "value", "value", "bytes"]), index=st.integers(0, len(MANIFEST_PATHS) - 1),
-       replacement=st.sampled_from(REPLACEMENTS), how=st.sampled_from(["truncate", "not-utf8", "nul"]),
-       where=st.floats(0, 1))
+@damage_cases(MANIFEST_CASES, MANIFEST_PATHS)
 def test_a_damaged_manifest_is_one_line(run_copy, kind, index, replacement, how, where):
     original = json.dumps(MANIFEST).encode()
     if kind == "value":
