@@ -1,6 +1,6 @@
 """A run survives being SIGKILLed at any moment: one two-point study (apache at C0 and at
 20 Mbit/s of MGEN, 2 repetitions) is killed at set-up, during a measured GET, at warm-up, at the
-capture's stop, during analysis and during the report, each time `congestlab clean` then
+capture's stop, between two repetitions, during analysis and during the report, each time `congestlab clean` then
 `--resume`; the result equals an uninterrupted run's, and clean leaves nothing of any kill.
 
 Every moment but one is recognised from outside (namespaces, files of the run directory, the
@@ -178,6 +178,9 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
         # the capture's stop: after the repetition's last GET, before tcpdump stops
         ("capture stop", {"CONGESTLAB_PAUSE_AT": "capture-stop"},
          lambda a: "paused at capture-stop" in a.log.read_text()),
+        # between repetitions: the third recorded (rep.json, runs_done), the fourth not begun
+        ("between repetitions", {}, lambda a: _manifest(run_dir).get("runs_done") == 3
+         and not _incomplete_rep_dirs(run_dir)),
         # analysis: every repetition recorded, the testbed torn down (its owner record gone)
         ("analysis", {}, lambda a: _manifest(run_dir).get("runs_done") == _manifest(run_dir).get("runs_total")
          and _manifest(run_dir).get("status") == "running" and not (OWNERS_DIR / a.prefix).exists()),
