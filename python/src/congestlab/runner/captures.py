@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
+from congestlab.runner.host import pause_if_asked
 from congestlab.testbed import Testbed
 
 
@@ -42,6 +43,7 @@ def stop_captures(tb: Testbed, captures: Captures, info: dict) -> None:
         time.sleep(0.2)  # the last ACKs and FINs reach the capture
         # the lean log/capture check counts the log's transmissions inside this span
         info["capture_epoch_s"] = [captures.started_s, time.time()]
+        pause_if_asked("capture-stop")
     info["captures"] = {}
     for name, proc, err_path, argv in captures.running:
         tb.stop(proc)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
+import time
 from contextlib import contextmanager
 
 from congestlab.cc import registry
@@ -14,6 +16,17 @@ from congestlab.spec.models import StudySpec
 from congestlab.workloads import runner_for
 
 BUILTIN_CC = ("cubic", "reno", "bbr")
+PAUSE_ENV = "CONGESTLAB_PAUSE_AT"
+
+
+def pause_if_asked(phase: str) -> None:
+    """A crash test's hook (python/tests/netns/test_crash_resume_netns.py): with
+    CONGESTLAB_PAUSE_AT=<phase> the run says so on stderr and waits here to be killed, for a
+    moment too short to catch from outside (the capture's stop follows the last GET by 0.2 s)."""
+    if os.environ.get(PAUSE_ENV) == phase:
+        print(f"congestlab: paused at {phase} ({PAUSE_ENV})", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(60)
 
 
 def require_root() -> None:
