@@ -263,10 +263,13 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
     assert result.summary["analysis_s"] >= 0
     # each GET's connection has its segment trace once, whatever its outcome (40020 has no
     # request; the three rows of port 40000 find its one connection)
-    series = sorted(p.name for p in (rep_dir / "series").iterdir())
+    # under results/, not in the repetition (a resumed run keeps finished repetitions as they are)
+    assert not (rep_dir / "series").exists()
+    series_dir = run / "results" / "series" / "p1" / "r1"
+    series = sorted(p.name for p in series_dir.iterdir())
     assert series == ["lean-v4-40000.csv", "lean-v4-40010.csv", "lean-v4-40020.csv"], series
     for name in series:
-        rows = read_trace(rep_dir / "series" / name)
+        rows = read_trace(series_dir / name)
         assert rows and len({r["conn"] for r in rows}) == 1
     assert result.summary["pcap_read"]["p1/r1/lean"]["frames"] == 90
     assert result.summary["problems"] == [
@@ -378,6 +381,6 @@ def test_series_file_per_connection_with_a_reused_port(tmp_path):
     names: dict = {}
     for conn in (conns[0], conns[1], conns[0]):
         _write_series(tmp_path, "nginx", conn, traces, names)
-    files = sorted(p.name for p in (tmp_path / "series").iterdir())
+    files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["nginx-v6-41000-7.csv", "nginx-v6-41000.csv"]
-    assert [r["conn"] for r in read_trace(tmp_path / "series" / "nginx-v6-41000-7.csv")] == [7]
+    assert [r["conn"] for r in read_trace(tmp_path / "nginx-v6-41000-7.csv")] == [7]

@@ -58,7 +58,10 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         conns_by_server = {}
         traces_by_server: dict[str, dict[int, list[bytes]]] = {}
         series_names: dict[tuple[str, int], str] = {}  # (server, conn) -> file name, one per connection
-        shutil.rmtree(rep_dir / SERIES_DIR, ignore_errors=True)  # written again below
+        # derived data goes under results/, never into the repetition: a resumed run keeps its
+        # finished repetitions byte for byte (python/tests/netns/test_resume_netns.py)
+        series_dir = run_dir / "results" / SERIES_DIR / point_id / f"r{rep}"
+        shutil.rmtree(series_dir, ignore_errors=True)  # written again below
         capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
         for pcap in pcaps:
             server = pcap.stem
@@ -101,7 +104,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                                             conns_by_server.get(row["server"], []), specs[point_id])
             traced = conn or _connection_of(conns_by_server.get(row["server"], []), row)
             if traced is not None:  # also a GET that timed out or failed: why is the question
-                _write_series(rep_dir, row["server"], traced, traces_by_server.get(row["server"], {}), series_names)
+                _write_series(series_dir, row["server"], traced, traces_by_server.get(row["server"], {}),
+                              series_names)
             if outcome == COMPLETE:
                 out |= _metrics(conn.metrics) | {"client_port": conn.metrics.client_port}
             else:
@@ -137,9 +141,9 @@ def _measured_client_ports(records: list[dict], server: str) -> set[int]:
             if r["kind"] == RAW_KIND and r["row"].get("server") == server and r["row"].get("client_port")}
 
 
-def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],
+def _write_series(series_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],
                   names: dict[tuple[str, int], str]) -> None:
-    """The measured connection's segment trace as series/<server>-<family>-<client port>.csv
+    """The measured connection's segment trace as <series_dir>/<server>-<family>-<client port>.csv
     (-<conn id> appended when the port's name is taken: a port reused in one repetition);
     once per connection, however many GET rows name it."""
     lines = traces.get(conn.conn)
@@ -149,7 +153,7 @@ def _write_series(rep_dir: Path, server: str, conn: PcapConnection, traces: dict
     if name in names.values():
         name += f"-{conn.conn}"
     names[(server, conn.conn)] = name
-    write_trace(rep_dir / SERIES_DIR / f"{name}.csv", lines)
+    write_trace(series_dir / f"{name}.csv", lines)
 
 
 def _server_port(manifest: dict, server: str, info: dict) -> int:
