@@ -89,7 +89,7 @@ pub struct TcpConfig {
 /// (crates/leanweb/src/gso.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Push {
-    /// Every segment with payload: the stack as issue 12 found it (`bare`'s traces).
+    /// Every segment with payload: the original `bare` stack (its traces in tests/fixtures/bare_traces.txt).
     #[default]
     EverySegment,
     /// Only the segment that carries the last byte in the send buffer, as Linux marks the

@@ -20,7 +20,7 @@ use super::{Application, Stack};
 /// than one IPv4 segment (crates/leanweb/src/gso.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ipv4Id {
-    /// Always 0 (smoltcp's default): the stack as issue 12 found it.
+    /// Always 0 (smoltcp's default): the original `bare` stack's wire.
     #[default]
     Zero,
     PerConnection,

@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import socket
+import sys
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -57,7 +58,6 @@ def clean_work_dirs() -> list[Path]:
 
 def node_identity(node_id: str = "") -> dict:
     if not node_id:
-        import sys
 
         if "ray" in sys.modules:  # inside a Ray task: the node it runs on
             node_id = sys.modules["ray"].get_runtime_context().get_node_id()

@@ -35,7 +35,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as st
+from scipy.optimize import curve_fit
 
 from congestlab.report.data import RunData, Stats, matches, norm, parse_number
 from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec, Selector
@@ -165,9 +170,7 @@ def fmt_pair(name_a: str, a: Stats, relation: str, name_b: str, b: Stats, digits
 
 def welch_p(a: Stats, b: Stats) -> float:
     """Two-sided p of Welch's t-test (unequal variances)."""
-    import warnings
 
-    from scipy import stats as st
 
     if (a.sd or 0.0) == 0.0 and (b.sd or 0.0) == 0.0:
         return 1.0 if a.mean == b.mean else 0.0
@@ -305,8 +308,6 @@ def _monotone(data: RunData, check: CheckSpec, metric: MetricSpec, selection: Se
 
 def fit_shapes(xs: list[float], ys: list[float]) -> dict[str, tuple[float, float, float]]:
     """{"linear": (a, b, rss), "exponential": (A, b, rss)} for y = a + b x and y = A e^(b x)."""
-    import numpy as np
-    from scipy.optimize import curve_fit
 
     x, y = np.asarray(xs, float), np.asarray(ys, float)
     b, a = np.polyfit(x, y, 1)

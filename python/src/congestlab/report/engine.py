@@ -6,6 +6,7 @@ verdicts (findings first), fidelity, settings, tool versions and links to every 
 from __future__ import annotations
 
 import base64
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +124,6 @@ def _point_files(run_dir: Path, data: RunData) -> list[dict]:
 
 
 def _value(v) -> str:
-    import json
 
     return json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)
 

@@ -19,7 +19,7 @@ study's axes and results/<kind>.csv columns (congestlab/results.py).
 from __future__ import annotations
 
 import math
-
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -257,7 +257,6 @@ class ReportSpec(_Strict):
     @field_validator("metrics")
     @classmethod
     def _metric_names(cls, value: dict[str, MetricSpec]) -> dict[str, MetricSpec]:
-        import re
 
         for name in value:
             if not re.match(r"^[a-z][a-z0-9_]{0,39}$", name):

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from scipy import stats as st
 
 from congestlab.errors import StatsInputError
-from congestlab.stats import tobit
-from congestlab.stats.samples import Cell, RIGHT
+from congestlab.stats import gehan, tobit
+from congestlab.stats.samples import RIGHT, Cell
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,6 @@ class Effect:
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         if not self.determined:
             return -math.inf, math.inf
-        from scipy import stats as st
 
         q = float(st.t.ppf(0.5 + level / 2, self.df))
         return self.estimate - q * self.se, self.estimate + q * self.se
@@ -54,7 +54,6 @@ class Effect:
         """One-sided p against H0: effect <= value (small: the effect is above value)."""
         if not self.determined:
             return self.fallback(value)[0] if self.fallback else 1.0
-        from scipy import stats as st
 
         return float(st.t.sf((self.estimate - value) / self.se, self.df))
 
@@ -62,7 +61,6 @@ class Effect:
         """One-sided p against H0: effect >= value."""
         if not self.determined:
             return self.fallback(value)[1] if self.fallback else 1.0
-        from scipy import stats as st
 
         return float(st.t.cdf((self.estimate - value) / self.se, self.df))
 
@@ -118,7 +116,6 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
 
 
 def _gehan(rows, blocked: bool, right: bool) -> Callable[[float], tuple[float, float]]:
-    from congestlab.stats import gehan
 
     side_a = [r for r in rows if r[3] == 1.0]
     side_b = [r for r in rows if r[3] == 0.0]

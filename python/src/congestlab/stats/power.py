@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 
+from scipy.optimize import brentq
+from scipy.stats import nct, t
+
 from congestlab.stats.compare import Effect, from_percent
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
@@ -33,7 +36,6 @@ def final_level(rounds: int, first_look: int = 3, alpha: float = ALPHA) -> float
 
 def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) -> float:
     """P(a one-sided test at `level` decides) when the truth lies `distance` beyond its threshold."""
-    from scipy.stats import nct, t
 
     if rounds < 2 or not sd_pair > 0:
         return 0.0
@@ -44,7 +46,6 @@ def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) 
 
 def power_equivalence(rounds: int, effect: float, margin: float, sd_pair: float, level: float) -> float:
     """P(TOST decides "holds") when the truth is `effect` and the band +-margin (log scale); a lower bound."""
-    from scipy.stats import nct, t
 
     if rounds < 2 or not sd_pair > 0:
         return 0.0
@@ -79,7 +80,6 @@ def rounds_needed(sd_pair: float, distance: float | None = None, equivalence: tu
 def detectable_distance(rounds: int, sd_pair: float, first_look: int = 3, alpha: float = ALPHA,
                         power: float = POWER) -> float:
     """The distance beyond a one-sided threshold (log scale) that `rounds` detect with `power`."""
-    from scipy.optimize import brentq
 
     level = final_level(rounds, first_look, alpha)
     return brentq(lambda d: power_one_sided(rounds, d, sd_pair, level) - power, 1e-9, 100 * sd_pair)

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from congestlab.errors import StatsInputError
-from congestlab.stats.compare import Effect, from_percent, to_percent
+from congestlab.stats.compare import Effect, compare, from_percent, to_percent
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 ALPHA = 0.025  # per side: the two sides of a 95 % CI
@@ -170,7 +170,6 @@ def best_changes(levels: dict, best: str = "highest", alpha: float = ALPHA, labe
     the smallest such p is Bonferroni-adjusted over every swap that could have been found. Does
     not hold when one cell is significantly better than every other at every level (the larger
     of its p's), Bonferroni-adjusted over the cells. Otherwise inconclusive."""
-    from congestlab.stats.compare import compare
 
     higher = best == "highest"
     names = sorted({c for cells in levels.values() for c in cells}, key=str)

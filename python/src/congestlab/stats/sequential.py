@@ -20,6 +20,9 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtr
+from scipy.stats import norm
 
 from congestlab.errors import StatsInputError
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
@@ -30,7 +33,6 @@ GRID_STEP = 0.01  # on the Brownian scale; the boundaries agree with published o
 
 def spent(t: float, alpha: float) -> float:
     """The alpha spent by information fraction t (O'Brien–Fleming type, one side)."""
-    from scipy.stats import norm
 
     if t <= 0:
         return 0.0
@@ -41,9 +43,6 @@ def spent(t: float, alpha: float) -> float:
 @lru_cache(maxsize=4096)
 def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[float, ...]:
     """The one-sided nominal level of each look at the given information fractions (increasing, <= 1)."""
-    from scipy.optimize import brentq
-    from scipy.special import ndtr
-    from scipy.stats import norm
 
     if any(b <= a for a, b in zip(fractions, fractions[1:])) or not fractions or fractions[0] <= 0:
         raise StatsInputError(f"look fractions must increase from above 0: {fractions}")

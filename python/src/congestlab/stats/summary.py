@@ -13,6 +13,8 @@ import math
 import warnings
 from dataclasses import dataclass
 
+from scipy import stats as st
+
 from congestlab.stats.samples import LEFT, RIGHT, Cell
 
 LEVEL = 0.95
@@ -53,7 +55,6 @@ def _fmt(x: float, digits: int) -> str:
 
 def mean_with_ci(values: list[float], level: float = LEVEL) -> tuple[float, tuple[float, float]]:
     """Mean and Student-t CI; one value has an unbounded CI."""
-    from scipy import stats as st
 
     if not values:
         return math.nan, (math.nan, math.nan)

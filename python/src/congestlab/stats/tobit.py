@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import log_ndtr
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,6 @@ class TobitFit:
 
 def _loglik(theta, X, z, kind):
     """Log-likelihood, gradient and Hessian in (beta, log sigma); kind 0 complete, +1 right-, -1 left-censored."""
-    from scipy.special import log_ndtr
 
     beta, log_s = theta[:-1], theta[-1]
     if not -30 < log_s < 30:  # a step gone astray; the optimum of log values is far inside
