@@ -17,6 +17,7 @@ from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, re
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
+from congestlab.cli import suite as suite_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 from congestlab.doctor import diagnose
 from congestlab.errors import CongestlabError, SpecError, TraceError
@@ -94,9 +95,22 @@ def reproduce(
                                 "without results, keep the rest"),
     cluster: str = typer.Option(None, "--cluster", help="run the units of points on a Ray cluster (ADDRESS or "
                                 "auto; docs/cluster.md)"),
+    seed_fit: bool = typer.Option(None, "--seed-fit/--no-seed-fit", help="a suite: also each study's seed-fit "
+                                  "variant (default: the suite's seed_fit)"),
 ) -> None:
-    """Reproduce a study from its preset (see `congestlab presets`)."""
+    """Reproduce a study from its preset, or a suite of studies, e.g. `dissertation`
+    (see `congestlab presets`; docs/suite.md)."""
+    if suite_cli.is_suite(name):
+        suite_cli.reproduce_suite(name, quick, out, dry_run, calibrate, resume, cluster, seed_fit)
+        return
+    if seed_fit is not None:
+        raise SpecError("--seed-fit", f"{name!r} is a study, not a suite; its variant is the preset {name}-seed-fit")
     _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster)
+
+
+app.command("suite")(suite_cli.suite)
+app.command("suite-report")(suite_cli.suite_report)
+app.command("plan")(suite_cli.plan)
 
 
 @app.command()
@@ -118,6 +132,8 @@ def presets() -> None:
     for name in preset_names():
         spec = load_preset(name)
         print(f"{name:10} {spec.title}  [{spec.source}]")
+    for name in suite_cli.suite_names():
+        print(f"{name:10} suite: {suite_cli.load_suite(name=name)[0].title}")
 
 
 @app.command()

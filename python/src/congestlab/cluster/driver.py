@@ -26,6 +26,8 @@ from congestlab.cluster.node import CHUNK_BYTES, run_unit
 from congestlab.errors import ClusterError, Interrupted
 from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner import Runner
+from congestlab.runner.time_budget import ANALYSIS
+from congestlab.runner.time_budget import merge as merge_budgets
 
 RESOURCE = "congestlab_testbed"
 ATTEMPTS = 2  # the first, and one explicit re-submission
@@ -113,9 +115,15 @@ class ClusterRun:
                        f"continue with --resume {head.run_dir}")
             self._finish("failed", message)
             raise ClusterError(message)
+        analysis0 = time.monotonic()
         head._analyze()
+        analysis_s = time.monotonic() - analysis0
         self._flag_mixed_nodes()
         manifest["timing"] = {"wall_s": round(time.monotonic() - start, 2)}
+        # the nodes' budgets summed (node-seconds, may exceed the wall time) and the head's analysis
+        budget = merge_budgets(t["time_budget"] for t in self.record["tasks"] if t.get("time_budget"))
+        budget["categories_s"][ANALYSIS] = round(budget["categories_s"].get(ANALYSIS, 0.0) + analysis_s, 3)
+        manifest["time_budget"] = budget | {"node_seconds_s": budget["wall_s"], "wall_s": manifest["timing"]["wall_s"]}
         manifest["fidelity"] = {"checks": fidelity.checks_to_json(head.checks),
                                 "warnings": [c.message for c in head.checks if not c.ok]}
         self._finish("complete", None)
@@ -197,7 +205,8 @@ class ClusterRun:
                     chunks += 1
             with self.lock:
                 task |= {"bytes": size, "chunks": chunks, "chunk_bytes": CHUNK_BYTES,
-                         "node_wall_s": first["manifest"].get("timing", {}).get("wall_s")}
+                         "node_wall_s": first["manifest"].get("timing", {}).get("wall_s"),
+                         "time_budget": first["manifest"].get("time_budget")}
                 self._gather(incoming, first, node, task)
         finally:
             incoming.unlink(missing_ok=True)

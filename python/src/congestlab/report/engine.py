@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, C
 from congestlab.report.data import RunData
 from congestlab.report.figures import Figure, Source, render_plot
 from congestlab.report.render import render_template
+from congestlab.report.time_table import record_report_s, time_table
 from congestlab.spec.report import check_references
 
 VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, NOT_MEASURED]
@@ -48,6 +50,7 @@ class Section:
 
 
 def build_report(run_dir: Path) -> Report:
+    started = time.monotonic()
     run_dir = Path(run_dir)
     data = RunData(run_dir)
     # the study's declared axes, not only the run's: a --quick that leaves experiments out
@@ -73,9 +76,11 @@ def build_report(run_dir: Path) -> Report:
         plots += [figure.png, figure.svg]
     findings = evaluate_claims(data)
     context = page_context(data, list(sections.values()), findings, warnings, run_dir)
+    context["time_table"] = time_table(data.manifest, time.monotonic() - started)
     md_path, html_path = run_dir / "report.md", run_dir / "report.html"
     md_path.write_text(render_template("report.md.j2", context))
     html_path.write_text(render_template("report.html.j2", context))
+    record_report_s(run_dir, time.monotonic() - started)
     return Report(md_path, html_path, plots, warnings, console_tables(findings, data), findings)
 
 
@@ -216,6 +221,7 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "servers": _servers(m.get("servers") or {}),
         "testbed": _testbed(m),
         "timing": m.get("timing") or {},
+        "time_table": time_table(m),
         "problems": (m.get("analysis") or {}).get("problems") or [],
         "results": [f"results/{k}.csv" for k in data.kinds_present()],
         "points": _point_files(run_dir, data),

@@ -36,6 +36,9 @@ from congestlab.runner.manifest import continued_manifest, new_manifest, rep_com
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
+from congestlab.runner.time_budget import (ANALYSIS, SERVER_RESTART, SETUP, TEARDOWN, WARMUP,
+                                             TimeBudget, timed_out_seconds)
+from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import Point, expand, run_order
@@ -86,6 +89,7 @@ class Runner:
         self.backgrounds = Backgrounds(self)
         self.temp_dirs: list[Path] = []
         self._last_point = ""
+        self.budget = TimeBudget()  # where this session's time goes (runner/time_budget.py)
         self._resume_entry: dict | None = None
         if resume is not None:
             done = [(p, r) for p, r in self.runs if self.rep_complete(p.id, r)]
@@ -106,7 +110,8 @@ class Runner:
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
         require_root()
-        start = time.monotonic()
+        self.budget = TimeBudget()
+        start = self.budget.started
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         cpu0 = fidelity.read_cpu_jiffies()
         (self.run_dir / "points").mkdir(parents=True, exist_ok=True)
@@ -118,7 +123,8 @@ class Runner:
                 if self.runs:
                     self._run_testbed()
             if self.do_analyze:
-                self._analyze()
+                with self.budget.phase(ANALYSIS):
+                    self._analyze()
         except KeyboardInterrupt:
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
             raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
@@ -140,6 +146,7 @@ class Runner:
             "harness_cpu_pct_of_one_core": round(100 * harness_cpu / wall, 2),
             "machine_cpu_busy_pct": round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1),
         }
+        self._record_budget(wall)
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
                                      "warnings": [c.message for c in self.checks if not c.ok]}
         self.manifest["status"] = "complete"
@@ -155,6 +162,7 @@ class Runner:
         self.manifest["tools"] = self._tool_versions()
         first = self.points[0]  # as before; each run reconfigures the testbed to its point
         kernel_cc = self.cc.per_host(first.study)
+        setup0 = self.budget.clock()
         with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
                      run_dir=str(self.run_dir)) as tb:
             try:
@@ -164,14 +172,17 @@ class Runner:
                 self.manifest["qdiscs"] = qdisc_config(tb)
                 if self.calibrate:
                     self.manifest["calibration"] = self._calibrate(tb)
+                self.budget.add(SETUP, self.budget.clock() - setup0)
                 self._run_all(tb)
             finally:
+                teardown0 = self.budget.clock()
                 self.backgrounds.stop_all(self._last_point)
                 self.servers.stop_all()
         self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
         self.manifest["testbed"]["link_emulation"] = tb.emulation  # with linkem's final counters
         self.cc.remove_installed()
         self._remove_temp_dirs()
+        self.budget.add(TEARDOWN, self.budget.clock() - teardown0)
 
     def _fail(self, status: str, message: str) -> None:
         self._remove_temp_dirs()
@@ -184,7 +195,15 @@ class Runner:
         if self._resume_entry is not None:
             self._resume_entry |= {"finished_utc": utc_now(), "status": status}
         self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
+        self._record_budget(time.monotonic() - self.budget.started)
         write_manifest(self.run_dir, self.manifest)
+
+    def _record_budget(self, wall_s: float) -> None:
+        """The run's budget: the sum of its sessions' (a resumed run keeps every earlier
+        session's in time_budget_sessions)."""
+        sessions = [*self.manifest.get("time_budget_sessions", []), self.budget.to_json(wall_s)]
+        self.manifest["time_budget_sessions"] = sessions
+        self.manifest["time_budget"] = merge_budgets(sessions)
 
     def _remove_temp_dirs(self) -> None:
         for path in self.temp_dirs:
@@ -196,7 +215,8 @@ class Runner:
         with run_progress(self.console, self.study.name, len(self.runs)) as (describe, advance):
             for point, rep in self.runs:
                 describe(f"{point.id} #{rep}")
-                self._run_one(tb, point, rep)
+                with self.budget.unit_run(f"u{point.unit}"):
+                    self._run_one(tb, point, rep)
                 self.manifest["runs_done"] += 1
                 write_manifest(self.run_dir, self.manifest)
                 advance()
@@ -208,8 +228,10 @@ class Runner:
         if changes:
             self.manifest["reconfigurations"].append({"before": f"{point.id}#{rep}", "changes": changes})
         # before servers start: their ready check needs a quiet path
-        self.backgrounds.stop_stale(point, self.servers.restarting(point), self._last_point)
-        self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
+        unit = f"u{point.unit}"
+        with self.budget.phase(SERVER_RESTART, unit):
+            self.backgrounds.stop_stale(point, self.servers.restarting(point), self._last_point)
+            self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
         running = self.servers.running
         ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in running.items()},
                       bound_s=self.backgrounds.bound_s(point, rep))
@@ -229,7 +251,8 @@ class Runner:
         checks: list[fidelity.Check] = []
         try:
             if started:  # a long-lived background warms up before the capture: a 60 s warm-up
-                time.sleep(study.warmup_s)  # of 100 Mbit/s would fill the first repetition's pcap
+                with self.budget.phase(WARMUP, unit):  # of 100 Mbit/s would fill the first repetition's pcap
+                    time.sleep(study.warmup_s)
             captures = start_captures(tb, running, rep_path)
             started = False
             for name in point.workloads:
@@ -240,11 +263,14 @@ class Runner:
                     bg.start()
                     started = True
             if started:
-                time.sleep(study.warmup_s)
+                with self.budget.phase(WARMUP, unit):
+                    time.sleep(study.warmup_s)
             backgrounds = self.backgrounds.runners() + point_backgrounds
             for bg in backgrounds:
                 bg.open_window()
+            measure0 = self.budget.clock()
             records, checks, window = self._measure(ctx, point, rep, rep_path)
+            self.budget.split_measure(self.budget.clock() - measure0, timed_out_seconds(records, window), unit)
             for bg in backgrounds:
                 bg_records, bg_checks = bg.measure(window)
                 records += bg_records

@@ -1,0 +1,125 @@
+"""The command line of suites (docs/suite.md) and of the makespan planner
+(docs/cluster-planning.md): `congestlab reproduce SUITE`, `congestlab suite FILE`,
+`congestlab suite-report PARENT`, `congestlab plan RUN_DIR --nodes N`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from congestlab.errors import CongestlabError
+from congestlab.planner.makespan import Schedule
+from congestlab.planner.suite_plan import plan_suite
+from congestlab.planner.unit_times import predict, relative_error, run_times
+from congestlab.rundir import read_manifest
+from congestlab.runner import require_root
+from congestlab.suite.index import build_index
+from congestlab.suite.run import dry_run, run_suite
+from congestlab.suite.spec import SuiteSpec, is_suite, load_suite, members, suite_names  # noqa: F401 (cli/__init__)
+from congestlab.suite.run import STATE as SUITE_STATE
+
+
+def execute_suite(suite: SuiteSpec, base: Path | None, quick: bool, out: Path | None, dry: bool, calibrate: bool,
+                  resume: Path | None, cluster: str | None, seed_fit: bool | None) -> None:
+    studies = members(suite, base, seed_fit)
+    if dry:
+        dry_run(suite, studies, quick)
+        return
+    if cluster is None:
+        require_root()
+    parent, failed = run_suite(suite, studies, quick, out, resume, calibrate, cluster)
+    index = build_index(parent)
+    print(f"suite index: {index.markdown_path}  (also {index.html_path.name}); "
+          f"{index.total_wall_s} s of runs")
+    if failed:
+        raise CongestlabError(f"{len(failed)} of {len(studies)} studies did not complete ({', '.join(failed)}); "
+                              f"continue with --resume {parent}")
+
+
+def reproduce_suite(name: str, quick: bool, out: Path | None, dry: bool, calibrate: bool, resume: Path | None,
+                    cluster: str | None, seed_fit: bool | None) -> None:
+    suite, base = load_suite(name=name)
+    execute_suite(suite, base, quick, out, dry, calibrate, resume, cluster, seed_fit)
+
+
+def suite(
+    suite_path: Path = typer.Argument(..., help="a suite file (TOML with a [suite] table; docs/suite.md)"),
+    quick: bool = typer.Option(False, "--quick", help="every study's --quick subset"),
+    out: Path = typer.Option(None, "--out", help="parent directory (new or empty); default runs/suite-NAME-TIME-ID"),
+    dry_run_: bool = typer.Option(False, "--dry-run", help="list the studies with their points, run nothing"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="measure the bottleneck with iperf3 first, per study"),
+    resume: Path = typer.Option(None, "--resume", help="continue this suite run: complete studies are kept"),
+    cluster: str = typer.Option(None, "--cluster", help="run each study's units on a Ray cluster (docs/cluster.md)"),
+    seed_fit: bool = typer.Option(None, "--seed-fit/--no-seed-fit", help="also each study's seed-fit variant "
+                                  "(default: the suite's seed_fit)"),
+) -> None:
+    """Run several studies as one: a sub-run per study and one index report (docs/suite.md)."""
+    spec, base = load_suite(path=suite_path)
+    execute_suite(spec, base, quick, out, dry_run_, calibrate, resume, cluster, seed_fit)
+
+
+def suite_report(parent: Path = typer.Argument(..., help="a suite run's parent directory")) -> None:
+    """Rebuild a suite run's index.md/.html from its stored sub-runs (no root)."""
+    index = build_index(parent)
+    print(f"suite index: {index.markdown_path}  (also {index.html_path.name}); {index.total_wall_s} s of runs")
+
+
+def _print_schedule(schedule: Schedule, indent: str = "  ") -> None:
+    for i, (tasks, load) in enumerate(zip(schedule.nodes, schedule.loads_s), start=1):
+        order = ", ".join(f"{t.name} {t.seconds:.1f}" for t in tasks) or "idle"
+        print(f"{indent}node {i}: {load:.1f} s: {order}")
+
+
+def plan(
+    run_dirs: list[Path] = typer.Argument(..., help="complete run directories, or a suite run's parent"),
+    nodes: int = typer.Option(..., "--nodes", min=1, max=10_000, help="number of nodes (one testbed each)"),
+    task_overhead_s: float = typer.Option(None, "--task-overhead-s", min=0.0, help="scheduling overhead per task "
+                                          "for a run recorded without a cluster (default 0; docs/cluster.md "
+                                          "measured 0.17 s)"),
+    validate: bool = typer.Option(False, "--validate", help="also predict each run on its own node count and "
+                                  "print the error against its recorded wall time"),
+    check_against: Path = typer.Option(None, "--check-against", help="a complete run of the same study on --nodes "
+                                       "nodes: print the prediction's error against its recorded wall time"),
+) -> None:
+    """Estimate the wall time on N nodes from finished runs' per-unit times: longest units
+    first (LPT), and the order per node that achieves it (docs/cluster-planning.md)."""
+    worst = 0.0
+    for run_dir in run_dirs:
+        if (run_dir / SUITE_STATE).is_file():
+            sp = plan_suite(run_dir, nodes, task_overhead_s)
+            print(f"{run_dir}: suite of {len(sp.studies)} studies on {nodes} nodes: {sp.in_sequence_s:.1f} s "
+                  f"({sp.in_sequence_s / 60:.1f} min) studies in sequence; {sp.pooled_s:.1f} s if every unit "
+                  "were pooled")
+            for times, p in sp.studies:
+                print(f"  {times.study}: {p.wall_s:.1f} s from {len(times.tasks)} units ({times.source}; "
+                      f"recorded {times.wall_s:.1f} s on 1 node)")
+                _print_schedule(p.schedule, "    ")
+            for s in sp.skipped:
+                print(f"  skipped {s}")
+            continue
+        times = run_times(run_dir)
+        p = predict(times, nodes, task_overhead_s=task_overhead_s)
+        print(f"{run_dir}: {times.study}, {len(times.tasks)} tasks ({times.source}), {times.tasks_s:.1f} s of tasks, "
+              f"testbed {times.per_testbed_s:.1f} s, analysis {times.serial_s:.1f} s"
+              + (f", overhead {times.overhead_s:.2f} s per task" if times.on_cluster else ""))
+        print(f"  on {nodes} node(s): {p.wall_s:.1f} s ({p.model}; lower bound of the tasks "
+              f"{p.schedule.lower_bound_s:.1f} s)")
+        _print_schedule(p.schedule)
+        for note in times.notes:
+            print(f"  note: {note}")
+        if validate:
+            own = len((read_manifest(run_dir).get("cluster") or {}).get("nodes") or {}) or 1
+            check = predict(times, own, cluster=times.on_cluster, task_overhead_s=task_overhead_s)
+            err = relative_error(check.wall_s, times.wall_s)
+            worst = max(worst, abs(err))
+            print(f"  validation: predicted {check.wall_s:.1f} s on its own {own} node(s), recorded "
+                  f"{times.wall_s:.1f} s: error {100 * err:+.1f} %")
+        if check_against is not None:
+            recorded = run_times(check_against).wall_s
+            err = relative_error(p.wall_s, recorded)
+            worst = max(worst, abs(err))
+            print(f"  check: {check_against} took {recorded:.1f} s on {nodes} node(s): error {100 * err:+.1f} %")
+    if (validate or check_against) and len(run_dirs) > 1:
+        print(f"worst |error| {100 * worst:.1f} %", file=sys.stderr)

@@ -1,0 +1,52 @@
+"""The planner over a suite run (suite/run.py): each study's sub-run's unit times. A suite
+on a cluster runs its studies one after another (each study's units spread over the
+nodes, then its analysis), so its wall time is the sum of the studies' predictions; pooling
+every unit of every study in one LPT is the lower figure a suite without that barrier
+would reach (docs/cluster-planning.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from congestlab.errors import CongestlabError, RunDirError
+from congestlab.planner.makespan import Schedule, Task, lpt
+from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
+from congestlab.suite.run import STATE
+
+
+@dataclass
+class SuitePlan:
+    nodes: int
+    studies: list[tuple[RunTimes, Prediction]]
+    skipped: list[str]
+    in_sequence_s: float  # studies one after another, as `reproduce SUITE --cluster` runs them
+    pooled: Schedule  # every study's tasks in one LPT (plus every study's analysis after)
+    pooled_s: float
+
+
+def suite_run_dirs(parent: Path) -> list[tuple[str, Path]]:
+    state_path = Path(parent) / STATE
+    if not state_path.is_file():
+        raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
+    state = json.loads(state_path.read_text())
+    return [(s["key"], Path(parent) / s["dir"]) for s in state.get("studies") or []]
+
+
+def plan_suite(parent: Path, nodes: int, task_overhead_s: float | None = None) -> SuitePlan:
+    studies, skipped = [], []
+    for key, run_dir in suite_run_dirs(parent):
+        try:
+            times = run_times(run_dir)
+        except CongestlabError as err:
+            skipped.append(f"{key}: {err}")
+            continue
+        studies.append((times, predict(times, nodes, task_overhead_s=task_overhead_s)))
+    if not studies:
+        raise RunDirError(f"{parent}: no complete study to plan from ({'; '.join(skipped)})")
+    pooled_tasks = [Task(f"{times.study}/{t.name}", t.seconds) for times, p in studies
+                    for node in p.schedule.nodes for t in node]
+    pooled = lpt(pooled_tasks, nodes)
+    serial = sum(p.serial_s for _, p in studies) + (sum(t.per_testbed_s for t, _ in studies) if nodes == 1 else 0.0)
+    return SuitePlan(nodes, studies, skipped, sum(p.wall_s for _, p in studies), pooled, pooled.makespan_s + serial)

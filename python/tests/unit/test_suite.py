@@ -1,0 +1,179 @@
+"""Suites without root: the suite file loader, the parent directory with a sub-run per
+study (the runs themselves replaced by hand-made run directories), and the index report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from congestlab.errors import RunDirError, SpecError
+from congestlab.report.claims import FAILS, HOLDS
+from congestlab.suite import run as suite_run
+from congestlab.suite.index import build_index
+from congestlab.suite.run import STATE, open_parent, run_suite, study_dir
+from congestlab.suite.spec import is_suite, load_suite, members, parse_suite
+
+from report_fixtures import request_run
+
+# --- the suite file -----------------------------------------------------------------------
+
+
+def test_dissertation_lists_the_chapters_the_lab_report_and_anma():
+    suite, base = load_suite(name="dissertation")
+    assert is_suite("dissertation") and not is_suite("ipv6") and base is None
+    assert [m.key for m in members(suite, base)] == ["cubic-compound", "rto", "ipv6", "tcp-lab", "anma"]
+    with_fit = [m.key for m in members(suite, base, seed_fit=True)]
+    assert with_fit == ["cubic-compound", "cubic-compound-seed-fit", "rto", "rto-seed-fit", "ipv6",
+                        "ipv6-seed-fit", "tcp-lab", "anma"]  # (tcp-lab and anma have no seed-fit variant)
+
+
+def test_a_user_suite_of_names_and_a_spec_file(tmp_path):
+    spec = tmp_path / "mine.toml"
+    spec.write_text('extends = "ipv6"\nname = "ipv6-mine"\n')
+    (tmp_path / "s.toml").write_text('[suite]\nname = "two"\nstudies = ["anma", "mine.toml"]\nseed_fit = true\n')
+    suite, base = load_suite(path=tmp_path / "s.toml")
+    got = members(suite, base)
+    assert [m.key for m in got] == ["anma", "ipv6-mine"] and got[1].source == str(spec)
+    assert [m.key for m in members(suite, base, seed_fit=False)] == ["anma", "ipv6-mine"]
+
+
+@pytest.mark.parametrize("text, says", [
+    ('[suite]\nname = "x"\nstudies = []\n', "studies"),
+    ('[suite]\nname = "x"\nstudies = ["anma"]\ncolour = 1\n', "colour"),
+    ('[suite]\nstudies = ["anma"]\n', "name"),
+    ('studies = ["anma"]\n', "exactly one [suite] table"),
+    ('[suite\n', "not valid TOML"),
+])
+def test_bad_suite_file_is_one_spec_error(text, says):
+    with pytest.raises(SpecError) as err:
+        parse_suite(text, "s.toml")
+    assert says in str(err.value)
+
+
+def test_unknown_study_and_duplicates_are_spec_errors():
+    with pytest.raises(SpecError, match="unknown preset"):
+        members(parse_suite('[suite]\nname = "x"\nstudies = ["nope"]\n', "s"), None)
+    with pytest.raises(SpecError, match="listed twice: anma"):
+        members(parse_suite('[suite]\nname = "x"\nstudies = ["anma", "anma"]\n', "s"), None)
+    with pytest.raises(SpecError, match="unknown suite"):
+        load_suite(name="thesis")
+
+
+def test_cli_bad_suite_file_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "s.toml"
+    bad.write_text('[suite]\nname = "x"\nstudies = ["nope"]\n')
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "suite", str(bad), "--dry-run"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "nope" in out.stderr
+
+
+def test_dry_run_of_the_quick_dissertation_lists_every_study():
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "dissertation", "--dry-run",
+                          "--quick"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[1] for line in out.stdout.splitlines() if line.startswith("[study]")] == [
+        "cubic-compound:", "rto:", "ipv6:", "tcp-lab:", "anma:"]
+
+
+# --- the parent directory and its sub-runs ---------------------------------------------------
+
+REPORT = {
+    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
+    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
+                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
+}
+PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
+             {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
+BUDGET = {"wall_s": 50.0, "categories_s": {"setup": 2.0, "warmup": 20.0, "measure": 20.0, "analysis": 5.0, "other": 3.0},
+          "units": {"u0": {"warmup": 20.0, "measure": 20.0, "other": 1.0, "wall_s": 41.0, "runs": 6}}}
+
+
+def _fake_run(run_dir, v4_ms, v6_ms):
+    """A complete hand-made sub-run, with a time budget in its manifest."""
+    b = request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
+                    delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
+                    report=REPORT, published=PUBLISHED)
+    b.write(run_dir)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["time_budget"] = BUDGET
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _two_study_suite(tmp_path):
+    (tmp_path / "s.toml").write_text('[suite]\nname = "two"\nstudies = ["ipv6", "anma"]\n')
+    suite, base = load_suite(path=tmp_path / "s.toml")
+    return suite, members(suite, base)
+
+
+def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path, monkeypatch):
+    suite, studies = _two_study_suite(tmp_path)
+    ran = []
+
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
+        ran.append((spec.name, run_dir.relative_to(parent_dir), quick))
+        if spec.name == "anma" and len(ran) == 2:
+            raise RunDirError("the testbed broke")  # the suite records it and goes on
+        _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
+        return run_dir
+
+    monkeypatch.setattr(suite_run, "run_child", fake_run_child)
+    monkeypatch.setattr(suite_run, "print_report", lambda *a: None)
+    parent_dir = tmp_path / "out"
+    parent, failed = run_suite(suite, studies, quick=True, out=parent_dir, echo=lambda *_: None)
+    assert parent == parent_dir and failed == ["anma"]
+    assert [r[1].as_posix() for r in ran] == ["studies/ipv6", "studies/anma"] and all(r[2] for r in ran)
+    state = json.loads((parent / STATE).read_text())
+    assert state["runs"]["ipv6"]["status"] == "complete" and state["runs"]["anma"]["status"] == "failed"
+    assert (parent / "studies" / "ipv6" / "report.html").exists()  # the sub-run's own report
+    # --resume: ipv6 is kept, anma runs again; its earlier attempt's time is kept beside
+    ran.clear()
+    parent, failed = run_suite(suite, studies, quick=True, resume=parent, echo=lambda *_: None)
+    assert failed == [] and [r[0] for r in ran] == ["anma"]
+    state = json.loads((parent / STATE).read_text())
+    assert len(state["runs"]["anma"]["attempts_wall_s"]) == 2
+    assert study_dir(parent, studies[1]) == parent / "studies" / "anma"
+
+
+def test_resume_refuses_another_suite_or_quick_and_out_refuses_a_used_directory(tmp_path):
+    suite, studies = _two_study_suite(tmp_path)
+    parent = open_parent(suite, studies, True, tmp_path / "p", None)
+    with pytest.raises(RunDirError, match="same suite"):
+        open_parent(suite, studies, False, None, parent)
+    with pytest.raises(RunDirError, match="same suite"):
+        open_parent(suite, studies[:1], True, None, parent)
+    with pytest.raises(RunDirError, match="not empty"):
+        open_parent(suite, studies, True, parent, None)
+    with pytest.raises(RunDirError, match="no suite.json"):
+        open_parent(suite, studies, True, None, tmp_path)
+    assert open_parent(suite, studies, True, None, parent) == parent
+
+
+def test_index_report_has_every_study_verdicts_distance_time_and_links(tmp_path):
+    suite, studies = _two_study_suite(tmp_path)
+    parent = open_parent(suite, studies, True, tmp_path / "p", None)
+    _fake_run(parent / "studies" / "ipv6", [200, 201, 199], [240, 241, 239])  # v6 above v4: holds; 2x the seed
+    suite_run.record(parent, "ipv6", {"status": "complete", "wall_s": 60.0, "report_s": 3.0, "load_avg_1m": 4.2})
+    (parent / "studies" / "ipv6" / "report.html").write_text("<html></html>")
+    index = build_index(parent)
+    ipv6, anma = index.studies
+    assert ipv6["verdicts"] == {HOLDS: 1} and ipv6["claims"][0]["verdict"] == HOLDS
+    assert ipv6["distance"]["median_x"] == pytest.approx(2.0) and ipv6["distance"]["within"] == 0
+    assert ipv6["report_href"] == "studies/ipv6/report.html"
+    assert anma["status"] == "not run" and not anma["claims"]
+    assert index.total_wall_s == 60.0
+    html = index.html_path.read_text()
+    md = index.markdown_path.read_text()
+    assert 'href="studies/ipv6/report.html"' in html and 'href="studies/ipv6/report.html#finding-v6slower"' in html
+    assert "Where the time went (all studies)" in html and "warm-ups" in html and "timebar" in html
+    assert "| v6slower | holds" in md and "not run" in md
+    _fake_run(parent / "studies" / "anma", [200, 201, 199], [100, 100, 100])  # v6 below v4: fails
+    assert build_index(parent).studies[1]["verdicts"] == {FAILS: 1}
+
+
+def test_suite_report_of_a_directory_that_is_no_suite_exits_7(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "suite-report", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 7 and "not a suite run" in out.stderr
