@@ -88,7 +88,7 @@ def run_times(run_dir: Path) -> RunTimes:
         tasks = [Task(u, float(per["wall_s"])) for u, per in budget["units"].items()]
         source = "time budget"
     else:
-        tasks = _units_from_timestamps(run_dir, m, per_testbed)
+        tasks = _units_from_timestamps(run_dir, m, float(cats.get("setup") or tb.get("setup_s") or 0.0))
         source = "repetition timestamps"
     # (no overhead is fitted here: a one-node prediction of this very run then tests whether
     # its units, set-up and analysis account for its wall time)

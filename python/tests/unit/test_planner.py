@@ -1,0 +1,138 @@
+"""The makespan planner (planner/): LPT on known inputs, bad input, unit times from a
+manifest's time budget, from repetition timestamps (runs recorded before the budget) and
+from a cluster run's tasks, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from congestlab.errors import RunDirError, SpecError
+from congestlab.planner.makespan import Task, lpt
+from congestlab.planner.unit_times import predict, relative_error, run_times
+
+DATA = Path(__file__).parent / "data"
+
+
+def _tasks(*seconds):
+    return [Task(f"t{i}", s) for i, s in enumerate(seconds)]
+
+
+def test_lpt_known_schedules():
+    # Graham's bad case for LPT on 2 nodes: 3,3,2,2,2 -> LPT 7 (3+2+2 | 3+2), optimum 6
+    s = lpt(_tasks(3, 3, 2, 2, 2), 2)
+    assert s.makespan_s == 7 and sorted(s.loads_s) == [5, 7] and s.lower_bound_s == 6
+    assert [t.seconds for t in s.nodes[0]] == [3, 2, 2] and [t.seconds for t in s.nodes[1]] == [3, 2]
+    # longest first, each to the earliest free node
+    s = lpt(_tasks(1, 9, 4, 4, 3), 3)
+    assert s.loads_s == [9, 7, 5] and [t.name for t in s.nodes[0]] == ["t1"]
+    assert lpt(_tasks(5, 1, 2), 1).makespan_s == 8
+    assert lpt([], 4).makespan_s == 0
+    assert lpt(_tasks(5, 5), 8).loads_s.count(0.0) == 6  # more nodes than tasks: some idle
+
+
+def test_lpt_is_within_graham_bound_of_the_lower_bound():
+    import random
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randint(1, 8)
+        tasks = _tasks(*[rng.uniform(0.1, 100) for _ in range(rng.randint(1, 40))])
+        s = lpt(tasks, n)
+        assert s.lower_bound_s - 1e-9 <= s.makespan_s <= (4 / 3 - 1 / (3 * n)) * s.lower_bound_s * 1.0001 + max(
+            t.seconds for t in tasks)  # (the optimum is at least the lower bound)
+        assert sorted(t.name for node in s.nodes for t in node) == sorted(t.name for t in tasks)
+
+
+@pytest.mark.parametrize("nodes", [0, -1, 1.5])
+def test_lpt_bad_node_count(nodes):
+    with pytest.raises(SpecError, match="--nodes"):
+        lpt(_tasks(1), nodes)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+def test_lpt_bad_task_time(bad):
+    with pytest.raises(SpecError, match="finite time"):
+        lpt([Task("x", bad)], 2)
+
+
+def _manifest(tmp_path, **extra) -> Path:
+    m = {"format_version": 2, "study": "s", "status": "complete", "started_utc": "2026-11-26T00:00:00Z",
+         "points": [{"id": "a", "experiment": "e", "unit": 0}, {"id": "b", "experiment": "e", "unit": 1}], "timing": {"wall_s": 100.0},
+         "testbed": {"setup_s": 2.0, "teardown_s": 1.0}, "analysis": {"analysis_s": 5.0}} | extra
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    return tmp_path
+
+
+def test_times_from_the_time_budget_and_a_one_node_prediction(tmp_path):
+    run = _manifest(tmp_path, time_budget={
+        "wall_s": 100.0, "categories_s": {"setup": 2.0, "teardown": 1.0, "analysis": 5.0},
+        "units": {"u0": {"wall_s": 60.0, "runs": 3}, "u1": {"wall_s": 30.0, "runs": 3}}})
+    times = run_times(run)
+    assert times.source == "time budget" and times.tasks_s == 90 and times.per_testbed_s == 3
+    one = predict(times, 1)
+    assert one.wall_s == pytest.approx(98.0) and relative_error(one.wall_s, 100.0) == pytest.approx(-0.02)
+    two = predict(times, 2, task_overhead_s=0.5)  # each task builds its own testbed on a cluster
+    assert two.wall_s == pytest.approx(60 + 3 + 0.5 + 5)
+
+
+def test_times_from_repetition_timestamps(tmp_path):
+    run = _manifest(tmp_path)
+    for point, rep, finished in (("a", 1, "00:00:20"), ("a", 2, "00:00:50"), ("b", 1, "00:01:10"),
+                                 ("b", 2, "00:01:30")):
+        d = run / "points" / point / f"r{rep}"
+        d.mkdir(parents=True)
+        (d / "rep.json").write_text(json.dumps({"point": point, "repetition": rep,
+                                                "finished_utc": f"2026-11-26T{finished}Z"}))
+    times = run_times(run)
+    # unit 0 from the testbed up (start + 2 s) to its last repetition (50 s); unit 1 after it
+    assert times.source == "repetition timestamps"
+    assert {t.name: t.seconds for t in times.tasks} == {"u0": 48.0, "u1": 40.0}
+    assert predict(times, 1).wall_s == pytest.approx(3 + 88 + 5)
+
+
+def test_times_of_a_one_node_cluster_run_carry_its_overhead_to_two_nodes(tmp_path):
+    tasks = [{"unit": f"u{i}", "attempt": 1, "node_wall_s": s} for i, s in enumerate((12.0, 12.0, 13.0, 11.0))]
+    run = _manifest(tmp_path, timing={"wall_s": 56.0}, cluster={"nodes": {"n1": {}}, "tasks": tasks},
+                    time_budget={"wall_s": 56.0, "categories_s": {"analysis": 2.0}, "units": {}})
+    times = run_times(run)
+    assert times.on_cluster and times.overhead_s == pytest.approx((56 - 48 - 2) / 4)
+    assert predict(times, 1).wall_s == pytest.approx(56.0)  # its own node count: exact by construction
+    assert predict(times, 2).wall_s == pytest.approx(13 + 11 + 2 * 1.5 + 2)  # 13+11 | 12+12
+
+
+def test_incomplete_or_empty_runs_are_refused(tmp_path):
+    with pytest.raises(RunDirError, match="complete run"):
+        run_times(_manifest(tmp_path, status="failed"))
+    with pytest.raises(RunDirError, match="no finished repetition"):
+        run_times(_manifest(tmp_path))
+
+
+def test_stored_quick_runs_are_replayed_within_15_percent():
+    """Runs recorded before the time budget (unit tests' data): their units' timestamps, the
+    testbed and the analysis account for the recorded wall time."""
+    for name in ("ipv6-quick-run", "anma-quick-run", "tcplab-quick-run"):
+        run = DATA / name
+        if not (run / "points").is_dir():
+            continue
+        times = run_times(run)
+        assert abs(relative_error(predict(times, 1).wall_s, times.wall_s)) <= 0.15, name
+
+
+def test_plan_cli(tmp_path):
+    run = _manifest(tmp_path, time_budget={
+        "wall_s": 100.0, "categories_s": {"setup": 2.0, "teardown": 1.0, "analysis": 5.0},
+        "units": {"u0": {"wall_s": 60.0, "runs": 3}, "u1": {"wall_s": 30.0, "runs": 3}}})
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(run), "--nodes", "2", "--validate"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "node 1: 63.0 s: u0 63.0" in out.stdout and "error -2.0 %" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path / "nope"), "--nodes", "2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 7 and bad.stderr.count("\n") == 1
+    zero = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(run), "--nodes", "0"],
+                          capture_output=True, text=True)
+    assert zero.returncode == 2
