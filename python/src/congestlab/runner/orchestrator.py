@@ -159,10 +159,10 @@ class Runner:
 
     def _run_testbed(self) -> None:
         """One testbed for self.runs (built for the first point, reconfigured per run); torn down always."""
+        setup0 = self.budget.clock()
         self.manifest["tools"] = self._tool_versions()
         first = self.points[0]  # as before; each run reconfigures the testbed to its point
         kernel_cc = self.cc.per_host(first.study)
-        setup0 = self.budget.clock()
         with Testbed(first.study.topology, prefix=self.prefix, kernel_cc=kernel_cc,
                      run_dir=str(self.run_dir)) as tb:
             try:
