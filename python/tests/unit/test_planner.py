@@ -5,6 +5,7 @@ from a cluster run's tasks, and the CLI."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from congestlab.errors import RunDirError, SpecError
+from congestlab.planner.full_estimate import full_units
 from congestlab.planner.makespan import Task, lpt
 from congestlab.planner.unit_times import predict, relative_error, run_times
+from congestlab.spec import load_preset
+from congestlab.spec.sweep import expand
 
 DATA = Path(__file__).parent / "data"
 
@@ -36,7 +40,6 @@ def test_lpt_known_schedules():
 
 
 def test_lpt_is_within_graham_bound_of_the_lower_bound():
-    import random
     rng = random.Random(3)
     for _ in range(200):
         n = rng.randint(1, 8)
@@ -136,3 +139,27 @@ def test_plan_cli(tmp_path):
     zero = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(run), "--nodes", "0"],
                           capture_output=True, text=True)
     assert zero.returncode == 2
+
+
+def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
+    """rto's full run from its --quick units: a measured point keeps its repetition time,
+    with the timeout waits scaled 45 s -> 120 s; the others take their experiment's mean."""
+    spec = load_preset("rto")
+    quick = expand(spec, quick=True)
+    units = {f"u{p.unit}": {"wall_s": 20.0 + 2 * 30.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0,
+                            "timeout_wait": 2 * 10.0} for p in quick}
+    units["u0"] = {"wall_s": 20.0 + 2 * 60.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0, "timeout_wait": 0.0}
+    m = {"format_version": 2, "study": "rto", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "timing": {"wall_s": 1.0},
+         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    full = {p.id: p for p in expand(spec, quick=False)}
+    assert len(tasks) == len({p.unit for p in full.values()})
+    first = full[quick[0].id]  # u0 of the quick run: 60 s per repetition, no timeouts
+    assert tasks[f"u{first.unit}"] == pytest.approx(20 + first.repetitions * 60)
+    second = full[quick[1].id]  # 30 s per repetition, 10 s of it waiting at 45 s -> 120 s
+    assert tasks[f"u{second.unit}"] == pytest.approx(20 + second.repetitions * (30 + 10 * (120 / 45 - 1)))
+    with pytest.raises(RunDirError, match="not a --quick run"):
+        (tmp_path / "manifest.json").write_text(json.dumps(m | {"quick": False}))
+        full_units(tmp_path, spec)

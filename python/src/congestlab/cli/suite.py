@@ -11,7 +11,7 @@ import typer
 
 from congestlab.errors import CongestlabError
 from congestlab.planner.makespan import Schedule
-from congestlab.planner.suite_plan import plan_suite
+from congestlab.planner.suite_plan import plan_suite, plan_suite_full
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
 from congestlab.runner import require_root
@@ -82,11 +82,25 @@ def plan(
                                   "print the error against its recorded wall time"),
     check_against: Path = typer.Option(None, "--check-against", help="a complete run of the same study on --nodes "
                                        "nodes: print the prediction's error against its recorded wall time"),
+    full: bool = typer.Option(False, "--full", help="a --quick suite run: estimate each study's full run from its "
+                              "quick units (an extrapolation; docs/cluster-planning.md)"),
 ) -> None:
     """Estimate the wall time on N nodes from finished runs' per-unit times: longest units
     first (LPT), and the order per node that achieves it (docs/cluster-planning.md)."""
     worst = 0.0
     for run_dir in run_dirs:
+        if (run_dir / SUITE_STATE).is_file() and full:
+            estimates, skipped = plan_suite_full(run_dir, nodes, task_overhead_s)
+            one = sum(e.one_node_s for e in estimates)
+            many = sum(e.on_nodes.wall_s for e in estimates)
+            print(f"{run_dir}: full runs estimated from its --quick units: {one:.0f} s ({one / 3600:.2f} h) on one "
+                  f"node; {many:.0f} s ({many / 3600:.2f} h) on {nodes} nodes, studies in sequence")
+            for e in estimates:
+                print(f"  {e.key}: {len(e.tasks)} units, {e.one_node_s:.0f} s on one node, {e.on_nodes.wall_s:.0f} s "
+                      f"on {nodes} (longest unit {max(t.seconds for t in e.tasks):.0f} s)")
+            for s in skipped:
+                print(f"  skipped {s}")
+            continue
         if (run_dir / SUITE_STATE).is_file():
             sp = plan_suite(run_dir, nodes, task_overhead_s)
             print(f"{run_dir}: suite of {len(sp.studies)} studies on {nodes} nodes: {sp.in_sequence_s:.1f} s "

@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from congestlab.errors import CongestlabError, RunDirError
+from congestlab.planner.full_estimate import full_units
 from congestlab.planner.makespan import Schedule, Task, lpt
 from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
+from congestlab.spec import load_preset, load_spec
+from congestlab.spec.sweep import expand
 from congestlab.suite.run import STATE
 
 
@@ -50,3 +53,37 @@ def plan_suite(parent: Path, nodes: int, task_overhead_s: float | None = None) -
     pooled = lpt(pooled_tasks, nodes)
     serial = sum(p.serial_s for _, p in studies) + (sum(t.per_testbed_s for t, _ in studies) if nodes == 1 else 0.0)
     return SuitePlan(nodes, studies, skipped, sum(p.wall_s for _, p in studies), pooled, pooled.makespan_s + serial)
+
+
+@dataclass
+class FullStudyEstimate:
+    key: str
+    tasks: list[Task]
+    one_node_s: float
+    on_nodes: Prediction
+
+
+def plan_suite_full(parent: Path, nodes: int, task_overhead_s: float | None = None
+                    ) -> tuple[list[FullStudyEstimate], list[str]]:
+    """Each study's full run estimated from this --quick suite run's units
+    (planner/full_estimate.py): on one node, and on `nodes` nodes with LPT."""
+    state = json.loads((Path(parent) / STATE).read_text())
+    out, skipped = [], []
+    for study in state.get("studies") or []:
+        run_dir = Path(parent) / study["dir"]
+        source = study["source"]
+        try:
+            spec = load_spec(Path(source)) if source.endswith(".toml") else load_preset(source)
+            quick = run_times(run_dir)
+            tasks = full_units(run_dir, spec)
+        except CongestlabError as err:
+            skipped.append(f"{study['key']}: {err}")
+            continue
+        reps_ratio = (sum(p.repetitions for p in expand(spec, False))
+                      / max(1, sum(p.repetitions for p in expand(spec, True))))
+        full = RunTimes(run_dir, quick.study, "estimated from --quick", tasks, quick.per_testbed_s,
+                        quick.serial_s * reps_ratio, 0.0, False)
+        one = predict(full, 1)
+        out.append(FullStudyEstimate(study["key"], tasks, one.wall_s,
+                                     predict(full, nodes, cluster=True, task_overhead_s=task_overhead_s)))
+    return out, skipped
