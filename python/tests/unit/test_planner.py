@@ -39,14 +39,16 @@ def test_lpt_known_schedules():
     assert lpt(_tasks(5, 5), 8).loads_s.count(0.0) == 6  # more nodes than tasks: some idle
 
 
-def test_lpt_is_within_graham_bound_of_the_lower_bound():
+def test_lpt_keeps_graham_list_scheduling_bound():
+    """Any list schedule ends by mean load + (1 - 1/N) x the longest task (Graham 1966); no
+    schedule ends before the lower bound; every task is placed once."""
     rng = random.Random(3)
     for _ in range(200):
         n = rng.randint(1, 8)
         tasks = _tasks(*[rng.uniform(0.1, 100) for _ in range(rng.randint(1, 40))])
         s = lpt(tasks, n)
-        assert s.lower_bound_s - 1e-9 <= s.makespan_s <= (4 / 3 - 1 / (3 * n)) * s.lower_bound_s * 1.0001 + max(
-            t.seconds for t in tasks)  # (the optimum is at least the lower bound)
+        longest, mean = max(t.seconds for t in tasks), sum(t.seconds for t in tasks) / n
+        assert s.lower_bound_s - 1e-9 <= s.makespan_s <= mean + (1 - 1 / n) * longest + 1e-9
         assert sorted(t.name for node in s.nodes for t in node) == sorted(t.name for t in tasks)
 
 
