@@ -168,6 +168,8 @@ def test_index_report_has_every_study_verdicts_distance_time_and_links(tmp_path)
     md = index.markdown_path.read_text()
     assert 'href="studies/ipv6/report.html"' in html and 'href="studies/ipv6/report.html#finding-v6slower"' in html
     assert "Where the time went (all studies)" in html and "warm-ups" in html and "timebar" in html
+    total = md[md.index("## Where the time went (all studies)"):md.index("## Performance")]
+    assert "| u0 |" not in total  # units belong to their study's own table
     assert "| v6slower | holds" in md and "not run" in md
     _fake_run(parent / "studies" / "anma", [200, 201, 199], [100, 100, 100])  # v6 below v4: fails
     assert build_index(parent).studies[1]["verdicts"] == {FAILS: 1}

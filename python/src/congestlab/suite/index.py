@@ -93,7 +93,9 @@ def build_index(parent: Path) -> SuiteIndex:
     context = {"title": state.get("title") or f"Suite {state.get('suite')}", "suite": state.get("suite"),
                "quick": state.get("quick"), "started_utc": state.get("started_utc"), "parent": parent.name,
                "studies": studies, "total_wall_s": total_wall, "total_report_s": total_report,
-               "total_time_table": time_table({"time_budget": merge_budgets(budgets)}) if budgets else None}
+               # (units are per study: u0 of one study is not u0 of another)
+               "total_time_table": time_table({"time_budget": merge_budgets(budgets) | {"units": {}}})
+               if budgets else None}
     md_path, html_path = parent / "index.md", parent / "index.html"
     md_path.write_text(render_template("suite.md.j2", context))
     html_path.write_text(render_template("suite.html.j2", context))
