@@ -27,9 +27,7 @@ class TimeTable:
     node_seconds_s: float | None = None  # a cluster run: the nodes' summed time
     report_s: float | None = None  # building the report: after the run, outside its wall time
 
-    @property
-    def sum_s(self) -> float:
-        return sum(r["seconds"] for r in self.rows)
+    sum_s: float = 0.0  # of the categories before rounding: equals wall_s when they add up
 
 
 def time_table(manifest: dict, report_s: float | None = None) -> TimeTable | None:
@@ -50,7 +48,8 @@ def time_table(manifest: dict, report_s: float | None = None) -> TimeTable | Non
     if report_s is None:
         report_s = budget.get("report_s")
     return TimeTable(round(budget.get("wall_s", 0.0), 1), rows, units, [LABELS[c] for c in unit_columns],
-                     budget.get("node_seconds_s"), None if report_s is None else round(report_s, 1))
+                     budget.get("node_seconds_s"), None if report_s is None else round(report_s, 1),
+                     round(sum(cats.values()), 1))
 
 
 def record_report_s(run_dir: Path, seconds: float) -> None:
