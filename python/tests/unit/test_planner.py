@@ -144,13 +144,14 @@ def test_plan_cli(tmp_path):
 
 
 def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
-    """rto's full run from its --quick units: a measured point keeps its repetition time,
+    """rto's full run from its --quick units: a measured point keeps its time per repetition,
     with the timeout waits scaled 45 s -> 120 s; the others take their experiment's mean."""
     spec = load_preset("rto")
     quick = expand(spec, quick=True)
+    # every quick unit: 5 s restart, one 15 s warm-up, per repetition 20 s measuring + 10 s timeout wait
     units = {f"u{p.unit}": {"wall_s": 20.0 + 2 * 30.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0,
-                            "timeout_wait": 2 * 10.0} for p in quick}
-    units["u0"] = {"wall_s": 20.0 + 2 * 60.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0, "timeout_wait": 0.0}
+                            "measure": 2 * 20.0, "timeout_wait": 2 * 10.0} for p in quick}
+    units["u0"] = {"wall_s": 20.0 + 2 * 60.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0, "measure": 2 * 59.0}
     m = {"format_version": 2, "study": "rto", "status": "complete", "quick": True,
          "points": [p.describe() for p in quick], "timing": {"wall_s": 1.0},
          "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
@@ -158,10 +159,30 @@ def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
     full = {p.id: p for p in expand(spec, quick=False)}
     assert len(tasks) == len({p.unit for p in full.values()})
-    first = full[quick[0].id]  # u0 of the quick run: 60 s per repetition, no timeouts
-    assert tasks[f"u{first.unit}"] == pytest.approx(20 + first.repetitions * 60)
+    warm = 15.0 * spec.warmup_s / quick[0].study.warmup_s  # (rto's quick keeps the warm-up: 60 s)
+    first = full[quick[0].id]  # u0 of the quick run: 60 s per repetition (1 s of it bookkeeping), no timeouts
+    assert tasks[f"u{first.unit}"] == pytest.approx(5 + warm + first.repetitions * 60)
     second = full[quick[1].id]  # 30 s per repetition, 10 s of it waiting at 45 s -> 120 s
-    assert tasks[f"u{second.unit}"] == pytest.approx(20 + second.repetitions * (30 + 10 * (120 / 45 - 1)))
+    assert tasks[f"u{second.unit}"] == pytest.approx(5 + warm + second.repetitions * (20 + 10 * 120 / 45))
     with pytest.raises(RunDirError, match="not a --quick run"):
         (tmp_path / "manifest.json").write_text(json.dumps(m | {"quick": False}))
         full_units(tmp_path, spec)
+
+
+def test_full_units_scale_warm_up_and_durations(tmp_path):
+    """tcp-lab's quick iperf runs 2 s; the full one its declared duration."""
+    spec = load_preset("tcp-lab")
+    quick = expand(spec, quick=True)
+    units = {f"u{p.unit}": {"wall_s": 100.0, "runs": 10, "measure": 10 * 2.0, "other": 80.0} for p in quick}
+    m = {"format_version": 2, "study": "tcp-lab", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "timing": {"wall_s": 1.0},
+         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    def duration(point):
+        return max((getattr(point.study.workload(n), "duration_s", 0) or 0 for n in point.workloads), default=0)
+
+    quick_iperf = next(p for p in quick if duration(p) == 2)
+    point = next(p for p in expand(spec, quick=False) if p.id == quick_iperf.id)
+    assert duration(point) >= 30
+    assert tasks[f"u{point.unit}"] >= point.repetitions * (8.0 + 2.0 * duration(point) / 2)

@@ -1,12 +1,20 @@
 """The units of a study's full run, estimated from a finished --quick run of it (no full run
-needed): each full unit = its fixed cost (server starts and warm-up, as the quick run's
-unit holding the same points paid) + for each of its points, its repetitions x the time of
-one repetition of that point in the quick run, with the part that waited for timeouts
-scaled by the full run's GET timeout over the quick one's (e.g. 120 s over 45 s in rto).
+needed). From the quick run's time budget per unit (its points share it): the server
+starts, the warm-ups, and per repetition the measuring, the waits for timeouts and the rest.
+A full unit = its server starts + its warm-ups + for each of its points, its repetitions x
+(the rest + measuring + timeout waits), each part scaled by what --quick changes:
+
+- warm-ups by the full `warmup_s` over the quick one (cubic-compound: 60 s over 20 s); a
+  unit whose quick run waited a warm-up every repetition (a background per point) pays it
+  every repetition, else once;
+- measuring by the longest workload `duration_s` of the point, full over quick (tcp-lab's
+  iperf: 30 or 60 s over 2 s); GETs have none and stay as measured;
+- timeout waits by the GET's `timeout_s`, full over quick (rto: 120 s over 45 s).
 
 A point the quick run did not measure takes the mean of its experiment's measured points
-(else the study's). This is an extrapolation: it assumes a repetition costs the same in the
-full run as in the quick one (docs/cluster-planning.md says what it leaves out)."""
+(else the study's). This is an extrapolation: a point whose GETs time out only at levels the
+quick run leaves out (rto at 125 Mbit/s) is underestimated (docs/cluster-planning.md).
+"""
 
 from __future__ import annotations
 
@@ -22,38 +30,63 @@ from congestlab.spec.sweep import Point, expand
 
 @dataclass
 class UnitCost:
-    fixed_s: float  # server (re)starts and warm-up, once per unit
-    rep_s: float  # one repetition, timeouts included
-    timeout_rep_s: float  # of which waits for timeouts
+    restart_s: float  # server (re)starts, once per unit
+    warmup_s: float  # warm-up waits: once per unit, or per repetition when `warmup_per_rep`
+    warmup_per_rep: bool
+    measure_rep_s: float  # per repetition: measuring workloads
+    timeout_rep_s: float  # per repetition: waits for timeouts
+    other_rep_s: float  # per repetition: the rest (captures, bookkeeping)
 
 
-def _get_timeout_s(point: Point) -> float | None:
+def _get_timeout_s(point: Point | None) -> float | None:
+    if point is None:
+        return None
     times = [point.study.workload(n).timeout_s for n in point.workloads
              if getattr(point.study.workload(n), "kind", "") == "get"]
     return max(times) if times else None
 
 
+def _duration_s(point: Point | None) -> float | None:
+    if point is None:
+        return None
+    times = [d for n in point.workloads if (d := getattr(point.study.workload(n), "duration_s", None))]
+    return max(times) if times else None
+
+
+def _ratio(full: float | None, quick: float | None) -> float:
+    return full / quick if full and quick else 1.0
+
+
 def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
-    """Point id -> the cost the quick run measured for it (its unit's, shared by its points)."""
+    """Point id -> the costs the quick run measured for it (its unit's, shared by its points)."""
     m = read_manifest(run_dir)
     if not m.get("quick"):
         raise RunDirError(f"{run_dir}: not a --quick run; a full estimate starts from one")
     units = (m.get("time_budget") or {}).get("units") or {}
     if not units:
         raise RunDirError(f"{run_dir}: has no time budget per unit (recorded before it)")
+    quick_points = {p.id: p for p in expand(spec, quick=True)}
     out = {}
     for point in m.get("points") or []:
         per = units.get(f"u{point.get('unit', 0)}")
         if not per or not per.get("runs"):
             continue
-        fixed = per.get("server_restart", 0.0) + per.get("warmup", 0.0)
-        out[point["id"]] = UnitCost(fixed, (per["wall_s"] - fixed) / per["runs"], per.get("timeout_wait", 0.0) / per["runs"])
+        runs = per["runs"]
+        warm, restart = per.get("warmup", 0.0), per.get("server_restart", 0.0)
+        measure, waited = per.get("measure", 0.0), per.get("timeout_wait", 0.0)
+        qp = quick_points.get(point["id"])
+        warm_each = qp.study.warmup_s if qp is not None else 0.0
+        per_rep = bool(warm_each) and runs > 1 and warm >= 0.9 * runs * warm_each
+        out[point["id"]] = UnitCost(restart, warm / runs if per_rep else warm, per_rep, measure / runs,
+                                    waited / runs, (per["wall_s"] - warm - restart - measure - waited) / runs)
     return out
 
 
 def _mean(costs: list[UnitCost]) -> UnitCost:
-    return UnitCost(statistics.fmean(c.fixed_s for c in costs), statistics.fmean(c.rep_s for c in costs),
-                    statistics.fmean(c.timeout_rep_s for c in costs))
+    return UnitCost(statistics.fmean(c.restart_s for c in costs), statistics.fmean(c.warmup_s for c in costs),
+                    statistics.fmean(c.warmup_per_rep for c in costs) >= 0.5,
+                    statistics.fmean(c.measure_rep_s for c in costs), statistics.fmean(c.timeout_rep_s for c in costs),
+                    statistics.fmean(c.other_rep_s for c in costs))
 
 
 def full_units(run_dir, spec: StudySpec) -> list[Task]:
@@ -61,6 +94,9 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
     if not costs:
         raise RunDirError(f"{run_dir}: no unit of the quick run has a measured time")
     quick_points = {p.id: p for p in expand(spec, quick=True)}
+    quick_by_experiment: dict[str, Point] = {}
+    for p in quick_points.values():
+        quick_by_experiment.setdefault(p.experiment, p)
     study_mean = _mean(list(costs.values()))
     by_experiment: dict[str, list[UnitCost]] = {}
     for pid, cost in costs.items():
@@ -71,11 +107,13 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
     for point in expand(spec, quick=False):
         cost = costs.get(point.id) or (_mean(by_experiment[point.experiment]) if point.experiment in by_experiment
                                        else study_mean)
-        rep_s = cost.rep_s
-        full_t, quick_p = _get_timeout_s(point), quick_points.get(point.id)
-        quick_t = _get_timeout_s(quick_p) if quick_p else None
-        if cost.timeout_rep_s and full_t and quick_t:
-            rep_s += cost.timeout_rep_s * (full_t / quick_t - 1)
+        # the quick point it is scaled from: the same one, else one of its experiment
+        qp = quick_points.get(point.id) or quick_by_experiment.get(point.experiment)
+        warm = cost.warmup_s * _ratio(point.study.warmup_s, qp.study.warmup_s if qp else None)
+        rep_s = (cost.other_rep_s + cost.measure_rep_s * _ratio(_duration_s(point), _duration_s(qp))
+                 + cost.timeout_rep_s * _ratio(_get_timeout_s(point), _get_timeout_s(qp))
+                 + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
-        fixed_of[point.unit] = max(fixed_of.get(point.unit, 0.0), cost.fixed_s)
+        fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)
+        fixed_of[point.unit] = max(fixed_of.get(point.unit, 0.0), fixed)
     return [Task(f"u{u}", s + fixed_of[u]) for u, s in units.items()]
