@@ -7,8 +7,9 @@ A full unit = its server starts + its warm-ups + for each of its points, its rep
 - warm-ups by the full `warmup_s` over the quick one (cubic-compound: 60 s over 20 s); a
   unit whose quick run waited a warm-up every repetition (a background per point) pays it
   every repetition, else once;
-- measuring by the longest workload `duration_s` of the point, full over quick (tcp-lab's
-  iperf: 30 or 60 s over 2 s); GETs have none and stay as measured;
+- measuring plus the longest workload `duration_s` of the point, full minus quick (tcp-lab's
+  iperf: 30 or 60 s instead of 2 s; its start and stop stay as measured); GETs have none
+  and stay as measured;
 - timeout waits by the GET's `timeout_s`, full over quick (rto: 120 s over 45 s).
 
 A point the quick run did not measure takes the mean of its experiment's measured points
@@ -110,7 +111,8 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
         # the quick point it is scaled from: the same one, else one of its experiment
         qp = quick_points.get(point.id) or quick_by_experiment.get(point.experiment)
         warm = cost.warmup_s * _ratio(point.study.warmup_s, qp.study.warmup_s if qp else None)
-        rep_s = (cost.other_rep_s + cost.measure_rep_s * _ratio(_duration_s(point), _duration_s(qp))
+        full_d, quick_d = _duration_s(point), _duration_s(qp)
+        rep_s = (cost.other_rep_s + cost.measure_rep_s + (full_d - quick_d if full_d and quick_d else 0.0)
                  + cost.timeout_rep_s * _ratio(_get_timeout_s(point), _get_timeout_s(qp))
                  + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
