@@ -81,7 +81,8 @@ def _start_probe(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec
         return None
     out_dir = rep_dir / RAW_DIR
     out_dir.mkdir(exist_ok=True)
-    argv = clprobe_argv(out_dir, socks, queues, capture.queue_interval_us, capture.probe_max_bytes)
+    argv = clprobe_argv(out_dir, socks, queues, capture.queue_interval_us, capture.probe_max_bytes,
+                        bpf_stats=capture.probe_bpf_stats)
     # inside a testbed namespace: the teardown (and `clean`) kill it with the rest there
     node = next((servers[s.server].spec.node for s in socks), None) or next(
         n.name for n in tb.layout.nodes.values() if any(i.rate_bps for i in n.interfaces))

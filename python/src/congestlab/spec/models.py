@@ -180,6 +180,8 @@ class CaptureSpec(Strict):
                                    description="at most one queue row per this many microseconds per queue")
     probe_max_bytes: int = Field(default=5_000_000, ge=10_000, le=1_000_000_000,
                                  description="the samplers stop writing rows of a repetition at this size")
+    probe_bpf_stats: bool = Field(default=False, description="hold the kernel's BPF run-time accounting on while the "
+                                  "sampler runs (machine-wide, released with it) and record its programs' CPU time")
 
 
 class AxisSpec(Strict):
