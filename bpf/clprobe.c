@@ -377,12 +377,15 @@ int main(int argc, char **argv)
 		return 3;
 	}
 	clock_pair(&rt0, &mono0, &read0);
+	getrusage(RUSAGE_SELF, &rusage); /* loading and verifying: paid once per repetition */
 	fprintf(clock_log,
 		"{\"event\":\"start\",\"realtime_ns\":%llu,\"monotonic_ns\":%llu,\"read_ns\":%llu,\"pid\":%d,"
-		"\"socks\":%d,\"queues\":%d,\"interval_us\":%llu,\"bpf_stats\":%s,\"prog_ids\":[%u,%u,%u]}\n",
+		"\"socks\":%d,\"queues\":%d,\"interval_us\":%llu,\"bpf_stats\":%s,\"prog_ids\":[%u,%u,%u],"
+		"\"cpu_s\":%.6f}\n",
 		rt0, mono0, read0, getpid(), nsocks, nqueues, interval_us, stats_fd >= 0 ? "true" : "false",
 		prog_id(skel->progs.on_tcp_probe), prog_id(skel->progs.on_tcp_retransmit),
-		prog_id(skel->progs.on_qdisc_dequeue));
+		prog_id(skel->progs.on_qdisc_dequeue),
+		rusage.ru_utime.tv_sec + rusage.ru_utime.tv_usec / 1e6 + rusage.ru_stime.tv_sec + rusage.ru_stime.tv_usec / 1e6);
 	fflush(clock_log);
 
 	while (!stopping) {

@@ -122,6 +122,7 @@ def stop_summary(out_dir: Path, start: dict, argv: list[str]) -> dict:
         "tcp_rows": stop["tcp_rows"], "queue_rows": stop["queue_rows"], "bytes": stop["bytes"],
         "truncated": stop["truncated"], "lost": stop["lost_tcp"] + stop["lost_queue"],
         "cpu_s": round(stop["cpu_user_s"] + stop["cpu_system_s"], 6),
+        "cpu_at_attach_s": start.get("cpu_s"),  # loading and verifying the programs
         "wall_s": round((stop["monotonic_ns"] - start["monotonic_ns"]) / 1e9, 6),
         "bpf_run_time_ns": stop.get("bpf_run_time_ns"), "bpf_run_count": stop.get("bpf_run_count"),
     }

@@ -13,6 +13,7 @@ from congestlab import fidelity
 from congestlab.capture.probes import (RAW_DIR, QueueTarget, SockTarget, clprobe_argv, netns_inode, stop_summary,
                                        wait_attached)
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
+from congestlab.errors import RunDirError
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.network import shaped
 from congestlab.spec.models import CaptureSpec
@@ -101,7 +102,12 @@ def _start_probe(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec
 def _stop_probe(tb: Testbed, probe: Probe) -> dict | None:
     tb.stop(probe.proc, grace_s=5.0)  # SIGTERM: it drains its ring buffer and writes its stop line
     set_owner_field(tb.prefix, "probes", "")
-    return stop_summary(probe.out_dir, probe.start, probe.argv) if probe.start else None
+    if not probe.start:
+        return None
+    try:
+        return stop_summary(probe.out_dir, probe.start, probe.argv)
+    except RunDirError as err:  # the tcpdumps are stopped all the same
+        return {"argv": probe.argv, "stopped": False, "error": str(err)}
 
 
 def stop_captures(tb: Testbed, captures: Captures, info: dict) -> None:
