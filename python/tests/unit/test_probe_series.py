@@ -207,3 +207,32 @@ def test_owner_record_keeps_the_samplers_in_their_own_field(tmp_path, monkeypatc
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
+    """run_analysis's step for one repetition: the sampler's recording and the lean log (with
+    kernel_probe on) become results/series files; a broken recording is a problem, not a crash."""
+    from congestlab.analysis.run_analysis import _write_probe_series
+
+    rep_dir = tmp_path / "points" / "p" / "r1"
+    (rep_dir / "probes").mkdir(parents=True)
+    for name in ("clock.jsonl", "kernel-probe.csv", "queue-probe.csv"):
+        (rep_dir / "probes" / name).write_text((SAMPLE / name).read_text())
+    log = tmp_path / "leanweb.jsonl"
+    log.write_text("\n".join(json.dumps(x) for x in [
+        {"event": "open", "conn": 1, "peer": "[fd00::2]:40001", "family": "ipv6", "unix_us": 100},
+        {"event": "tx", "conn": 1, "seq": 7, "len": 0, "syn": True, "unix_us": 110},
+        {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 2_000_000},
+        {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 9_000_000}]) + "\n")
+    manifest = {"spec": {"capture": {"kernel_probe": True}}}
+    info = {"servers": {"lean": "i1"}, "capture_epoch_s": [1.0, 5.0]}
+    series = tmp_path / "series"
+    problems = _write_probe_series(series, rep_dir, info, manifest, {("lean", "i1"): log}, {})
+    assert problems == []
+    assert len(read_sender_series(series / "web-tcp_probe.csv")) == 42
+    assert read_queue_series(series / "bottleneck-queue.csv")
+    (lean,) = read_sender_series(series / "lean-lean_log.csv")  # only the line inside the capture's span
+    assert lean["ts_ns"] == 2_000_000_000 and lean["family"] == "v6" and lean["client_port"] == 40001
+    (rep_dir / "probes" / "queue-probe.csv").write_text("nonsense\n")
+    problems = _write_probe_series(series, rep_dir, info, {"spec": {}}, {}, {})
+    assert len(problems) == 1 and "not a queue probe recording" in problems[0]
