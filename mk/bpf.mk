@@ -1,6 +1,7 @@
-# Compound TCP (BPF struct_ops): object + fixed-point harness; kernel headers come
+# Compound TCP (BPF struct_ops): object + fixed-point harness, and the sampler bpf/build/clprobe
+# (docs/probes.md: a libbpf skeleton linked against libbpf, libelf, zlib); kernel headers come
 # from the running kernel's BTF (bpftool), so no linux-headers package is needed.
-APT_PACKAGES += clang llvm libbpf-dev bpftool linux-libc-dev gcc make
+APT_PACKAGES += clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev gcc make
 BUILD_TARGETS += build-bpf
 TEST_TARGETS += test-bpf
 

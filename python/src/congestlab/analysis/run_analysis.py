@@ -15,10 +15,14 @@ from pathlib import Path
 
 from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
+from congestlab.analysis.probe_clock import probe_clock
+from congestlab.analysis.queue_series import queue_rows, write_queue_series
+from congestlab.analysis.sender_series import kernel_rows, lean_rows, write_sender_series
 from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
                                                  path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
 from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap, write_trace
+from congestlab.capture.probes import CLOCK_FILE, KERNEL_FILE, QUEUE_FILE, RAW_DIR
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, write_results
@@ -46,6 +50,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     specs: dict[str, dict] = {}
     lean = _lean_logs(run_dir, manifest)
     lean_checks: dict[str, list[tuple[str, list[PcapConnection], Path]]] = {}
+    lean_rows_by_log: dict[Path, list[dict]] = {}  # a lean log's sender rows, read once for all repetitions
     for point_id, rep, rep_dir in completed_repetitions(run_dir):
         if point_id not in points:
             raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
@@ -90,6 +95,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             if log is not None:
                 lean_checks.setdefault(server, []).append((f"{point_id} #{rep}", measured.connections, log,
                                                            _capture_span_s(info)))
+        problems += _write_probe_series(series_dir, rep_dir, info, manifest, lean, lean_rows_by_log)
         for record in records:
             kind, row = record["kind"], record["row"]
             if kind != RAW_KIND:
@@ -132,6 +138,43 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
 
 
 SERIES_DIR = "series"
+QUEUE_SERIES = "bottleneck-queue.csv"
+
+
+def _write_probe_series(series_dir: Path, rep_dir: Path, info: dict, manifest: dict,
+                        lean: dict[tuple[str, str], Path], lean_rows_by_log: dict[Path, list[dict]]) -> list[str]:
+    """The servers' own view and the queues, on the capture's clock (analysis/sender_series.py,
+    queue_series.py): from the sampler's recording in probes/, and with kernel_probe on, from
+    each lean server's log inside the capture's span. Returns the problems (a bad recording
+    costs its series, not the analysis)."""
+    problems = []
+    raw = rep_dir / RAW_DIR
+    if (raw / CLOCK_FILE).exists():
+        try:
+            clock = probe_clock(raw / CLOCK_FILE)
+            if (raw / KERNEL_FILE).exists():
+                for server, rows in kernel_rows(raw / KERNEL_FILE, clock).items():
+                    write_sender_series(series_dir / f"{server}-tcp_probe.csv", rows)
+            if (raw / QUEUE_FILE).exists():
+                write_queue_series(series_dir / QUEUE_SERIES, queue_rows(raw / QUEUE_FILE, clock))
+        except RunDirError as err:
+            problems.append(f"probe series: {err}")
+    kernel_probe = manifest["spec"].get("capture", {}).get("kernel_probe", False)
+    span = _capture_span_s(info)
+    for server, instance in (info.get("servers") or {}).items():
+        log = lean.get((server, instance))
+        if not kernel_probe or log is None or span is None or not log.exists():
+            continue
+        try:
+            if log not in lean_rows_by_log:
+                lean_rows_by_log[log] = list(lean_rows(log))
+        except RunDirError as err:
+            problems.append(f"lean series: {err}")
+            continue
+        lo, hi = span[0] * 1e9, span[1] * 1e9
+        write_sender_series(series_dir / f"{server}-lean_log.csv",
+                            (r for r in lean_rows_by_log[log] if lo <= r["ts_ns"] <= hi))
+    return problems
 
 
 def _measured_client_ports(records: list[dict], server: str) -> set[int]:

@@ -304,6 +304,7 @@ def clean(
     works = clean_work_dirs()
     for what, items in (("namespaces", removed.namespaces), (f"owner records in {OWNERS_DIR}", removed.owner_records),
                         ("temporary docroots", removed.temp_dirs),
+                        ("BPF sampler processes (owner records' probes)", removed.samplers),
                         (f"cluster work directories under {work_parent()}", [str(w) for w in works])):
         print(f"removed {len(items)} {what}" + (": " + " ".join(items) if items else ""))
 

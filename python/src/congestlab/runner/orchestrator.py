@@ -30,7 +30,7 @@ from congestlab.capture.tcpdump import tcpdump_version
 from congestlab.errors import CongestlabError, Interrupted, SpecError
 from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
-from congestlab.runner.captures import Captures, start_captures, stop_captures
+from congestlab.runner.captures import Captures, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, require_root, sigterm_as_interrupt
 from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
@@ -253,7 +253,7 @@ class Runner:
             if started:  # a long-lived background warms up before the capture: a 60 s warm-up
                 with self.budget.phase(WARMUP, unit):  # of 100 Mbit/s would fill the first repetition's pcap
                     time.sleep(study.warmup_s)
-            captures = start_captures(tb, running, rep_path)
+            captures = start_captures(tb, running, rep_path, study.capture)
             started = False
             for name in point.workloads:
                 spec = study.workload(name)
@@ -281,6 +281,7 @@ class Runner:
                 checks += bg.lifetime_checks()
                 bg.stop()
             stop_captures(tb, captures, info)
+        checks += probe_checks(info)
         info["cpu_busy_pct"] = round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1)
         info["qdiscs"] = {label: fidelity.qdisc_delta(q0.get(label, {}), now)
                           for label, now in qdisc_snapshot(tb).items()}

@@ -169,6 +169,21 @@ class ServerSpec(Strict):
         return self
 
 
+class CaptureSpec(Strict):
+    """What is recorded beside the pcaps in every repetition (docs/probes.md: how, and what it costs)."""
+
+    kernel_probe: bool = Field(default=False, description="each kernel server's cwnd, ssthresh, RTT, in-flight and "
+                               "pacing rate per ACK and its retransmissions (BPF on tcp:tcp_probe)")
+    queue_probe: bool = Field(default=False, description="every shaped egress's backlog and drops at its dequeues "
+                              "(BPF on qdisc:qdisc_dequeue)")
+    queue_interval_us: int = Field(default=1000, ge=50, le=1000,
+                                   description="at most one queue row per this many microseconds per queue")
+    probe_max_bytes: int = Field(default=5_000_000, ge=10_000, le=1_000_000_000,
+                                 description="the samplers stop writing rows of a repetition at this size")
+    probe_bpf_stats: bool = Field(default=False, description="hold the kernel's BPF run-time accounting on while the "
+                                  "sampler runs (machine-wide, released with it) and record its programs' CPU time")
+
+
 class AxisSpec(Strict):
     """One sweep axis. `fields` are dotted paths into the study (servers.lean.knobs.weight,
     nodes.r1.links.s0.rate_bps, workloads.bg.rate_bps, ...); each value sets them all (one
@@ -275,6 +290,8 @@ class StudySpec(Strict):
         "on one machine); repetition = each repetition round is its own task, spread over the nodes")
     warmup_s: float = Field(default=3.0, ge=0, le=600, description="background runs this long before measuring")
     gap_s: float = Field(default=0.3, ge=0, le=60, description="pause between measured requests")
+    capture: CaptureSpec = Field(default_factory=CaptureSpec, description="[capture]: the BPF samplers recorded beside "
+                                 "the pcaps (CaptureSpec)")
     calibrate: tuple[str, str] | None = Field(
         default=None, description="(server-side node, client node) of --calibrate's iperf3 flow")
     published: list[dict[str, Scalar | None]] = Field(

@@ -161,7 +161,7 @@ COMMON_MEANINGS = {
 
 MODELS: list[type[BaseModel]] = [
     models.StudySpec, models.TopologySpec, models.SwitchSpec, models.NodeSpec, models.LinkSpec, models.ServerSpec,
-    models.LevelSpec, models.ExperimentSpec, models.AxisSpec, models.QuickSpec,
+    models.CaptureSpec, models.LevelSpec, models.ExperimentSpec, models.AxisSpec, models.QuickSpec,
     workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, workloads.GetWorkload,
     workloads.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
     workloads.PingWorkload,

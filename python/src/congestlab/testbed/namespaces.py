@@ -88,6 +88,54 @@ def record_owner(prefix: str, run_dir: str) -> None:
     (OWNERS_DIR / prefix).write_text(f"{os.getpid()}\n{run_dir}\n{_start_time(os.getpid())}\n")
 
 
+def set_owner_field(prefix: str, name: str, value: str) -> None:
+    """An extra `name value` line of the owner record (after its three lines); an empty value
+    removes it. `probes`: the BPF samplers' "pid:start time" (runner/captures.py), so `clean`
+    finds a sampler that outlived its run."""
+    path = OWNERS_DIR / prefix
+    try:
+        lines = path.read_text().split("\n")
+    except OSError:
+        return
+    head = (lines[:3] + [""] * 3)[:3]
+    extra = [line for line in lines[3:] if line.strip() and line.split(" ", 1)[0] != name]
+    if value:
+        extra.append(f"{name} {value}")
+    path.write_text("\n".join(head + extra) + "\n")
+
+
+def owner_field(prefix: str, name: str) -> str:
+    """An extra line's value of the owner record ("" when absent)."""
+    try:
+        lines = (OWNERS_DIR / prefix).read_text().split("\n")
+    except OSError:
+        return ""
+    for line in lines[3:]:
+        key, _, value = line.partition(" ")
+        if key == name:
+            return value.strip()
+    return ""
+
+
+def process_tag(pid: int) -> str:
+    """"pid:start time": names one process, never a later one that reuses the PID."""
+    return f"{pid}:{_start_time(pid)}"
+
+
+def kill_tagged(tags: str) -> list[str]:
+    """Kill the processes of space-separated process_tag()s that are still those processes."""
+    killed = []
+    for tag in tags.split():
+        pid_text, _, started = tag.partition(":")
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid_alive(pid) and _start_time(pid) == started:
+            kill_pids([pid])
+            killed.append(tag)
+    return killed
+
+
 def forget_owner(prefix: str) -> None:
     (OWNERS_DIR / prefix).unlink(missing_ok=True)
 
@@ -118,9 +166,11 @@ class Cleaned:
     namespaces: list[str] = field(default_factory=list)
     owner_records: list[str] = field(default_factory=list)
     temp_dirs: list[str] = field(default_factory=list)
+    samplers: list[str] = field(default_factory=list)  # "pid:start time" of BPF samplers killed
 
     def all(self) -> list[str]:
-        return self.namespaces + [f"owner record {p}" for p in self.owner_records] + self.temp_dirs
+        return (self.namespaces + [f"owner record {p}" for p in self.owner_records] + self.temp_dirs
+                + [f"sampler {t}" for t in self.samplers])
 
 
 def clean_dead_runs(include_running: bool = False) -> Cleaned:
@@ -144,6 +194,8 @@ def clean_dead_runs(include_running: bool = False) -> Cleaned:
     records = sorted(p.name for p in OWNERS_DIR.iterdir() if p.is_file()) if OWNERS_DIR.is_dir() else []
     for prefix in records:
         if prefix in dead or include_running or not owner_alive(prefix):
+            # a BPF sampler holds its programs while it lives (runner/captures.py)
+            out.samplers += kill_tagged(owner_field(prefix, "probes"))
             forget_owner(prefix)
             out.owner_records.append(prefix)
             dead.add(prefix)

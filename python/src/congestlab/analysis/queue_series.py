@@ -1,0 +1,64 @@
+"""The shaped egresses' queues over time, on the capture's clock (docs/data-format.md,
+bottleneck-queue.csv), from the sampler's probes/queue-probe.csv (bpf/clprobe.bpf.c: the HTB
+root's backlog and drops at its dequeues, at most one row per interval per queue)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from pathlib import Path
+
+from congestlab.analysis.probe_clock import ProbeClock
+from congestlab.errors import RunDirError
+
+QUEUE_COLUMNS = ["ts_ns", "link", "backlog_bytes", "backlog_pkts", "max_backlog_bytes", "max_backlog_pkts", "drops",
+                 "dequeues"]
+RAW_QUEUE_COLUMNS = ["mono_ns", "link", "backlog_bytes", "backlog_pkts", "max_backlog_bytes", "max_backlog_pkts",
+                     "drops", "dequeues"]
+_COUNTS = RAW_QUEUE_COLUMNS[2:]
+
+
+def queue_rows(raw_csv: Path, clock: ProbeClock) -> list[dict]:
+    """Aligned rows in time order; `drops` counted from each queue's first row (the qdisc's
+    counter runs since the testbed made it)."""
+    rows = []
+    first_drops: dict[str, int] = {}
+    try:
+        fh = open(raw_csv, newline="")
+    except OSError as err:
+        raise RunDirError(f"{raw_csv}: unreadable ({err.strerror})") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != RAW_QUEUE_COLUMNS:
+            raise RunDirError(f"{raw_csv}: not a queue probe recording (columns {reader.fieldnames})")
+        for raw in reader:
+            if None in raw or None in raw.values():
+                continue  # a line cut short by the sampler's end
+            try:
+                row = {"ts_ns": clock.epoch_ns(int(raw["mono_ns"])), "link": raw["link"]} | {
+                    k: int(raw[k]) for k in _COUNTS}
+            except ValueError:
+                raise RunDirError(f"{raw_csv}: line {reader.line_num}: not a number where one belongs") from None
+            base = first_drops.setdefault(row["link"], row["drops"])
+            row["drops"] = (row["drops"] - base) % 2**32  # the kernel's u32 counter may wrap
+            rows.append(row)
+    rows.sort(key=lambda r: r["ts_ns"])
+    return rows
+
+
+def write_queue_series(path: Path, rows: Iterable[dict]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(QUEUE_COLUMNS)
+        for row in rows:
+            out.writerow([row[k] for k in QUEUE_COLUMNS])
+            count += 1
+    return count
+
+
+def read_queue_series(path: Path) -> list[dict]:
+    """bottleneck-queue.csv as typed rows."""
+    with open(path, newline="") as fh:
+        return [{k: v if k == "link" else int(v) for k, v in row.items()} for row in csv.DictReader(fh)]

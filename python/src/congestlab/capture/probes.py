@@ -1,0 +1,128 @@
+"""The BPF sampler (bpf/clprobe.c, docs/probes.md): a kernel server's congestion state per
+ACK and the shaped egresses' queues, written beside the pcaps of a repetition.
+
+The tracepoints are machine-wide; the sampler is told which sockets (network namespace inode,
+local port) and which queues (namespace inode, ifindex) are ours. Nothing is pinned: its BPF
+programs live as long as the process (which also ends with its parent, PR_SET_PDEATHSIG), and
+it runs inside one of the testbed's namespaces, so the testbed's teardown and `congestlab
+clean` kill it with every other process there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from congestlab.errors import RunDirError, ToolError
+from congestlab.paths import REPO_ROOT
+
+CLPROBE = REPO_ROOT / "bpf" / "build" / "clprobe"
+RAW_DIR = "probes"
+CLOCK_FILE = "clock.jsonl"
+KERNEL_FILE = "kernel-probe.csv"
+QUEUE_FILE = "queue-probe.csv"
+# beyond this the real-time clock was stepped or slewed hard during the repetition: flagged
+DRIFT_LIMIT_NS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SockTarget:
+    server: str
+    netns_ino: int
+    port: int
+
+
+@dataclass(frozen=True)
+class QueueTarget:
+    link: str  # node/dev or switch/port, as rep.json's qdiscs
+    netns_ino: int
+    ifindex: int
+
+
+def clprobe_path() -> Path:
+    if not (CLPROBE.is_file() and os.access(CLPROBE, os.X_OK)):
+        raise ToolError(["clprobe"], None, f"{CLPROBE} is not built; run `make build` (make -C bpf)")
+    return CLPROBE
+
+
+def netns_inode(namespace: str) -> int:
+    """The inode of a named network namespace: what the BPF programs compare with net->ns.inum."""
+    return os.stat(f"/run/netns/{namespace}").st_ino
+
+
+def clprobe_argv(out_dir: Path, socks: list[SockTarget], queues: list[QueueTarget], interval_us: int,
+                 max_bytes: int, bpf_stats: bool = False) -> list[str]:
+    argv = [str(clprobe_path()), "--out", str(out_dir), "--interval-us", str(interval_us),
+            "--max-bytes", str(max_bytes)]
+    for s in socks:
+        argv += ["--sock", f"{s.netns_ino}:{s.port}:{s.server}"]
+    for q in queues:
+        argv += ["--queue", f"{q.netns_ino}:{q.ifindex}:{q.link}"]
+    return argv + (["--bpf-stats"] if bpf_stats else [])
+
+
+def wait_attached(out_dir: Path, proc: subprocess.Popen, argv: list[str], stderr_path: Path,
+                  timeout_s: float = 20.0) -> dict:
+    """The sampler's start line, written once its programs are attached (loading and
+    verifying takes ~0.2 s, longer on a busy machine)."""
+    clock = out_dir / CLOCK_FILE
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if clock.exists():
+            for line in clock.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if entry.get("event") == "start":
+                    return entry
+        if proc.poll() is not None:
+            raise ToolError(argv, proc.returncode, stderr_path.read_text(errors="replace"))
+        time.sleep(0.02)
+    raise ToolError(argv, -1, "clprobe did not attach")
+
+
+def read_clock(path: Path) -> tuple[dict, dict | None]:
+    """The sampler's `start` and `stop` lines (stop is None when it was killed before writing it)."""
+    start = stop = None
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as err:
+        raise RunDirError(f"{path}: unreadable ({err.strerror})") from None
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short
+        if entry.get("event") == "start":
+            start = entry
+        elif entry.get("event") == "stop":
+            stop = entry
+    if start is None:
+        raise RunDirError(f"{path}: no start line (the sampler never attached)")
+    return start, stop
+
+
+def stop_summary(out_dir: Path, start: dict, argv: list[str]) -> dict:
+    """What rep.json's `probes` records: the sampler's counts, CPU and clock offsets."""
+    _, stop = read_clock(out_dir / CLOCK_FILE)
+    summary = {"argv": argv, "prog_ids": start.get("prog_ids"),
+               "offset_ns": [start["realtime_ns"] - start["monotonic_ns"]]}
+    if stop is None:
+        return summary | {"stopped": False}
+    summary["offset_ns"].append(stop["realtime_ns"] - stop["monotonic_ns"])
+    drift = summary["offset_ns"][1] - summary["offset_ns"][0]
+    return summary | {
+        "stopped": True, "drift_ns": drift, "drift_ok": abs(drift) <= DRIFT_LIMIT_NS,
+        "clock_read_ns": max(start.get("read_ns", 0), stop.get("read_ns", 0)),
+        "tcp_rows": stop["tcp_rows"], "queue_rows": stop["queue_rows"], "bytes": stop["bytes"],
+        "truncated": stop["truncated"], "lost": stop["lost_tcp"] + stop["lost_queue"],
+        "cpu_s": round(stop["cpu_user_s"] + stop["cpu_system_s"], 6),
+        "cpu_at_attach_s": start.get("cpu_s"),  # loading and verifying the programs
+        "wall_s": round((stop["monotonic_ns"] - start["monotonic_ns"]) / 1e9, 6),
+        "bpf_run_time_ns": stop.get("bpf_run_time_ns"), "bpf_run_count": stop.get("bpf_run_count"),
+    }

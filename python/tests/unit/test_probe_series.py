@@ -1,0 +1,238 @@
+"""The samplers' recordings turned into series on the capture's clock: a recorded sample of
+bpf/clprobe (python/tests/unit/data/probe-sample: a 2 MB GET from a kernel server through a
+20 Mbit/s HTB with a 4-packet FIFO, the capture taken at the same interface), the aligner's
+interpolation, and the lean log in the same shape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import dpkt
+import pytest
+
+from congestlab.analysis.probe_clock import ProbeClock, probe_clock
+from congestlab.analysis.queue_series import queue_rows, read_queue_series, write_queue_series
+from congestlab.analysis.sender_series import (SENDER_COLUMNS, kernel_rows, lean_rows, read_sender_series,
+                                               write_sender_series)
+from congestlab.capture.probes import SockTarget, QueueTarget, clprobe_argv, read_clock, stop_summary
+from congestlab.errors import RunDirError
+from congestlab.testbed import namespaces
+
+SAMPLE = Path(__file__).parent / "data" / "probe-sample"
+SERVER_PORT = 8080
+
+
+def _pcap_acks(path: Path) -> tuple[int, list[tuple[int, int, int]]]:
+    """The server's first sequence number and every client segment's (client port, relative
+    ACK, epoch ns) in the capture."""
+    isn, acks = None, []
+    for ts, buf in dpkt.pcap.Reader(open(path, "rb")):
+        tcp = dpkt.ethernet.Ethernet(buf).data.data
+        if tcp.sport == SERVER_PORT and tcp.flags & dpkt.tcp.TH_SYN:
+            isn = tcp.seq
+        elif tcp.dport == SERVER_PORT and tcp.flags & dpkt.tcp.TH_ACK and isn is not None:
+            acks.append((tcp.sport, (tcp.ack - isn) % 2**32, round(ts * 1e9)))
+    assert isn is not None
+    return isn, acks
+
+
+def test_the_recorded_acks_land_on_the_captured_ones_within_a_millisecond(within):
+    """Every ack row is a client segment of the capture: the same relative ACK number (so the
+    first sequence number derived from bytes_acked is the server's ISN) at the capture's time,
+    within 1 ms (the tracepoint runs a few µs after the capture's tap; pcap keeps µs)."""
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    (web,) = kernel_rows(SAMPLE / "kernel-probe.csv", clock).values()
+    _, acks = _pcap_acks(SAMPLE / "web.pcap")
+    by_ack: dict[tuple[int, int], list[int]] = {}
+    for port, ack, ts in acks:
+        by_ack.setdefault((port, ack), []).append(ts)
+    rows = [r for r in web if r["event"] == "ack"]
+    assert len(rows) >= 30
+    deltas = []
+    for row in rows:  # the nearest capture segment with that ACK (the handshake's and the request's are equal)
+        times = by_ack.get((row["client_port"], row["ack_off"]))
+        assert times, f"ack {row['ack_off']} from port {row['client_port']} is not in the capture"
+        deltas.append(min((row["ts_ns"] - ts for ts in times), key=abs))
+    deltas.sort()
+    within("median probe − capture µs", deltas[len(deltas) // 2] / 1e3, 0.0, 100.0)
+    for d in deltas:
+        within("probe − capture µs", d / 1e3, 0.0, 1000.0)
+
+
+def test_kernel_rows_are_relative_and_consistent():
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    (web,) = kernel_rows(SAMPLE / "kernel-probe.csv", clock).values()
+    first = web[0]
+    assert first["snd_una_off"] == 1 and first["in_flight_bytes"] == 0  # the request arrives: nothing sent yet
+    assert first["ssthresh_bytes"] is None  # no loss yet: the kernel's "infinite" ssthresh
+    assert [r["ts_ns"] for r in web] == sorted(r["ts_ns"] for r in web)
+    for r in web:
+        assert r["snd_cwnd_bytes"] == r["snd_cwnd_pkts"] * r["mss_bytes"]
+        assert r["snd_nxt_off"] - r["snd_una_off"] == r["in_flight_bytes"] >= 0
+        assert r["family"] == "v4" and r["srtt_us"] > 0 and r["pacing_rate_bps"] > 0
+        assert r["ca_state"] in ("open", "disorder", "cwr", "recovery", "loss")
+    assert max(r["snd_cwnd_pkts"] for r in web) > 10  # the window grew from the initial 10
+
+
+def test_aligner_interpolates_the_offset_between_start_and_stop():
+    clock = ProbeClock(start_mono_ns=1_000, start_offset_ns=5_000_000, stop_mono_ns=11_000,
+                       stop_offset_ns=5_000_100, read_ns=30)
+    assert clock.drift_ns == 100
+    assert clock.epoch_ns(1_000) == 1_000 + 5_000_000
+    assert clock.epoch_ns(6_000) == 6_000 + 5_000_050
+    assert clock.epoch_ns(11_000) == 11_000 + 5_000_100
+    still = ProbeClock(1_000, 7, 1_000, 7, 30)  # killed before its stop line: the start offset alone
+    assert still.epoch_ns(50_000) == 50_007
+
+
+def test_the_sample_clock_is_consistent():
+    start, stop = read_clock(SAMPLE / "clock.jsonl")
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    assert abs(clock.drift_ns) < 1_000_000 and clock.read_ns < 10_000
+    assert stop["realtime_ns"] - start["realtime_ns"] == pytest.approx(stop["monotonic_ns"] - start["monotonic_ns"],
+                                                                       abs=1_000_000)
+
+
+def test_queue_rows_count_drops_from_the_first_row(tmp_path):
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    rows = queue_rows(SAMPLE / "queue-probe.csv", clock)
+    assert rows and rows[0]["drops"] == 0 and {r["link"] for r in rows} == {"a/va"}
+    drops = [r["drops"] for r in rows]
+    assert drops == sorted(drops) and drops[-1] > 0  # the 4-packet FIFO overflowed
+    assert all(r["max_backlog_pkts"] >= r["backlog_pkts"] and r["max_backlog_pkts"] <= 5 for r in rows)
+    gaps = [b["ts_ns"] - a["ts_ns"] for a, b in zip(rows, rows[1:])]
+    assert min(gaps) >= 0
+    path = tmp_path / "bottleneck-queue.csv"
+    assert write_queue_series(path, rows) == len(rows)
+    assert read_queue_series(path) == rows
+
+
+def test_series_round_trip(tmp_path):
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    (web,) = kernel_rows(SAMPLE / "kernel-probe.csv", clock).values()
+    path = tmp_path / "web-tcp_probe.csv"
+    assert write_sender_series(path, web) == len(web)
+    assert path.read_text().splitlines()[0] == ",".join(SENDER_COLUMNS)
+    assert read_sender_series(path) == web
+
+
+def test_a_bad_recording_is_one_clear_error(tmp_path):
+    clock = probe_clock(SAMPLE / "clock.jsonl")
+    bad = tmp_path / "kernel-probe.csv"
+    bad.write_text("mono_ns,what\n1,2\n")
+    with pytest.raises(RunDirError, match="not a kernel probe recording"):
+        kernel_rows(bad, clock)
+    lines = (SAMPLE / "kernel-probe.csv").read_text().splitlines()
+    cut = tmp_path / "cut.csv"
+    cut.write_text("\n".join(lines[:5] + [lines[5][:20]]) + "\n")  # the sampler killed mid-line
+    assert len(kernel_rows(cut, clock)["web"]) == 4
+    garbled = tmp_path / "garbled.csv"
+    garbled.write_text("\n".join(lines[:2] + ["12x" + lines[2]]) + "\n")
+    with pytest.raises(RunDirError, match="line 3"):
+        kernel_rows(garbled, clock)
+    garbled.write_text("\n".join(lines[:2] + [lines[2].replace(",ack,", ",acked,", 1)]) + "\n")
+    with pytest.raises(RunDirError, match="line 3: event 'acked'"):
+        kernel_rows(garbled, clock)
+    nostart = tmp_path / "clock.jsonl"
+    nostart.write_text('{"event":"stop"}\n')
+    with pytest.raises(RunDirError, match="no start line"):
+        probe_clock(nostart)
+
+
+def test_lean_log_maps_into_the_same_columns(tmp_path):
+    """leanweb's lines (docs/leanweb.md): the handshake, two data segments, one sent again
+    after a timeout, the ACKs."""
+    log = tmp_path / "leanweb.jsonl"
+    lines = [
+        {"event": "open", "conn": 1, "peer": "10.0.0.2:40000", "family": "ipv4", "unix_us": 100},
+        {"event": "tx", "conn": 1, "seq": 1000, "len": 0, "syn": True, "fin": False, "retransmission": False,
+         "srtt_us": None, "rttvar_us": 0, "rto_us": 1000000, "unix_us": 110},
+        {"event": "tx", "conn": 1, "seq": 1001, "len": 1448, "syn": False, "fin": False, "retransmission": False,
+         "srtt_us": 500, "rttvar_us": 250, "rto_us": 1000000, "unix_us": 200},
+        {"event": "tx", "conn": 1, "seq": 2449, "len": 1448, "syn": False, "fin": False, "retransmission": False,
+         "srtt_us": 500, "rttvar_us": 250, "rto_us": 1000000, "unix_us": 201},
+        {"event": "ack", "conn": 1, "ack": 2449, "cwnd_bytes": 14480, "unix_us": 300},
+        {"event": "timeout", "conn": 1, "rto_us": 2000000, "backoff_shift": 1, "unix_us": 1_000_300},
+        {"event": "tx", "conn": 1, "seq": 2449, "len": 1448, "syn": False, "fin": False, "retransmission": True,
+         "kind": "timeout", "srtt_us": 500, "rttvar_us": 250, "rto_us": 2000000, "unix_us": 1_000_301},
+        {"event": "recovery", "conn": 1, "entered": True, "cwnd_bytes": 1448, "ssthresh_bytes": 2896,
+         "unix_us": 1_000_302},
+        {"event": "ack", "conn": 1, "ack": 3897, "cwnd_bytes": 1448, "unix_us": 1_000_400},
+    ]
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n{\"event\": \"cut")
+    rows = list(lean_rows(log))
+    assert [r["event"] for r in rows] == ["ack", "rto", "retransmit", "ack"]
+    first, rto, again, last = rows
+    assert set(first) == set(SENDER_COLUMNS)
+    assert first["ts_ns"] == 300_000 and first["family"] == "v4" and first["client_port"] == 40000
+    assert first["ack_off"] == first["snd_una_off"] == 1449 and first["in_flight_bytes"] == 1448
+    assert first["snd_cwnd_bytes"] == 14480 and first["srtt_us"] == 500 and first["ssthresh_bytes"] is None
+    assert rto["rto_us"] == 2_000_000
+    assert again["seq_off"] == 1449 and again["len_bytes"] == 1448
+    assert last["ack_off"] == 2897 and last["in_flight_bytes"] == 0 and last["ssthresh_bytes"] == 2896
+
+
+def test_sampler_argv_and_summary(tmp_path):
+    argv = clprobe_argv(tmp_path, [SockTarget("apache", 4026532177, 80)], [QueueTarget("r1/x-e0", 4026532180, 3)],
+                        1000, 5_000_000) if (Path(__file__).parents[3] / "bpf/build/clprobe").exists() else None
+    if argv is not None:
+        assert argv[argv.index("--sock") + 1] == "4026532177:80:apache"
+        assert argv[argv.index("--queue") + 1] == "4026532180:3:r1/x-e0"
+    (tmp_path / "clock.jsonl").write_text((SAMPLE / "clock.jsonl").read_text())
+    start, _ = read_clock(tmp_path / "clock.jsonl")
+    summary = stop_summary(tmp_path, start, ["clprobe"])
+    assert summary["stopped"] and summary["drift_ok"] and summary["lost"] == 0 and summary["truncated"] == 0
+    assert summary["tcp_rows"] > 0 and 0 < summary["cpu_s"] < summary["wall_s"]
+
+
+def test_owner_record_keeps_the_samplers_in_their_own_field(tmp_path, monkeypatch):
+    monkeypatch.setattr(namespaces, "OWNERS_DIR", tmp_path)
+    namespaces.record_owner("cl123456", "/runs/x")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        tag = namespaces.process_tag(sleeper.pid)
+        namespaces.set_owner_field("cl123456", "probes", tag)
+        namespaces.set_owner_field("cl123456", "other", "kept")
+        assert namespaces.owner_field("cl123456", "probes") == tag
+        assert namespaces.owner_alive("cl123456")  # the first three lines are as before
+        assert namespaces.kill_tagged(f"{sleeper.pid}:0") == []  # a reused PID is never killed
+        assert namespaces.kill_tagged(tag) == [tag]
+        assert sleeper.wait(timeout=5) is not None
+        namespaces.set_owner_field("cl123456", "probes", "")
+        assert namespaces.owner_field("cl123456", "probes") == ""
+        assert namespaces.owner_field("cl123456", "other") == "kept"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
+    """run_analysis's step for one repetition: the sampler's recording and the lean log (with
+    kernel_probe on) become results/series files; a broken recording is a problem, not a crash."""
+    from congestlab.analysis.run_analysis import _write_probe_series
+
+    rep_dir = tmp_path / "points" / "p" / "r1"
+    (rep_dir / "probes").mkdir(parents=True)
+    for name in ("clock.jsonl", "kernel-probe.csv", "queue-probe.csv"):
+        (rep_dir / "probes" / name).write_text((SAMPLE / name).read_text())
+    log = tmp_path / "leanweb.jsonl"
+    log.write_text("\n".join(json.dumps(x) for x in [
+        {"event": "open", "conn": 1, "peer": "[fd00::2]:40001", "family": "ipv6", "unix_us": 100},
+        {"event": "tx", "conn": 1, "seq": 7, "len": 0, "syn": True, "unix_us": 110},
+        {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 2_000_000},
+        {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 9_000_000}]) + "\n")
+    manifest = {"spec": {"capture": {"kernel_probe": True}}}
+    info = {"servers": {"lean": "i1"}, "capture_epoch_s": [1.0, 5.0]}
+    series = tmp_path / "series"
+    problems = _write_probe_series(series, rep_dir, info, manifest, {("lean", "i1"): log}, {})
+    assert problems == []
+    assert len(read_sender_series(series / "web-tcp_probe.csv")) == 42
+    assert read_queue_series(series / "bottleneck-queue.csv")
+    (lean,) = read_sender_series(series / "lean-lean_log.csv")  # only the line inside the capture's span
+    assert lean["ts_ns"] == 2_000_000_000 and lean["family"] == "v6" and lean["client_port"] == 40001
+    (rep_dir / "probes" / "queue-probe.csv").write_text("nonsense\n")
+    problems = _write_probe_series(series, rep_dir, info, {"spec": {}}, {}, {})
+    assert len(problems) == 1 and "not a queue probe recording" in problems[0]
