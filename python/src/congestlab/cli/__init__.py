@@ -19,7 +19,7 @@ from congestlab.analysis.run_analysis import analyze_run
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
-from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive
+from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
 from congestlab.decisive.procedure import FIRST_LOOK
 from congestlab.doctor import diagnose
 from congestlab.errors import CongestlabError, SpecError, TraceError
@@ -84,6 +84,9 @@ def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, cali
         run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
                                     console=console)
     print_report(build_report(run_dir), console)
+    if decisive.on:  # after the report: its verdicts are over every repetition at the default level
+        for line in summary_lines(run_dir):
+            console.print(line, highlight=False)
 
 
 @dataclass(frozen=True)

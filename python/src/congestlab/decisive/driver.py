@@ -81,8 +81,9 @@ def look_line(proc: Procedure) -> str:
     return text + f"; round {proc.round} runs {len(look['next_points'])} points"
 
 
-def summary_lines(state: dict) -> list[str]:
-    """What the run's procedure did, for the terminal (and the docs' example)."""
+def summary_lines(run_dir: Path) -> list[str]:
+    """What the run's procedure did, for the terminal: stops, decided claims, rounds needed."""
+    state = read_manifest(run_dir, require_complete=False)["sequential"]
     looks = state["looks"]
     if not looks:
         return ["until decisive: no look yet"]
@@ -122,11 +123,8 @@ def run_until_decisive(spec: StudySpec, quick: bool, out: Path | None, calibrate
             raise SpecError("--max-repetitions", "give at least 2 (a look needs two rounds in common)")
         proc = Procedure.new([p.id for p in expand(spec, quick)], max_repetitions, budget_s)
     scheduler = RoundScheduler(proc, console)
-    run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, console=console,
-                                repetitions=proc.state["max_rounds"], runs=proc.runs_wanted(), scheduler=scheduler)
-    for line in summary_lines(proc.state):
-        console.print(line, highlight=False)
-    return run_dir
+    return studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, console=console,
+                             repetitions=proc.state["max_rounds"], runs=proc.runs_wanted(), scheduler=scheduler)
 
 
 def _minutes(budget_s: float | None) -> str:
