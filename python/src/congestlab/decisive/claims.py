@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from congestlab.errors import StatsInputError
 from congestlab.report.claims import INCONCLUSIVE, _combinations, combine, run_check
 from congestlab.report.data import RunData, matches
 from congestlab.spec.report import CheckSpec, ClaimSpec
@@ -70,7 +71,10 @@ def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_si
             cells = [_cell(data.samples(metric, {**selection, **side})) for side in (check.a, check.b)]
             if None in cells:
                 return None
-            effect = compare(*cells)
+            try:
+                effect = compare(*cells)
+            except StatsInputError:  # e.g. no two rounds in common: no estimate
+                return None
             needs.append(power.rounds_needed_for(effect, _RULE_OF_RELATION[check.relation], check.tolerance_pct,
                                                  first_look))
     if not needs or None in needs:
