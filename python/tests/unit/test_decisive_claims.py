@@ -56,3 +56,43 @@ def test_rounds_needed_for_an_undecided_compare(tmp_path):
     decided = _data(tmp_path / "2", {("apache", "C1B", "v4"): [40.0, 41.0, 39.0],
                                      ("apache", "C1B", "v6"): [20.0, 21.0, 19.0]})
     assert claim_rules.rounds_needed(decided, decided.report.claims[0], 3, 0.0015) is None
+
+
+def test_the_scheduler_looks_records_and_names_the_next_round(tmp_path, monkeypatch):
+    """driver.RoundScheduler over a hand-made run (its analysis stubbed: results/ is written):
+    claim 14 (apache, v4 far above v6) decides at the first look, claim 15 (lean, no difference)
+    does not, so round 4 runs the lean point only; the look is in the manifest."""
+    import json
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from congestlab.decisive import driver
+    from congestlab.decisive.procedure import Procedure
+
+    values = {("apache", "C1B", "v4"): [40.0, 41.0, 39.5], ("apache", "C1B", "v6"): [20.0, 21.0, 19.5],
+              ("lean", "C1B", "v4"): [30.0, 31.0, 29.0], ("lean", "C1B", "v6"): [30.5, 30.0, 29.5]}
+    report = _report()
+    report["claims"].append(report["claims"][0] | {"id": "15", "where": {"server": "lean"}})
+    builder = request_run(values, report=report)
+    for rows in builder.rows.values():
+        for row in rows:
+            row["outcome"] = "complete"
+    run_dir = builder.write(tmp_path / "run")
+    for rep_path in run_dir.glob("points/*/r*"):
+        (rep_path / "rep.json").write_text("{}")
+    monkeypatch.setattr(driver, "analyze_run", lambda run_dir, manifest: None)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    runner = SimpleNamespace(run_dir=run_dir, manifest=manifest,
+                             rep_complete=lambda p, r: (run_dir / "points" / p / f"r{r}" / "rep.json").exists())
+    apache, lean = "main.server-apache.level-C1B", "main.server-lean.level-C1B"
+    scheduler = driver.RoundScheduler(Procedure.new([apache, lean], 6), Console(file=open("/dev/null", "w")))
+    scheduler.attach(runner)
+    assert scheduler.next_runs(runner) == [(lean, 4)]
+    stored = json.loads((run_dir / "manifest.json").read_text())["sequential"]
+    (look,) = stored["looks"]
+    assert look["verdicts"] == {"14": HOLDS, "15": INCONCLUSIVE} and look["n"] == {apache: 3, lean: 3}
+    assert stored["round"] == 4 and stored["round_points"] == [lean] and stored["decided"]["14"]["round"] == 3
+    assert scheduler.next_runs(runner) == [(lean, 4)]  # the round is not done: no second look
+    assert len(stored["looks"]) == 1
+    assert any("inconclusive" in line or "decided" in line for line in driver.summary_lines(run_dir))
