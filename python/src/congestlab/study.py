@@ -85,10 +85,12 @@ def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | N
 
 def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, calibrate: bool = False,
               preset: str | None = None, resume: Path | None = None, cluster: str | None = None,
-              argv: list[str] | None = None, console: Console | None = None) -> Path:
+              argv: list[str] | None = None, console: Console | None = None, repetitions: int | None = None,
+              runs: list[tuple[str, int]] | None = None, scheduler=None) -> Path:
     """Run `spec` into a run directory and return it: a new one under runs/ (or `out`, new or
     empty), or `resume`'s (only its repetitions without results run). `cluster`: the units
-    of points run on a Ray cluster at this address (docs/cluster.md)."""
+    of points run on a Ray cluster at this address (docs/cluster.md). `repetitions`, `runs`,
+    `scheduler`: as the Runner takes them (`--until-decisive`, congestlab/decisive/driver.py)."""
     if cluster is None:
         require_root()  # on a cluster, the nodes build the testbeds; the head only gathers
     if calibrate and spec.calibrate is None:
@@ -103,13 +105,15 @@ def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, cal
         stored = resume_manifest(spec, quick, run_dir, cluster)
         for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
             partial.unlink()
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset, resume=stored)
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset, resume=stored,
+                        repetitions=repetitions, runs=runs, scheduler=scheduler)
         console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "
                       f"{len(runner.runs)} to run")
     else:
         run_dir = prepare_out_dir(out) if out else new_run_dir(RUNS_PARENT, spec.name, new_prefix())
         console.print(f"run directory: {run_dir}")
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset)
+        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset,
+                        repetitions=repetitions, runs=runs, scheduler=scheduler)
     if cluster is None:
         runner.run()
     else:

@@ -7,6 +7,7 @@ import json
 import math
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -19,6 +20,8 @@ from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cli import suite as suite_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
+from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
+from congestlab.decisive.procedure import FIRST_LOOK
 from congestlab.doctor import diagnose
 from congestlab.errors import CongestlabError, SpecError, TraceError
 from congestlab.paths import REPO_ROOT
@@ -59,14 +62,46 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
 
 
 def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool,
-             preset: str | None, resume: Path | None, cluster: str | None) -> None:
+             preset: str | None, resume: Path | None, cluster: str | None, decisive: "_Decisive") -> None:
+    if (decisive.max_repetitions is not None or decisive.budget_min is not None) and not decisive.on:
+        raise SpecError("--max-repetitions/--budget-min", "go with --until-decisive")
     if dry_run:
         studies.dry_run(spec, quick)
+        if decisive.on:
+            n = decisive.max_repetitions or default_max_repetitions(spec, quick)
+            print(f"# --until-decisive: every point runs rounds 1..{min(FIRST_LOOK, n)}, then a round at a time "
+                  f"only for the points feeding an undecided claim, up to {n} rounds"
+                  + (f" or {decisive.budget_min:g} min" if decisive.budget_min is not None else ""))
         return
     console = Console()
-    run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
-                                console=console)
+    if resume is not None and not decisive.on and is_until_decisive(resume):
+        decisive = _Decisive(True, None, None)  # an --until-decisive run goes on as one
+    if decisive.on:
+        if cluster is not None:
+            raise SpecError("--until-decisive", "runs on this machine's testbed; drop --cluster")
+        run_dir = run_until_decisive(spec, quick, out, calibrate, preset, resume, decisive.max_repetitions,
+                                     decisive.budget_min, console)
+    else:
+        run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
+                                    console=console)
     print_report(build_report(run_dir), console)
+    if decisive.on:  # after the report: its verdicts are over every repetition at the default level
+        for line in summary_lines(run_dir):
+            console.print(line, highlight=False)
+
+
+@dataclass(frozen=True)
+class _Decisive:
+    on: bool
+    max_repetitions: int | None
+    budget_min: float | None
+
+
+_UNTIL_HELP = ("add rounds, only to the points feeding undecided claims, until every claim is decided "
+               "(group-sequential, docs/statistics.md)")
+_MAX_HELP = "--until-decisive: at most this many repetitions per point (default: twice the spec's)"
+_BUDGET_HELP = "--until-decisive: start no round that would end after this many minutes of the run"
+
 
 @app.command()
 def run(
@@ -79,9 +114,13 @@ def run(
                                 "without results, keep the rest"),
     cluster: str = typer.Option(None, "--cluster", help="run the units of points on a Ray cluster (ADDRESS or "
                                 "auto; docs/cluster.md)"),
+    until_decisive: bool = typer.Option(False, "--until-decisive", help=_UNTIL_HELP),
+    max_repetitions: int = typer.Option(None, "--max-repetitions", min=2, max=1000, help=_MAX_HELP),
+    budget_min: float = typer.Option(None, "--budget-min", min=0.1, help=_BUDGET_HELP),
 ) -> None:
     """Run a study spec on a fresh testbed, then analyze and report it."""
-    _execute(studies.load_study(spec_path), quick, out, dry_run, calibrate, None, resume, cluster)
+    _execute(studies.load_study(spec_path), quick, out, dry_run, calibrate, None, resume, cluster,
+             _Decisive(until_decisive, max_repetitions, budget_min))
 
 
 @app.command()
@@ -97,15 +136,22 @@ def reproduce(
                                 "auto; docs/cluster.md)"),
     seed_fit: bool = typer.Option(None, "--seed-fit/--no-seed-fit", help="a suite: also each study's seed-fit "
                                   "variant (default: the suite's seed_fit)"),
+    until_decisive: bool = typer.Option(False, "--until-decisive", help=_UNTIL_HELP),
+    max_repetitions: int = typer.Option(None, "--max-repetitions", min=2, max=1000, help=_MAX_HELP),
+    budget_min: float = typer.Option(None, "--budget-min", min=0.1, help=_BUDGET_HELP),
 ) -> None:
     """Reproduce a study from its preset, or a suite of studies, e.g. `dissertation`
     (see `congestlab presets`; docs/suite.md)."""
     if suite_cli.is_suite(name):
+        if until_decisive or max_repetitions is not None or budget_min is not None:
+            raise SpecError("--until-decisive", f"{name!r} is a suite; run its studies with --until-decisive one by one "
+                            "(docs/suite.md)")
         suite_cli.reproduce_suite(name, quick, out, dry_run, calibrate, resume, cluster, seed_fit)
         return
     if seed_fit is not None:
         raise SpecError("--seed-fit", f"{name!r} is a study, not a suite; its variant is the preset {name}-seed-fit")
-    _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster)
+    _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster,
+             _Decisive(until_decisive, max_repetitions, budget_min))
 
 
 app.command("suite")(suite_cli.suite)

@@ -90,11 +90,12 @@ def _check_stored_published(run_dir: Path, report, published) -> None:
 class RunData:
     """One run directory, read once; rows are kept as strings (as the CSV has them)."""
 
-    def __init__(self, run_dir: Path, report: ReportSpec | None = None):
+    def __init__(self, run_dir: Path, report: ReportSpec | None = None, require_complete: bool = True):
         self.run_dir = Path(run_dir)
         # the run's format_version must be this congestlab's, and its status complete
-        # (docs/data-format.md: `congestlab report` refuses a run that did not finish)
-        self.manifest = read_manifest(self.run_dir)
+        # (docs/data-format.md: `congestlab report` refuses a run that did not finish; the
+        # looks of `--until-decisive` read a run in progress: congestlab/decisive/driver.py)
+        self.manifest = read_manifest(self.run_dir, require_complete=require_complete)
         self.spec: dict = self.manifest.get("spec") or {}
         self.axes: list[str] = list(self.manifest.get("axes") or [])
         if report is None:

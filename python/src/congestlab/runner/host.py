@@ -22,7 +22,9 @@ PAUSE_ENV = "CONGESTLAB_PAUSE_AT"
 def pause_if_asked(phase: str) -> None:
     """A crash test's hook (python/tests/netns/test_crash_resume_netns.py): with
     CONGESTLAB_PAUSE_AT=<phase> the run says so on stderr and waits here to be killed, for a
-    moment too short to catch from outside (the capture's stop follows the last GET by 0.2 s)."""
+    moment too short to catch from outside (the capture's stop follows the last GET by 0.2 s).
+    Phases: `capture-stop` (runner/captures.py), `between-rounds` (`--until-decisive`: the look
+    is in the manifest, the next round not started; runner/orchestrator.py)."""
     if os.environ.get(PAUSE_ENV) == phase:
         print(f"congestlab: paused at {phase} ({PAUSE_ENV})", file=sys.stderr, flush=True)
         while True:

@@ -10,7 +10,9 @@ written last, so a repetition without it did not complete.
 
 A Runner can also execute a subset of the runs (`runs=`: a cluster node's unit) and
 continue a run directory (`resume=`: only the repetitions without rep.json run; the
-manifest records each resume).
+manifest records each resume). With a `scheduler` (`--until-decisive`: congestlab/decisive/),
+the runs given are the first batch; after each batch the scheduler names the next one (a round
+of the points that still need it) on the same testbed, until it names none.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from congestlab.errors import CongestlabError, Interrupted, SpecError
 from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
 from congestlab.runner.captures import Captures, probe_checks, start_captures, stop_captures
-from congestlab.runner.host import CongestionControls, require_root, sigterm_as_interrupt
+from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
 from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
@@ -53,12 +55,15 @@ class Runner:
     def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
                  console: Console | None = None, argv: list[str] | None = None, preset: str | None = None,
                  runs: list[tuple[str, int]] | None = None, resume: dict | None = None, analyze: bool = True,
-                 tag: str = ""):
+                 tag: str = "", repetitions: int | None = None, scheduler=None):
         """`runs`: only these (point id, repetition) pairs, in the study's order (default all).
         `resume`: the stored manifest of `run_dir`; the repetitions without rep.json run, the
         finished ones are kept. `analyze`: False leaves analysis to the caller (cluster nodes).
         `tag`: appended to server instance names and background log directories, so those of
-        several executions gathered into one run directory never collide (cluster/)."""
+        several executions gathered into one run directory never collide (cluster/).
+        `repetitions`: every point's, instead of the spec's (the most `--until-decisive` may run).
+        `scheduler`: `attach(runner)` once, then `next_runs(runner)` -> (point id, repetition)
+        pairs after each batch, [] to end (congestlab/decisive/driver.py)."""
         self.study = study
         self.run_dir = Path(run_dir)
         self.quick = quick
@@ -66,6 +71,10 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.prefix = new_prefix()
         self.points: list[Point] = expand(study, quick)
+        if repetitions is not None:
+            for point in self.points:
+                point.repetitions = repetitions
+        self.scheduler = scheduler
         self.all_runs = run_order(self.points, study.order, study.seed)
         self.runs = self.all_runs
         if runs is not None:
@@ -98,6 +107,8 @@ class Runner:
                                                                          self.runs, argv, self.prefix)
             self.checks += kept
             self.servers.instances = sum(len(v) for v in self.manifest["servers"].values())
+        if scheduler is not None:
+            scheduler.attach(self)
 
     @property
     def resuming(self) -> bool:
@@ -120,6 +131,8 @@ class Runner:
         write_manifest(self.run_dir, self.manifest)
         try:
             with sigterm_as_interrupt():
+                if not self.runs and self.scheduler is not None:  # a resumed run whose round had finished
+                    self.runs = self._next_batch()
                 if self.runs:
                     self._run_testbed()
             if self.do_analyze:
@@ -212,14 +225,28 @@ class Runner:
 
     # ------------------------------------------------------------------------------
     def _run_all(self, tb: Testbed) -> None:
-        with run_progress(self.console, self.study.name, len(self.runs)) as (describe, advance):
-            for point, rep in self.runs:
-                describe(f"{point.id} #{rep}")
-                with self.budget.unit_run(f"u{point.unit}"):
-                    self._run_one(tb, point, rep)
-                self.manifest["runs_done"] += 1
-                write_manifest(self.run_dir, self.manifest)
-                advance()
+        batch = self.runs
+        while batch:
+            with run_progress(self.console, self.study.name, len(batch)) as (describe, advance):
+                for point, rep in batch:
+                    describe(f"{point.id} #{rep}")
+                    with self.budget.unit_run(f"u{point.unit}"):
+                        self._run_one(tb, point, rep)
+                    self.manifest["runs_done"] += 1
+                    write_manifest(self.run_dir, self.manifest)
+                    advance()
+            batch = self._next_batch() if self.scheduler is not None else []
+
+    def _next_batch(self) -> list[tuple[Point, int]]:
+        """The scheduler's next runs not yet complete, in the study's order; recorded in the
+        manifest before the first of them starts (a crash test may kill the run right there)."""
+        wanted = {(str(pid), int(rep)) for pid, rep in self.scheduler.next_runs(self)}
+        batch = [(p, r) for p, r in self.all_runs if (p.id, r) in wanted and not self.rep_complete(p.id, r)]
+        self.manifest["runs_total"] = self.manifest.get("runs_total", 0) + len(batch)
+        write_manifest(self.run_dir, self.manifest)
+        if batch:
+            pause_if_asked("between-rounds")
+        return batch
 
     def _run_one(self, tb: Testbed, point: Point, rep: int) -> None:
         study = point.study
