@@ -143,13 +143,13 @@ def load_get(run_dir: Path, row: dict) -> GetSeries | None:
                 got.notes.append(f"{sender_path.name} has no event of this connection")
             break
     else:
-        got.notes.append("the server's own view (cwnd, ssthresh, srtt) was not recorded in this run "
-                         f"(no {row['server']}-tcp_probe.csv or -lean_log.csv)")
+        got.notes.append(f"no {row['server']}-tcp_probe.csv or -lean_log.csv: the server's cwnd, ssthresh "
+                         "and srtt were not recorded")
     queue_path = d / QUEUE_FILE
     if queue_path.is_file():
         got.queues = _queues(queue_path, window, t0)
     else:
-        got.notes.append(f"the bottleneck queue was not recorded in this run (no {QUEUE_FILE})")
+        got.notes.append(f"no {QUEUE_FILE}: the bottleneck queue was not recorded")
     return got
 
 

@@ -111,8 +111,19 @@ def shown(cell: Cell) -> list[dict]:
 
 
 def draw(columns: list[tuple[str, GetSeries]], title: str, out: Path, dpi: int = 80) -> Path:
+    """The panels (`figure`) written as PNG or SVG by `out`'s suffix."""
+    fig = figure(columns, title)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=dpi)
+    finally:
+        plt.close(fig)
+    return out
+
+
+def figure(columns: list[tuple[str, GetSeries]], title: str):
     """One figure: a column per GET (heading, series), the four panels stacked, every axis
-    sharing one time scale; written as PNG or SVG by `out`'s suffix."""
+    sharing one time scale (ms since each GET's first segment) so the columns compare."""
     ncols = len(columns)
     fig, axes = plt.subplots(len(ROWS), ncols, figsize=(4.6 * ncols + 0.6, 7.4), sharex=True, sharey="row",
                              squeeze=False, gridspec_kw={"height_ratios": [1.6, 1, 0.8, 0.8]})
@@ -129,7 +140,7 @@ def draw(columns: list[tuple[str, GetSeries]], title: str, out: Path, dpi: int =
             ax.grid(alpha=0.3, lw=0.5)
         col[0].set_title(f"{heading}: {got.label}", fontsize=9)
         col[-1].set_xlabel("ms since the GET's first segment")
-        notes += [f"{heading}: {n}" for n in got.notes if f"{heading}: {n}" not in notes]
+        notes += got.notes
     for ax, label in zip(axes[:, 0], ("sequence (KiB)", "KiB", "RTT (ms)", "backlog (packets)")):
         ax.set_ylabel(label)
     end = max(got.trace.end_ms for _, got in columns)
@@ -139,15 +150,13 @@ def draw(columns: list[tuple[str, GetSeries]], title: str, out: Path, dpi: int =
         if handles:
             ax.legend(handles, labels, fontsize=6.5, loc="upper left", frameon=False, ncol=2)
     fig.suptitle(title, fontsize=10)
+    notes = _unique(notes)
     bottom = 0.06 + 0.022 * len(notes)
     if notes:
-        fig.text(0.01, 0.005, "\n".join(_unique(notes)), fontsize=7, va="bottom", color="#444444")
-    fig.subplots_adjust(left=0.09 if ncols == 1 else 0.06, right=0.99, top=0.92, bottom=bottom + 0.03,
+        fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, va="bottom", color="#444444")
+    fig.subplots_adjust(left=0.11 if ncols == 1 else 0.07, right=0.99, top=0.92, bottom=bottom + 0.03,
                         hspace=0.12, wspace=0.06)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _unique(items: list[str]) -> list[str]:
