@@ -26,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from congestlab.analysis.request_outcome import COMPLETE, TIMED_OUT  # noqa: E402
 from congestlab.report.data import RunData  # noqa: E402
@@ -145,10 +146,16 @@ def figure(columns: list[tuple[str, GetSeries]], title: str):
         ax.set_ylabel(label)
     end = max(got.trace.end_ms for _, got in columns)
     axes[0, 0].set_xlim(0, end * 1.02 if end > 0 else 1)
+    for row in axes:  # one legend per row, of every column's entries (fewer artists to draw)
+        seen: dict[str, object] = {}
+        for ax in row:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        if seen:
+            row[0].legend(list(seen.values()), list(seen), fontsize=6.5, loc="upper left", frameon=False, ncol=2)
     for ax in axes.flat:
-        handles, labels = ax.get_legend_handles_labels()
-        if handles:
-            ax.legend(handles, labels, fontsize=6.5, loc="upper left", frameon=False, ncol=2)
+        ax.yaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_locator(MaxNLocator(6))
     fig.suptitle(title, fontsize=10)
     notes = _unique(notes)
     bottom = 0.06 + 0.022 * len(notes)
@@ -219,11 +226,14 @@ def _queue(ax, got: GetSeries) -> None:
         return
     for i, q in enumerate(got.queues):
         colour = PALETTE[(i + 5) % len(PALETTE)] if i else PALETTE[0]
-        ax.step(q.t_ms, q.max_backlog_pkts, where="post", color=colour, lw=1.0,
-                label=f"{q.link}" + (f", {q.drops_in_window} dropped" if q.drops_in_window else ""))
+        ax.step(q.t_ms, q.max_backlog_pkts, where="post", color=colour, lw=1.0, label=q.link)
         if len(q.drop_t_ms):
             ax.plot(q.drop_t_ms, q.max_backlog_pkts[np.isin(q.t_ms, q.drop_t_ms)], ls="none", marker="v", ms=4,
                     color=PALETTE[3])
+    dropped = [f"{q.link}: {q.drops_in_window} dropped" for q in got.queues if q.drops_in_window]
+    if dropped:
+        ax.text(0.99, 0.95, "\n".join(dropped), transform=ax.transAxes, ha="right", va="top", fontsize=7,
+                color=PALETTE[3])
     ax.set_ylim(bottom=0)
 
 
