@@ -151,3 +151,13 @@ def test_plot_without_series_is_its_own_exit_code(tmp_path):
     assert code == 11 and "no segment trace" in err and "congestlab analyze" in err, err
     assert len(err.strip().splitlines()) == 1
 
+
+
+def test_a_run_without_series_says_how_to_get_them(tmp_path):
+    run = panels_run(tmp_path / "run", {("apache", "v4"): [50.0]})
+    for f in (run / "results" / "series").rglob("apache-v4-*.csv"):
+        f.unlink()
+    report = build_report(run, panels=True)
+    assert not (run / "plots" / "panels").exists()
+    html = report.html_path.read_text()
+    assert "no series of these GETs" in html and "congestlab plot " not in html

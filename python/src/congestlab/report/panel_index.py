@@ -16,7 +16,7 @@ from pathlib import Path
 
 from congestlab.report.cell_testbed import RepInfo
 from congestlab.report.data import RunData, matches
-from congestlab.report.get_series import series_dir
+from congestlab.report.get_series import series_dir, trace_file
 from congestlab.report.panels import Cell, cell_figure, cells
 
 PANELS_DIR = ("plots", "panels")
@@ -62,13 +62,22 @@ def panel_context(data: RunData, run_dir: Path, reps: RepInfo, draw: bool) -> li
         if draw and (cell.median or cell.slowest) and not _fresh(png, run_dir, cell):
             cell_figure(run_dir, cell, png)
         fresh = _fresh(png, run_dir, cell)
+        recorded = any(_has_trace(run_dir, row) for row in (cell.median, cell.slowest) if row)
         out.append({"id": cell.slug, "title": cell.title, "point": cell.point_id, "server": cell.server,
                     "family": cell.family, "gets": len(cell.rows),
                     "median": _get(cell.median, reps), "slowest": _get(cell.slowest, reps),
                     "same": cell.median is not None and cell.median is cell.slowest,
                     "png_href": os.path.relpath(png, run_dir) if fresh else None,
-                    "command": plot_command(run_dir, cell), "rows": cell.rows})
+                    "command": plot_command(run_dir, cell) if recorded else "", "rows": cell.rows})
     return out
+
+
+def _has_trace(run_dir: Path, row: dict) -> bool:
+    try:
+        port, start = int(float(row.get("client_port") or "")), float(row.get("start_ts") or 0) or None
+    except ValueError:
+        return False
+    return trace_file(run_dir, row["point_id"], row["repetition"], row["server"], row["family"], port, start) is not None
 
 
 def table_cells(view, panels: list[dict]) -> list[dict]:
