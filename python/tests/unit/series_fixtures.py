@@ -1,5 +1,6 @@
 """Synthetic results/series/ files in the formats docs/data-format.md gives: the segment trace
-(traceanalyze --trace), `<server>-tcp_probe.csv` and `bottleneck-queue.csv`, for GETs whose
+(traceanalyze --trace), `<server>-tcp_probe.csv` and `bottleneck-queue.csv` (the columns of
+analysis/sender_series.py SENDER_COLUMNS and queue_series.py QUEUE_COLUMNS), for GETs whose
 timing a test chooses (how long, whether a segment is lost and retransmitted after an RTO)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ RTT_NS = 20_000_000
 PROBE_COLUMNS = ["ts_ns", "event", "family", "client_port", "snd_cwnd_bytes", "snd_cwnd_pkts", "mss_bytes",
                  "ssthresh_bytes", "srtt_us", "rttvar_us", "rto_us", "in_flight_bytes", "in_flight_pkts",
                  "packets_out", "sacked_out", "lost_out", "retrans_out", "snd_una_off", "snd_nxt_off", "ack_off",
-                 "snd_wnd_bytes", "pacing_rate_bps", "ca_state", "seq_off", "len_bytes", "skb_tstamp_ns"]
+                 "snd_wnd_bytes", "pacing_rate_bps", "ca_state", "seq_off", "len_bytes"]
 QUEUE_COLUMNS = ["ts_ns", "link", "backlog_bytes", "backlog_pkts", "max_backlog_bytes", "max_backlog_pkts", "drops",
                  "dequeues"]
 
