@@ -101,6 +101,7 @@ def test_report_panels_for_every_cell_and_testbed_columns(tmp_path):
     for cell in cells(RunData(run)):
         assert (run / "plots" / "panels" / f"{cell.slug}.png").stat().st_size > 5000
         assert f'id="panels-{cell.slug}"' in html and f'src="plots/panels/{cell.slug}.png"' in html
+        assert f'href="#panels-{cell.slug}"' in html  # linked under the tables whose cells it is behind
     md = report.markdown_path.read_text()
     assert "| apache · v4 · level C1B | 5 | r4: 40.0 ms, 0 retransmitted | r2: 90.0 ms, 1 retransmitted | 41 / 21 |" in md
     # the default table (delay by server and level, families as columns) with drops and CPU once per row:
