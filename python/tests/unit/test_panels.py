@@ -4,6 +4,9 @@ docs/data-format.md gives (series_fixtures.py)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from congestlab.report import build_report
@@ -13,6 +16,7 @@ from congestlab.report.panels import cells, figure, pick
 from series_fixtures import panels_run
 from test_bad_input_property import call_cli
 
+DATA = Path(__file__).parent / "data"
 # apache v4: five repetitions, the median is r4 (40 ms), the slowest r2 (90 ms, a loss)
 DELAYS = {("apache", "v4"): [50.0, 90.0, 30.0, 40.0, 35.0], ("apache", "v6"): [60.0, None, 45.0, 55.0, 65.0],
           ("lean", "v4"): [700.0, 650.0, 720.0, 690.0, 1700.0]}
@@ -162,3 +166,21 @@ def test_a_run_without_series_says_how_to_get_them(tmp_path):
     assert not (run / "plots" / "panels").exists()
     html = report.html_path.read_text()
     assert "no series of these GETs" in html and "congestlab plot " not in html
+
+
+def test_a_real_segment_trace(tmp_path):
+    """data/series-sample: the slowest v6 GET of Apache at C4B in a real `reproduce ipv6 --quick`
+    (156.5 ms, no loss), as the analysis wrote it; placed in a run of its own."""
+    run = panels_run(tmp_path / "run", {("apache", "v6"): [156.454]}, probe=False, queue=False)
+    d = run / "results" / "series" / "main.server-apache.level-C1B" / "r1"
+    for f in d.glob("*.csv"):
+        f.unlink()
+    shutil.copy(DATA / "series-sample" / "apache-v6-44394.csv", d / "apache-v6-40011.csv")
+    got = load_get(run, _cell(run, "apache", "v6").median)
+    tr = got.trace
+    assert len(tr.data_t_ms) == 230 and not tr.data_retx.any() and len(tr.sack_t_ms) == 0
+    assert tr.data_hi.max() == 327_930  # the 320 KiB file and the headers, from sequence offset 1
+    assert 156 < tr.end_ms < 250 and len(tr.rtt_t_ms) > 50  # the FIN exchange after the delay and tr.rtt_ms.max() < 40
+    assert (tr.rwnd_edge >= tr.ack_off).all()
+    fig = figure([("slowest", got)], "real")
+    assert fig.axes[0].get_xlim()[1] >= tr.end_ms
