@@ -184,3 +184,26 @@ def test_a_real_segment_trace(tmp_path):
     assert (tr.rwnd_edge >= tr.ack_off).all()
     fig = figure([("slowest", got)], "real")
     assert fig.axes[0].get_xlim()[1] >= tr.end_ms
+
+
+def test_the_lean_servers_log_gives_its_rtos(tmp_path):
+    from series_fixtures import write_probe
+
+    run = panels_run(tmp_path / "run", {("lean", "v4"): [1400.0]}, lost_in={(1, "v4")}, probe=False)
+    row = _cell(run, "lean", "v4").median
+    t0 = int(float(row["start_ts"]) * 1e9)
+    port = int(row["client_port"])
+    events = [{"ts_ns": t0 + 30_000_000, "event": "ack", "family": "v4", "client_port": port, "snd_cwnd_bytes": 8688,
+               "srtt_us": 20000, "in_flight_bytes": 4344},
+              {"ts_ns": t0 + 1_100_000_000, "event": "rto", "family": "v4", "client_port": port, "rto_us": 1_000_000},
+              {"ts_ns": t0 + 1_100_000_100, "event": "retransmit", "family": "v4", "client_port": port,
+               "seq_off": 7241, "len_bytes": 1448},
+              {"ts_ns": t0 + 50_000_000, "event": "ack", "family": "v6", "client_port": port, "snd_cwnd_bytes": 1}]
+    write_probe(run / "results" / "series" / "main.server-lean.level-C1B" / "r1" / "lean-lean_log.csv", events)
+    got = load_get(run, row)
+    assert got.sender.source == "leanweb's log" and not any("lean_log" in n for n in got.notes)
+    assert list(got.sender.rto_t_ms) == [1100.0] and list(got.sender.retx_seq) == [7241.0]
+    assert list(got.sender.cwnd_bytes) == [8688.0]  # the v6 connection's event on the same port left out
+    fig = figure([("median", got)], "lean")
+    dashed = [ln for ax in fig.axes for ln in ax.lines if ln.get_linestyle() == "--" and ln.get_xdata()[0] == 1100.0]
+    assert len(dashed) == 4  # the RTO across all four panels
