@@ -4,6 +4,7 @@ docs/data-format.md gives (series_fixtures.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -121,8 +122,17 @@ def test_a_panel_drawn_before_is_shown_until_the_series_change(tmp_path):
     run = panels_run(tmp_path / "run", {("apache", "v4"): [50.0, 60.0]})
     code, err = call_cli("plot", str(run), "main.server-apache.level-C1B")
     assert code == 0, err
+    png = run / "plots" / "panels" / "main.server-apache.level-C1B-apache-v4.png"
+    drawn = png.stat().st_mtime_ns
     html = build_report(run).html_path.read_text()
     assert 'src="plots/panels/main.server-apache.level-C1B-apache-v4.png"' in html
+    build_report(run, panels=True)
+    assert png.stat().st_mtime_ns == drawn  # fresh: not drawn again
+    series = run / "results" / "series" / "main.server-apache.level-C1B" / "r1"
+    (series / "touched.csv").write_text("")  # as an analysis rewriting the directory would
+    os.utime(series, ns=(drawn + 10**9, drawn + 10**9))
+    html = build_report(run).html_path.read_text()
+    assert 'src="plots/panels/' not in html and "congestlab plot " in html
 
 
 def test_plot_command_outcomes(run, tmp_path):
