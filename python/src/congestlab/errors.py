@@ -85,3 +85,9 @@ class StatsInputError(CongestlabError):
     outcome, a timed-out sample without its censoring time, arrays of different lengths."""
 
     exit_code = 10
+
+
+class SeriesError(CongestlabError):
+    """A repetition has no recorded series to draw (results/series/, written by the analysis)."""
+
+    exit_code = 11

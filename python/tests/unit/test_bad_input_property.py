@@ -172,6 +172,7 @@ def test_wrong_types_in_a_manifest_are_one_line_for_every_reading_command(tmp_pa
         runs.append(run)
     (runs[1] / "manifest.json").write_text(json.dumps(damage(copy.deepcopy(MANIFEST))))
     for argv in (["report", str(runs[1])], ["analyze", str(runs[1])], ["distance", str(runs[1])],
+                 ["plot", str(runs[1]), "main.server-apache.level-C1B"],
                  ["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "cmp")]):
         code, err = call_cli(*argv)
         assert code == 7 and "damaged manifest" in err, (argv, code, err)

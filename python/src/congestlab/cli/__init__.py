@@ -254,15 +254,33 @@ def _names(text: str, known, option: str) -> list[str]:
 def report(
     run_dir: Path = typer.Argument(..., help="a complete run directory"),
     check: bool = typer.Option(False, "--check", help="exit 1 when a claim marked as a property of the tool fails"),
+    panels: bool = typer.Option(False, "--panels", help="also draw every cell's panels (median and slowest GET; "
+                                "docs/reports.md)"),
 ) -> None:
     """Write report.md, report.html and plots/ from a run directory (no root needed)."""
-    built = build_report(run_dir)
+    built = build_report(run_dir, panels=panels)
     print_report(built, Console())
     failed = built.failed_properties
     for finding in failed:
         print(f"congestlab: property {finding.claim.id} does not hold: {finding.claim.title}", file=sys.stderr)
     if check and failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def plot(
+    run_dir: Path = typer.Argument(..., help="a complete, analysed run directory"),
+    point: str = typer.Argument(..., help="a point id (manifest.json, or the report's 'Inside the GETs')"),
+    rep: int = typer.Option(None, "--rep", help="this repetition; default: the median and the slowest"),
+    family: str = typer.Option(None, "--family", help="v4 or v6; default: every family the point measured"),
+    server: str = typer.Option(None, "--server", help="the measured server; needed when the point has several"),
+    out: Path = typer.Option(None, "--out", help="PNG or SVG file; default RUN_DIR/plots/panels/<cell>[-r<N>].png"),
+) -> None:
+    """Draw the panels of a point's measured GETs: time-sequence graph, window, RTT, queue
+    (docs/reports.md, "Panels")."""
+    from congestlab.report.plot_command import plot_panels  # matplotlib
+
+    print(f"panels: {plot_panels(run_dir, point, rep, family, server, out)}")
 
 
 @app.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def build_report(run_dir: Path):
+def build_report(run_dir: Path, panels: bool = False):
     from congestlab.report.engine import build_report as engine
 
-    return engine(Path(run_dir))
+    return engine(Path(run_dir), panels=panels)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.errors import SpecError
+from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.report.figures import Figure, Source, render_plot
+from congestlab.report.panel_index import panel_context, table_cells
 from congestlab.report.render import render_template
 from congestlab.report.time_table import record_report_s, time_table
 from congestlab.spec.report import check_references
@@ -47,9 +49,12 @@ class Section:
     title: str
     tables: list[TableView] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    panels: dict[str, list[dict]] = field(default_factory=dict)  # table id -> its cells' panels
 
 
-def build_report(run_dir: Path) -> Report:
+def build_report(run_dir: Path, panels: bool = False) -> Report:
+    """`panels`: also draw every cell's panels (report/panel_index.py; they cost more than
+    the rest of the report, docs/reports.md)."""
     started = time.monotonic()
     run_dir = Path(run_dir)
     data = RunData(run_dir)
@@ -62,9 +67,13 @@ def build_report(run_dir: Path) -> Report:
         raise SpecError("report", str(err)) from None
     warnings: list[str] = list((data.manifest.get("fidelity") or {}).get("warnings") or [])
     sections: dict[str, Section] = {}
+    reps = RepInfo(run_dir)
+    cell_panels = panel_context(data, run_dir, reps, draw=panels)
     for table_spec in data.report.tables:
-        view = build_table(data, table_spec)
-        sections.setdefault(table_spec.section or "Tables", Section(table_spec.section or "Tables")).tables.append(view)
+        view = add_testbed_columns(data, build_table(data, table_spec), reps)
+        section = sections.setdefault(table_spec.section or "Tables", Section(table_spec.section or "Tables"))
+        section.tables.append(view)
+        section.panels[table_spec.id] = table_cells(view, cell_panels)
     plots_dir = run_dir / "plots"
     plots: list[Path] = []
     for plot in data.report.plots:
@@ -77,6 +86,8 @@ def build_report(run_dir: Path) -> Report:
     findings = evaluate_claims(data)
     context = page_context(data, list(sections.values()), findings, warnings, run_dir)
     context["time_table"] = time_table(data.manifest, time.monotonic() - started)
+    context["panels"] = [{k: v for k, v in p.items() if k != "rows"} for p in cell_panels]
+    context["panels_drawn"] = sum(p["png_href"] is not None for p in cell_panels)
     md_path, html_path = run_dir / "report.md", run_dir / "report.html"
     md_path.write_text(render_template("report.md.j2", context))
     html_path.write_text(render_template("report.html.j2", context))
