@@ -188,10 +188,7 @@ def run_check(data: RunData, check: CheckSpec, alpha: float | None = None,
     for combo in combos:
         selection = {**check.where, **combo}
         label = ", ".join(filter(None, [check.label, _short(combo)])) or _short(check.where) or check.rule
-        result = rule(ctx, check, metric, selection, label)
-        if result.verdict == INCONCLUSIVE and result.decision is not None:
-            result.rounds_needed = rounds_needed_for_verdict(result.decision)
-        out.append(result)
+        out.append(rule(ctx, check, metric, selection, label))
     return out
 
 

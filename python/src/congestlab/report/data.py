@@ -210,7 +210,7 @@ class RunData:
         limits = [math.nan] * len(done)
         points = {s.point_id for s in done}
         side = engine.LEFT if metric.column in LEFT_CENSORED_MBPS else engine.RIGHT
-        if _over_complete_requests(metric):
+        if over_complete_requests(metric):
             seen = {(s.point_id, s.repetition) for s in done}
             base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
             groups: dict[tuple[str, str], list[dict]] = {}
@@ -319,7 +319,7 @@ class EngineCell:
     positive: bool  # every completed value > 0: a ratio (log scale) is defined
 
 
-def _over_complete_requests(metric: MetricSpec) -> bool:
+def over_complete_requests(metric: MetricSpec) -> bool:
     """A metric of complete GETs, with no operand: the kind whose timed-out GETs are censored."""
     return (metric.kind == "request" and not metric.operand()[0]
             and (metric.where.get("outcome") == COMPLETE or metric.where.get("ok") is True))

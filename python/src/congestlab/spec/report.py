@@ -238,8 +238,10 @@ class CheckSpec(PartSpec):
 
 
 class ClaimSpec(PartSpec):
-    """A finding of the seed, with its words, tested by one check or by several parts (the
-    claim holds when all hold). Check fields given on the claim are the parts' defaults."""
+    """`[[report.claims]]`: a finding of the seed, with its words, tested by one check or by
+    several `[[report.claims.parts]]` (the claim holds when all hold; docs/reports.md, "Verdict
+    rules"). Check fields given on the claim are the parts' defaults. A `~`, `>=` or `<=` compare
+    needs `margin_pct` and a margin or range its `reason`, written before any run."""
 
     id: str = Field(pattern=ID)
     title: str = Field(description="the claim in a line")
