@@ -17,7 +17,7 @@ from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
-from congestlab.spec.fieldpath import get_field
+from congestlab.spec.fieldpath import FieldPathError, get_field
 from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
 from congestlab.stats import samples as engine
 
@@ -241,7 +241,7 @@ class RunData:
             return None
         bounds = []
         for row in timed_out:
-            timeout_s = parse_number(row.get("timeout_s"))
+            timeout_s = parse_number(row.get("timeout_s")) or self._declared_timeout_s(metric, row)
             if not timeout_s or timeout_s <= 0:
                 return None
             if metric.column in RIGHT_CENSORED_MS:
@@ -256,6 +256,18 @@ class RunData:
                 return None
         value = reduce_rows([{"v": str(b)} for b in bounds], "v", metric.per_repetition)
         return None if value is None else value * metric.scale
+
+    def _declared_timeout_s(self, metric: MetricSpec, row: dict) -> float | None:
+        """A row stored before rows carried their timeout: the metric's `censored_at` field, from
+        the point's settings, else from the spec."""
+        if not metric.censored_at:
+            return None
+        own = next((p.get("settings") or {} for p in self.points if p.get("id") == row.get("point_id")), {})
+        try:
+            value = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
+        except FieldPathError:  # a path the stored spec does not have: no bound
+            return None
+        return parse_number(norm(value))
 
     def _nrt_overhead(self) -> float:
         """NRT bytes over payload bytes, the most any completed GET of the run had."""
