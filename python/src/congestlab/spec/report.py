@@ -363,8 +363,10 @@ def upgrade_stored_claims(report: dict) -> dict:
     def upgrade(item: dict, inherited: dict) -> dict:
         item = {k: v for k, v in item.items() if k != "margin"}
         merged = {**inherited, **item}
-        if merged.get("relation") in MARGIN_RELATIONS and "margin_pct" not in merged:
-            item["margin_pct"] = float(merged.get("tolerance_pct", 10.0))
+        tolerance = merged.get("tolerance_pct", 10.0)
+        if (isinstance(merged.get("relation"), str) and merged["relation"] in MARGIN_RELATIONS
+                and "margin_pct" not in merged and _finite_number(tolerance)):  # else validation names it
+            item["margin_pct"] = float(tolerance)
             item.setdefault("reason", STORED_MARGIN_REASON)
         return item
 
