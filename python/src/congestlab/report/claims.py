@@ -57,7 +57,7 @@ from scipy.optimize import curve_fit
 from congestlab.report.data import EngineCell, RunData, Stats, matches, norm, parse_number
 from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec, Selector
 from congestlab.stats import gehan, tobit
-from congestlab.stats.compare import Effect, compare, from_percent, to_percent
+from congestlab.stats.compare import Effect, compare, from_percent
 from congestlab.stats.power import rounds_needed_for_verdict
 from congestlab.stats.rules import (FAILS, HOLDS, INCONCLUSIVE, Verdict, at_least, at_most, best_changes, direction,
                                     equivalence, every_cell, holm, magnitude)

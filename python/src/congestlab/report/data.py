@@ -278,38 +278,6 @@ class RunData:
             self._overhead = max(ratios) if ratios else NRT_OVERHEAD_FALLBACK
         return self._overhead
 
-    def censored_limits_s(self, metric: MetricSpec, selection: Selector) -> list[float]:
-        """One limit (s) per point x repetition with a censored record (MetricSpec.censored):
-        the value is known only to exceed it, e.g. a GET that timed out."""
-        if not metric.censored:
-            return []
-        where = {**metric.where, **metric.censored, **selection}
-        settings = {p["id"]: p.get("settings") or {} for p in self.points}
-        limits: dict[tuple[str, str], float] = {}
-        for row in self.rows(metric.kind):
-            if matches(row, where):
-                point = row.get("point_id", "")
-                own = settings.get(point, {})
-                limit = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
-                limits[(point, row.get("repetition", ""))] = float(limit)
-        return list(limits.values())
-
-    def excluded_requests(self, metric: MetricSpec, selection: Selector) -> dict[str, int]:
-        """GETs a metric over complete requests leaves out, by outcome (timed_out, invalid;
-        analysis/request_outcome.py): counted, never averaged. A timed-out GET the metric
-        shows as censored ("> T s") is not counted again."""
-        if metric.kind != "request" or (metric.where.get("outcome") != COMPLETE and metric.where.get("ok") is not True):
-            return {}
-        base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
-        counts = {}
-        for outcome in (TIMED_OUT, INVALID):
-            if outcome == TIMED_OUT and metric.censored.get("outcome") == TIMED_OUT:
-                continue
-            n = sum(1 for row in self.rows("request") if row.get("outcome") == outcome and matches(row, base))
-            if n:
-                counts[outcome] = n
-        return counts
-
     def published_value(self, metric_name: str, coords: dict) -> float | None:
         """The seed's value for a cell: the most specific published entry whose keys (other
         than metric names) all match the cell's coordinates."""
