@@ -33,24 +33,29 @@ def _tags(path) -> Tags:
 
 
 def test_ipv6_report_has_findings_tables_and_figures(tmp_path):
-    run = realistic_ipv6(repetitions=3).write(tmp_path / "run")
+    run = realistic_ipv6(repetitions=10).write(tmp_path / "run")
     report = build_report(run)
-    assert {f.claim.id for f in report.findings} == {"14", "15", "16", "17", "18", "Q"}
+    assert {f.claim.id for f in report.findings} == {"14", "15", "16", "17", "18", "Q", "Q15", "Q18"}
     assert all(f.verdict != NOT_MEASURED for f in report.findings)
     # the fixture's lean server beats Apache at 75 Mbit/s (README): claim 16 must not hold
     assert next(f for f in report.findings if f.claim.id == "16").verdict == "does not hold"
     # leanmodern is no slower than Apache in the fixture, but not faster than bare at 75 Mbit/s
     assert next(f for f in report.findings if f.claim.id == "Q").verdict == "does not hold"
     md = report.markdown_path.read_text()
+    # an inconclusive claim says how many repetitions a power estimate needs, in the findings and details
+    undecided = [f for f in report.findings if f.verdict == "inconclusive" and f.rounds_needed]
+    assert undecided and f"needs {undecided[0].rounds_needed} repetitions" in md
+    assert "Rule: holds when every measured check holds" in md
     assert md.index("## Findings") < md.index("## Apache")
     assert "| C1B | " in md and "| 28.6 |" in md  # Table 41's seed value beside ours
     html = _tags(report.html_path)
     assert html.count("table", **{"class": "data"}) == 7  # Tables 39-42, leanmodern's two, detail
     assert html.count("table", **{"class": "findings"}) == 1
     assert "| leanmodern |" in md or "leanmodern" in md.split("## Lean with TCP's optimizations")[1]
-    assert html.count("img", src="data:image/svg+xml;base64,") == 4
+    assert html.count("img", src="data:image/svg+xml;base64,") == 5  # the delay CDF per family
     assert sorted(p.name for p in report.plots) == sorted(
-        f"{n}.{ext}" for n in ("throughput", "delay", "delay-cdf", "delay-time") for ext in ("png", "svg"))
+        f"{n}.{ext}" for n in ("throughput", "delay", "delay-cdf-v4", "delay-cdf-v6", "delay-time")
+        for ext in ("png", "svg"))
     assert all(p.stat().st_size > 1000 for p in report.plots)
     assert html.count("a", href="points/main.server-apache.level-C1B/r1/") == 2  # pcap and log links
     assert report.warnings and report.warnings[0].startswith("C4B")
@@ -69,9 +74,9 @@ def test_quick_run_with_one_server_marks_the_rest_not_measured(tmp_path):
     report = build_report(run)
     verdicts = {f.claim.id: f.verdict for f in report.findings}
     assert verdicts["16"] == NOT_MEASURED  # no lean server in this run
-    assert verdicts["14"] == "inconclusive"  # one repetition, ratio 1.2 inside the 1.5 margin
+    assert verdicts["14"] == "inconclusive"  # one repetition: no spread, nothing decided
     md = report.markdown_path.read_text()
-    assert "one repetition (no sd)" in md
+    assert "one repetition (no CI)" in md
 
 
 def test_tcplab_report(tmp_path):
@@ -150,8 +155,8 @@ def test_a_run_that_did_not_finish_is_refused(tmp_path):
 
 
 def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
-    """The rto preset's delays: a failed GET is not in the mean but shows as "> T s", T its
-    point's timeout (the quick's 45 s from the point's settings, else the spec's 120 s)."""
+    """The rto preset's delays: a timed-out GET is censored at its timeout, here from rows stored
+    without one: T from the point's settings (the quick's 45 s), else the spec's 120 s."""
     metric = {"kind": "request", "column": "delay_ms", "where": {"ok": True}, "digits": 0,
               "censored": {"ok": False}, "censored_at": "workloads.get.timeout_s"}
     report = {"metrics": {"d": metric}, "tables": [{"id": "t", "title": "Delays", "metrics": ["d"], "rows": "level"}]}
@@ -171,19 +176,19 @@ def test_a_get_that_timed_out_shows_as_censored_at_its_points_timeout(tmp_path):
         point["settings"] = {"workloads.get.timeout_s": 45} if point["axes"]["level"] == "125" else {}
     (run / "manifest.json").write_text(json.dumps(manifest))
     md = build_report(run).markdown_path.read_text()
-    assert "| 75 | 200 ± 141 (2) |" in md
-    assert "| 100 | 2000 (1); > 120 s |" in md
-    assert "| 125 | > 45 s ×2 |" in md
-    assert "did not complete within T s" in md
+    assert "| 75 | 200; mean 200 [-1071, 1471] |" in md  # nothing censored: the sample median
+    assert "| 100 | 2000 [2000, ∞] (1/2 censored); mean 2000 [-∞, ∞] |" in md  # Kaplan–Meier
+    assert "| 125 | > 45000 (2/2 censored) |" in md  # more than half censored: only bounded, at 45 s
+    assert "more than half censored, the median is only bounded" in md
     with pytest.raises(SpecError, match="censored and censored_at go together"):
         bad = dict(report, metrics={"d": {k: v for k, v in metric.items() if k != "censored_at"}})
         build_report(RunBuilder("s", ["level"], bad).write(tmp_path / "run2"))
 
 
 def test_only_timed_out_gets_are_censored_invalid_ones_are_counted(tmp_path):
-    """The rto preset's delay cell censors timed-out GETs ("> T s") and counts invalid ones;
-    a metric without censoring (the ipv6 preset's) counts both. A run analysed before rows
-    carried an outcome gets it from `ok` and the client's error."""
+    """A delay cell censors timed-out GETs and counts invalid ones, with or without the old
+    `censored` declaration. A run analysed before rows carried an outcome gets it from `ok` and
+    the client's error."""
     censored = {"kind": "request", "column": "delay_ms", "where": {"outcome": "complete"}, "digits": 0,
                 "censored": {"outcome": "timed_out"}, "censored_at": "workloads.get.timeout_s"}
     plain = {"kind": "request", "column": "delay_ms", "where": {"outcome": "complete"}, "digits": 0}
@@ -203,7 +208,9 @@ def test_only_timed_out_gets_are_censored_invalid_ones_are_counted(tmp_path):
                 columns["outcome"] = outcome
             builder.add("request", {"level": level}, rep, **columns)
         md = build_report(builder.write(tmp_path / f"run{legacy}")).markdown_path.read_text()
-        assert "| 75 | 100 (1); 1 invalid |" in md, md
-        assert "| 100 | 2000 (1); > 120 s; 1 invalid |" in md, md
-        assert "| 100 | 2000 (1); 1 timed out; 1 invalid |" in md, md
-        assert "GETs not in the mean" in md
+        assert "| 75 | 100; mean 100 (n=1); 1 invalid |" in md, md  # invalid: counted, not a sample
+        # timed out: censored at its timeout, from the declaration's censored_at for rows stored
+        # without one; a metric with no way to know the timeout excludes and counts it
+        assert "| 100 | 2000 [2000, ∞] (1/2 censored); mean 2000 [-∞, ∞] (n=2); 1 invalid |" in md, md
+        assert "| 100 | 2000; mean 2000; 2 invalid |" in md, md
+        assert "k invalid = excluded and counted" in md

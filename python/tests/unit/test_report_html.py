@@ -47,11 +47,11 @@ def test_report_html_loads_in_chromium(tmp_path):
     assert sum(a.get("class") == "data" for a in tables) == 7
     assert sum(a.get("class") == "findings" for a in tables) == 1
     assert sum(a.get("class") == "fidelity" for a in tables) == 1
-    assert len(images) == 4 and all(a["src"].startswith("data:image/svg+xml;base64,") for a in images)
+    assert len(images) == 5 and all(a["src"].startswith("data:image/svg+xml;base64,") for a in images)
     text = " ".join(dom.text)
     assert "Table 41" in text and "does not hold" in text and "Warnings" in text
     assert [a.get("id") for t, a in dom.tags if t == "tr" and a.get("id", "").startswith("finding-")] == [
-        f"finding-{n}" for n in ("14", "15", "16", "17", "18", "Q")]
+        f"finding-{n}" for n in ("14", "15", "16", "17", "18", "Q", "Q15", "Q18")]
     # a phone-sized window lays it out (the page has a viewport meta and scroll containers)
     shot = tmp_path / "phone.png"
     done = _chromium(f"--screenshot={shot}", "--window-size=390,2400", report.html_path.as_uri())

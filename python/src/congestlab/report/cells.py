@@ -1,36 +1,69 @@
-"""Declared tables as data: rows x column groups of cells (mean ± sd, n) with the seed's
-value beside ours; rendered to Markdown and HTML by render.py."""
+"""Declared tables as data: rows x column groups of cells with the seed's value beside ours;
+rendered to Markdown and HTML by render.py.
+
+A cell of GETs (a request metric over complete GETs, whose timed-out GETs are censored:
+report/data.py, RunData.cell) shows the Kaplan–Meier median with its 95 % CI and the count
+censored (`> T` when more than half are: the median is only bounded), and beside it the mean
+of the completed GETs with its 95 % CI, which is what the seeds published. Other cells show the
+mean with its 95 % CI. Invalid samples are counted, never averaged.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import statistics
+from dataclasses import dataclass
 
-from congestlab.report.data import RunData, Stats, norm
+from congestlab.report.data import EngineCell, RunData, norm, over_complete_requests
 from congestlab.spec.report import MetricSpec, TableSpec
+from congestlab.stats.summary import CellSummary, mean_with_ci, summarize
 
 
 @dataclass
 class Cell:
-    stats: Stats
+    engine: EngineCell
     published: float | None
     digits: int
-    censored_s: list[float] = field(default_factory=list)  # limits of the samples known only to exceed them
-    excluded: dict[str, int] = field(default_factory=dict)  # GETs left out, by outcome (timed_out, invalid)
+    km: bool  # a cell of GETs: Kaplan–Meier median beside the mean of completed ones
+
+    @property
+    def n(self) -> int:
+        return self.engine.cell.n
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.engine.cell.n or self.engine.cell.invalid)
+
+    def _ci(self, lo: float, hi: float) -> str:
+        d = self.digits
+        f = lambda x: "∞" if x == math.inf else "-∞" if x == -math.inf else "?" if math.isnan(x) else f"{x:.{d}f}"  # noqa: E731
+        return f"[{f(lo)}, {f(hi)}]"
 
     def ours(self, show_n: bool) -> str:
-        censored = ""
-        if self.censored_s:
-            count = f" ×{len(self.censored_s)}" if len(self.censored_s) > 1 else ""
-            censored = f"> {min(self.censored_s):g} s{count}"
-        left_out = "; ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in self.excluded.items())
-        censored = "; ".join(t for t in (censored, left_out) if t)
-        if not self.stats.n:
-            return censored or "–"
-        text = f"{self.stats.mean:.{self.digits}f}"
-        if self.stats.sd is not None:
-            text += f" ± {self.stats.sd:.{self.digits}f}"
-        text += f" ({self.stats.n})" if show_n or censored else ""
-        return text + (f"; {censored}" if censored else "")
+        cell, d = self.engine.cell, self.digits
+        extra = f"; {cell.invalid} invalid" if cell.invalid else ""
+        if not cell.n:
+            return f"{cell.invalid} invalid" if cell.invalid else "–"
+        if self.km and self.engine.positive and not cell.censored:
+            # nothing censored: the Kaplan–Meier median is the sample median (lifelines' fit, 0.2 s a
+            # cell, is kept for the cells that need it)
+            mean, (lo, hi) = mean_with_ci(cell.completed())
+            text = f"{statistics.median(cell.completed()):.{d}f}; mean {mean:.{d}f}" + \
+                (f" {self._ci(lo, hi)}" if cell.n > 1 else "")
+            return text + (f" (n={cell.n})" if show_n else "") + extra
+        if self.km and self.engine.positive:
+            s: CellSummary = summarize(cell)
+            if s.bound is not None:
+                median = f"{'>' if s.censoring == 'right' else '<'} {s.bound:.{d}f}"
+            else:
+                median = f"{s.median:.{d}f} {self._ci(*sorted(s.median_ci))}"
+            text = median + (f" ({s.censored}/{s.n} censored)" if s.censored else "")
+            if s.completed:
+                text += f"; mean {s.mean_completed:.{d}f} {self._ci(*s.mean_ci)}"
+            return text + (f" (n={s.n})" if show_n else "") + extra
+        mean, (lo, hi) = mean_with_ci(cell.completed())
+        text = f"{mean:.{d}f}" + (f" {self._ci(lo, hi)}" if cell.n > 1 else "")
+        return text + (f" ({cell.n})" if show_n else "") + extra
 
     def seed(self) -> str:
         return "–" if self.published is None else f"{self.published:g}"
@@ -89,14 +122,12 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
                 if spec.columns:
                     sel[spec.columns] = g
                 pub = data.published_value(name, sel) if spec.published else None
-                cells[(r, g, name)] = Cell(data.stats(metric, sel), pub, metric.digits,
-                                           data.censored_limits_s(metric, sel), data.excluded_requests(metric, sel))
+                cells[(r, g, name)] = Cell(data.cell(metric, sel), pub, metric.digits, over_complete_requests(metric))
     if not spec.row_values:  # a row nothing was measured in is left out (the seed's value alone says nothing here)
-        rows = [r for r in rows if any(cells[(r, g, name)].stats.n or cells[(r, g, name)].censored_s
-                                        or cells[(r, g, name)].excluded for g in groups for name, _ in metrics)]
+        rows = [r for r in rows if any(cells[(r, g, name)].measured for g in groups for name, _ in metrics)]
     with_seed = {name for name, _ in metrics if any(cells[(r, g, name)].published is not None
                                                    for r in rows for g in groups)}
-    ns = {c.stats.n for c in cells.values() if c.stats.n}
+    ns = {c.n for c in cells.values() if c.n}
     show_n = len(ns) > 1
     columns: list[Column] = []
     for g in groups:
@@ -111,19 +142,25 @@ def build_table(data: RunData, spec: TableSpec) -> TableView:
             cell = cells[(r, col.group, col.metric)]
             texts.append(cell.seed() if col.seed else cell.ours(show_n))
         body.append((r, texts))
-    measured = any(c.stats.n or c.censored_s for c in cells.values())
+    measured = any(c.measured for c in cells.values())
+    km = any(c.km for c in cells.values())
+    what = ("median of the GETs (Kaplan–Meier, timed-out ones censored at their timeout, with its 95 % CI where "
+            "some are; without, the sample median); beside it the mean [95 % CI] of the completed GETs"
+            if km else "mean [95 % CI]")
     if not ns:
-        caption = "not measured in this run" if not measured else "every sample censored"
+        caption = "not measured in this run" if not measured else "no valid sample"
     elif show_n:
-        caption = "mean ± sd over repetitions; (n) = repetitions in the cell"
+        caption = f"{what} over repetitions; (n) = repetitions in the cell"
     else:
         n = ns.pop()
-        caption = f"mean ± sd over n = {n} repetition{'s' if n > 1 else ''}" if n > 1 else "one repetition (no sd)"
-    if any(c.censored_s for c in cells.values()):
-        caption += "; > T s = did not complete within T s (×k: k repetitions), not in the mean"
-    if any(c.excluded for c in cells.values()):
-        caption += ("; k timed out / k invalid = GETs not in the mean: no answer within the client's limit, or "
-                    "failed a cross-check of the capture (docs/data-format.md, request outcomes)")
+        caption = f"{what} over n = {n} repetition{'s' if n > 1 else ''}" if n > 1 else "one repetition (no CI)"
+    if any(c.engine.cell.censored for c in cells.values()):
+        caption += ("; (k/n censored) = k GETs timed out (a delay beyond the timeout, a throughput below the file "
+                    "over the timeout: an upper bound); > T / < T: more than half censored, the median is only "
+                    "bounded")
+    if any(c.engine.cell.invalid for c in cells.values()):
+        caption += ("; k invalid = excluded and counted: failed a cross-check of the capture or the client "
+                    "(docs/data-format.md, request outcomes)")
     if with_seed:
         caption += "; seed = the study's published value"
     if len(metrics) == 1:

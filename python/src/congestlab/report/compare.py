@@ -2,7 +2,7 @@
 the difference to the first run and whether it exceeds the runs' spread; overlaid plots; the
 claims' verdicts per run. The first run's [report] declaration decides the cells and plots.
 
-When does a difference exceed the spread? The rule of the claims (claims.py): with >= 3
+When does a difference exceed the spread? With >= 3
 repetitions in both runs, Welch's t-test at 5 %; with fewer, only a ratio of the means beyond
 a factor of 1.5 counts (the runs' spread is unknown with one repetition).
 """
@@ -10,11 +10,14 @@ a factor of 1.5 counts (the runs' spread is unknown with one repetition).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scipy import stats as st
+
 from congestlab.errors import RunDirError
-from congestlab.report.claims import MIN_WELCH_N, evaluate_claims, welch_p
+from congestlab.report.claims import evaluate_claims
 from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
 from congestlab.report.data import RunData, Stats, parse_number, norm
 from congestlab.report.engine import Console, data_uri, verdict_class
@@ -23,6 +26,16 @@ from congestlab.report.render import render_template
 
 MARGIN = 1.5
 ALPHA = 0.05
+MIN_WELCH_N = 3
+
+
+def welch_p(a: Stats, b: Stats) -> float:
+    """Two-sided p of Welch's t-test (unequal variances)."""
+    if (a.sd or 0.0) == 0.0 and (b.sd or 0.0) == 0.0:
+        return 1.0 if a.mean == b.mean else 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nearly identical samples: p is still defined
+        return float(st.ttest_ind(a.values, b.values, equal_var=False).pvalue)
 
 
 @dataclass

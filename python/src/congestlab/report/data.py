@@ -17,8 +17,19 @@ from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
-from congestlab.spec.fieldpath import get_field
+from congestlab.spec.fieldpath import FieldPathError, get_field
 from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
+from congestlab.stats import samples as engine
+
+# request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
+# delays are longer than the timeout (right-censored); throughputs are below what the whole
+# file would have given in the timeout (left-censored). Other columns (captured bytes count
+# retransmissions, a count has no bound) leave a timed-out GET out, counted as invalid.
+RIGHT_CENSORED_MS = ("delay_ms", "syn_to_last_ack_ms", "curl_time_ms")
+LEFT_CENSORED_MBPS = ("goodput_mbps", "nrt_throughput_mbps")
+# NRT bytes over payload when no completed GET of the run gives the factor (an upper bound:
+# 1514-byte frames carrying 1448 bytes are 1.046, plus handshake and ACKs)
+NRT_OVERHEAD_FALLBACK = 1.10
 
 
 def norm(value) -> str:
@@ -100,7 +111,7 @@ class RunData:
         self.axes: list[str] = list(self.manifest.get("axes") or [])
         if report is None:
             if self.spec.get("report"):
-                report = load_report_spec(self.spec)
+                report = load_report_spec(self.spec, stored=True)
                 _check_stored_published(self.run_dir, report, self.spec.get("published"))
             else:
                 report = default_report(self.run_dir, self.axes)
@@ -187,37 +198,86 @@ class RunData:
     def stats(self, metric: MetricSpec, selection: Selector) -> Stats:
         return Stats([s.value for s in self.samples(metric, selection)])
 
-    def censored_limits_s(self, metric: MetricSpec, selection: Selector) -> list[float]:
-        """One limit (s) per point x repetition with a censored record (MetricSpec.censored):
-        the value is known only to exceed it, e.g. a GET that timed out."""
-        if not metric.censored:
-            return []
-        where = {**metric.where, **metric.censored, **selection}
-        settings = {p["id"]: p.get("settings") or {} for p in self.points}
-        limits: dict[tuple[str, str], float] = {}
-        for row in self.rows(metric.kind):
-            if matches(row, where):
-                point = row.get("point_id", "")
-                own = settings.get(point, {})
-                limit = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
-                limits[(point, row.get("repetition", ""))] = float(limit)
-        return list(limits.values())
+    def cell(self, metric: MetricSpec, selection: Selector) -> "EngineCell":
+        """The selection's samples for the statistics engine (congestlab/stats): one per point x
+        repetition with its outcome and its block (the repetition). A metric over complete GETs
+        (where outcome = complete) gets the point x repetitions whose GETs timed out as censored
+        samples (RIGHT_CENSORED_MS, LEFT_CENSORED_MBPS) and those whose GETs were all invalid
+        as invalid ones; other metrics have complete samples only."""
+        done = self.samples(metric, selection)
+        values = [s.value for s in done]
+        outcomes = [engine.COMPLETE] * len(done)
+        blocks = [s.repetition for s in done]
+        limits = [math.nan] * len(done)
+        points = {s.point_id for s in done}
+        side = engine.LEFT if metric.column in LEFT_CENSORED_MBPS else engine.RIGHT
+        if over_complete_requests(metric):
+            seen = {(s.point_id, s.repetition) for s in done}
+            base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
+            groups: dict[tuple[str, str], list[dict]] = {}
+            for row in self.rows("request"):
+                if matches(row, base) and row.get("outcome") in (TIMED_OUT, INVALID):
+                    key = (row.get("point_id", ""), row.get("repetition", ""))
+                    if key not in seen:
+                        groups.setdefault(key, []).append(row)
+            for (point, rep), rows in groups.items():
+                points.add(point)
+                blocks.append(rep)
+                values.append(math.nan)
+                timed_out = [r for r in rows if r["outcome"] == TIMED_OUT]
+                limit = self._censoring_limit(metric, timed_out)
+                outcomes.append(engine.TIMED_OUT if limit is not None else engine.INVALID)
+                limits.append(limit if limit is not None else math.nan)
+        positive = all(v > 0 for v, o in zip(values, outcomes) if o == engine.COMPLETE)
+        if positive:
+            cell = engine.Cell.of(values, outcomes, blocks, limits, side)
+        else:  # no ratio: the claims compare such cells by rank (report/claims.py)
+            cell = engine.Cell(tuple(values), tuple(outcomes), tuple(blocks), tuple(limits), side)
+        return EngineCell(cell, frozenset(points), positive)
 
-    def excluded_requests(self, metric: MetricSpec, selection: Selector) -> dict[str, int]:
-        """GETs a metric over complete requests leaves out, by outcome (timed_out, invalid;
-        analysis/request_outcome.py): counted, never averaged. A timed-out GET the metric
-        shows as censored ("> T s") is not counted again."""
-        if metric.kind != "request" or (metric.where.get("outcome") != COMPLETE and metric.where.get("ok") is not True):
-            return {}
-        base = {k: v for k, v in {**metric.where, **selection}.items() if k not in ("outcome", "ok")}
-        counts = {}
-        for outcome in (TIMED_OUT, INVALID):
-            if outcome == TIMED_OUT and metric.censored.get("outcome") == TIMED_OUT:
-                continue
-            n = sum(1 for row in self.rows("request") if row.get("outcome") == outcome and matches(row, base))
-            if n:
-                counts[outcome] = n
-        return counts
+    def _censoring_limit(self, metric: MetricSpec, timed_out: list[dict]) -> float | None:
+        """The bound a point x repetition's timed-out GETs put on its sample (each GET at its
+        own bound, reduced as the metric reduces): None when the metric has no such bound."""
+        if not timed_out or metric.per_repetition == "count" or metric.scale <= 0:
+            return None
+        bounds = []
+        for row in timed_out:
+            timeout_s = parse_number(row.get("timeout_s")) or self._declared_timeout_s(metric, row)
+            if not timeout_s or timeout_s <= 0:
+                return None
+            if metric.column in RIGHT_CENSORED_MS:
+                bounds.append(timeout_s * 1000.0)
+            elif metric.column in LEFT_CENSORED_MBPS:
+                size_kib = parse_number(row.get("file_kib"))
+                if not size_kib:
+                    return None
+                factor = self._nrt_overhead() if metric.column == "nrt_throughput_mbps" else 1.0
+                bounds.append(size_kib * 1024 * 8 * factor / timeout_s / 1e6)
+            else:
+                return None
+        value = reduce_rows([{"v": str(b)} for b in bounds], "v", metric.per_repetition)
+        return None if value is None else value * metric.scale
+
+    def _declared_timeout_s(self, metric: MetricSpec, row: dict) -> float | None:
+        """A row stored before rows carried their timeout: the metric's `censored_at` field, from
+        the point's settings, else from the spec."""
+        if not metric.censored_at:
+            return None
+        own = next((p.get("settings") or {} for p in self.points if p.get("id") == row.get("point_id")), {})
+        try:
+            value = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
+        except FieldPathError:  # a path the stored spec does not have: no bound
+            return None
+        return parse_number(norm(value))
+
+    def _nrt_overhead(self) -> float:
+        """NRT bytes over payload bytes, the most any completed GET of the run had."""
+        if not hasattr(self, "_overhead"):
+            ratios = [b / p for b, p in ((parse_number(r.get("bytes_nrt")), parse_number(r.get("payload_bytes")))
+                                         for r in self.rows("request") if r.get("outcome") == COMPLETE)
+                      if b and p]
+            self._overhead = max(ratios) if ratios else NRT_OVERHEAD_FALLBACK
+        return self._overhead
 
     def published_value(self, metric_name: str, coords: dict) -> float | None:
         """The seed's value for a cell: the most specific published entry whose keys (other
@@ -231,6 +291,19 @@ class RunData:
             if all(k in ncoords and ncoords[k] == norm(v) for k, v in keys.items()) and len(keys) > best_keys:
                 best, best_keys = float(entry[metric_name]), len(keys)
         return best
+
+
+@dataclass(frozen=True)
+class EngineCell:
+    cell: engine.Cell
+    points: frozenset[str]
+    positive: bool  # every completed value > 0: a ratio (log scale) is defined
+
+
+def over_complete_requests(metric: MetricSpec) -> bool:
+    """A metric of complete GETs, with no operand: the kind whose timed-out GETs are censored."""
+    return (metric.kind == "request" and not metric.operand()[0]
+            and (metric.where.get("outcome") == COMPLETE or metric.where.get("ok") is True))
 
 
 TRUE, FALSE = {"True", "true", "1"}, {"False", "false", "0", ""}

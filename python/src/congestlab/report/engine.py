@@ -96,7 +96,8 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
 
 
 def console_tables(findings: list[ClaimResult], data: RunData) -> Console:
-    rows = [[f.claim.id, f.verdict + (f" ({f.coverage})" if f.verdict != NOT_MEASURED else ""),
+    rows = [[f.claim.id, f.verdict + (f" ({f.coverage})" if f.verdict != NOT_MEASURED else "")
+             + (f", needs {f.rounds_needed} reps" if f.rounds_needed else ""),
              ("[property] " if f.claim.property else "") + f.claim.title] for f in findings]
     title = f"{data.report.title or data.spec.get('title') or data.spec.get('name')}: the seed's claims"
     return {title: (("claim", "verdict (checks measured)", "statement"), rows)} if rows else {}
@@ -110,17 +111,34 @@ def verdict_class(verdict: str) -> str:
     return {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_MEASURED: "unmeasured"}[verdict]
 
 
+def claim_rule(f: ClaimResult) -> str:
+    """How the claim's verdict follows from its checks, with its numbers."""
+    d = f.decision
+    if d is None:
+        return ""
+    text = (f"holds when every measured check holds (intersection–union, each at {d.alpha:g} per side), does not "
+            f"hold when one does after Holm over the {len(d.cells)} checks; smallest adjusted p(does not hold) "
+            f"{d.p_fails:.3g}; n={d.n}, censored {d.censored}, invalid {d.invalid}")
+    if f.verdict == INCONCLUSIVE:
+        need = f.rounds_needed
+        text += ("; a power estimate (80 %) says " + (f"{need} repetitions decide it" if need is not None else
+                 "nothing up to 200 repetitions, or no estimate for some check"))
+    return text
+
+
 def finding_context(f: ClaimResult, limit: int = 3) -> dict:
     ranked = sorted(f.checks, key=lambda c: VERDICT_ORDER.index(c.verdict))
     counts = {v: sum(c.verdict == v for c in f.checks) for v in VERDICT_ORDER}
     return {
+        "rule": claim_rule(f), "rounds_needed": f.rounds_needed, "points": len(f.points),
         "id": f.claim.id, "title": f.claim.title, "property": f.claim.property, "seed": f.claim.seed,
         "seed_numbers": f.claim.seed_numbers, "verdict": f.verdict, "css": verdict_class(f.verdict),
         "coverage": f.coverage, "counts": {k: v for k, v in counts.items() if v},
         "shown": [{"label": c.label, "ours": c.ours, "verdict": c.verdict} for c in ranked[:limit]],
         "more": max(0, len(ranked) - limit),
         "checks": [{"label": c.label, "verdict": c.verdict, "css": verdict_class(c.verdict), "ours": c.ours,
-                    "seed": c.seed, "detail": c.detail} for c in f.checks],
+                    "seed": c.seed, "detail": c.detail + (f"; needs {c.rounds_needed} repetitions (power 80 %)"
+                                                          if c.rounds_needed else "")} for c in f.checks],
     }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from congestlab.spec import models, workloads
+from congestlab.spec import models, report, workloads
 
 INTRO = """# Writing a study spec
 
@@ -164,7 +164,7 @@ MODELS: list[type[BaseModel]] = [
     models.CaptureSpec, models.LevelSpec, models.ExperimentSpec, models.AxisSpec, models.QuickSpec,
     workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, workloads.GetWorkload,
     workloads.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
-    workloads.PingWorkload,
+    workloads.PingWorkload, report.ClaimSpec,
 ]
 
 

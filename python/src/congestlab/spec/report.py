@@ -159,9 +159,12 @@ class PlotSpec(_Strict):
 
 
 Relation = Literal[">", "<", ">=", "<=", "~"]
-Rule = Literal["compare", "matches", "monotone", "shape", "share", "best"]
-_CHECK_FIELDS = ("rule", "metric", "where", "for_each", "a", "b", "relation", "margin", "alpha", "tolerance_pct",
-                 "expected", "along", "direction", "shape", "among", "best", "label")
+Rule = Literal["compare", "range", "matches", "monotone", "shape", "share", "best"]
+Range = tuple[float, float]
+_CHECK_FIELDS = ("rule", "metric", "where", "for_each", "a", "b", "relation", "margin_pct", "reason", "range_pct",
+                 "range", "alpha", "tolerance_pct", "expected", "along", "direction", "shape", "among", "best", "label")
+# relations decided against a margin (equivalence / non-inferiority, docs/reports.md)
+MARGIN_RELATIONS = ("~", ">=", "<=")
 
 
 class PartSpec(_Strict):
@@ -172,13 +175,19 @@ class PartSpec(_Strict):
     metric: str | None = Field(default=None, description="name of a [report.metrics] entry")
     where: Selector = Field(default_factory=dict)
     for_each: list[str] = Field(default_factory=list, description="dimensions: one check per combination of values")
-    # compare: cell a <relation> cell b
+    # compare: cell a <relation> cell b, on the censored log-normal model (congestlab/stats)
     a: Selector = Field(default_factory=dict, description="compare: selection of group a (added to where)")
     b: Selector = Field(default_factory=dict, description="compare: selection of group b")
     relation: Relation = Field(default=">", description="compare: a > b, a < b, a >= b, a <= b, a ~ b")
-    margin: float = Field(default=1.5, gt=1.0, description="factor deciding with fewer than 3 repetitions")
-    alpha: float = Field(default=0.05, gt=0, lt=1, description="Welch's t-test level with >= 3 repetitions")
-    tolerance_pct: float = Field(default=10.0, gt=0, description="~, matches, share, monotone: allowed deviation")
+    margin_pct: float | None = Field(default=None, gt=0, lt=100, description="~, >=, <=: the equivalence or "
+                                     "non-inferiority margin in % of b, fixed before any run (needs reason)")
+    reason: str = Field(default="", description="why the margin or range is what it is")
+    range_pct: Range | None = Field(default=None, description="compare: a/b - 1 lies in [lo, hi] % in every cell "
+                                    "(a seed's stated magnitude; needs reason)")
+    range: Range | None = Field(default=None, description="compare: a - b lies in [lo, hi] (the metric's unit), "
+                                "paired by repetition; rule range: the cell's value lies in [lo, hi]")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="1 - alpha CI decides: each one-sided test at alpha/2")
+    tolerance_pct: float = Field(default=10.0, gt=0, description="matches, share, monotone: allowed deviation")
     # matches: every cell within tolerance of a number (or of the seed's published value)
     expected: float | Literal["published"] | None = None
     # monotone / shape: along a dimension
@@ -197,11 +206,25 @@ class CheckSpec(PartSpec):
     @model_validator(mode="after")
     def _rule_fields(self) -> "CheckSpec":
         if self.rule is None:
-            raise ValueError("no rule (compare, matches, monotone, shape or share)")
+            raise ValueError("no rule (compare, range, matches, monotone, shape, share or best)")
         if not self.metric:
             raise ValueError(f"rule {self.rule!r} needs metric")
         if self.rule == "compare" and not (self.a or self.b):
             raise ValueError("rule 'compare' needs a and b (the two selections compared)")
+        for name in ("range_pct", "range"):
+            bounds = getattr(self, name)
+            if bounds is not None and not bounds[0] < bounds[1]:
+                raise ValueError(f"{name} = {list(bounds)}: the lower bound must be below the upper")
+        if self.rule == "compare" and self.range_pct is not None and self.range is not None:
+            raise ValueError("give range_pct (a/b - 1) or range (a - b), not both")
+        if self.rule == "range" and (self.range is None or self.range[0] <= 0):
+            raise ValueError("rule 'range' needs range = [lo, hi] with lo > 0 (the cell's value lies in it)")
+        magnitude = self.range_pct is not None or self.range is not None
+        if self.rule == "compare" and not magnitude and self.relation in MARGIN_RELATIONS and self.margin_pct is None:
+            raise ValueError(f"relation {self.relation!r} is an equivalence / non-inferiority test: it needs "
+                             "margin_pct (and its reason)")
+        if (self.margin_pct is not None or magnitude) and self.rule in ("compare", "range") and not self.reason.strip():
+            raise ValueError("a margin or range needs its reason (reason = \"...\")")
         if self.rule == "matches" and self.expected is None:
             raise ValueError("rule 'matches' needs expected (a number or \"published\")")
         if self.rule in ("monotone", "shape") and not self.along:
@@ -215,8 +238,10 @@ class CheckSpec(PartSpec):
 
 
 class ClaimSpec(PartSpec):
-    """A finding of the seed, with its words, tested by one check or by several parts (the
-    claim holds when all hold). Check fields given on the claim are the parts' defaults."""
+    """`[[report.claims]]`: a finding of the seed, with its words, tested by one check or by
+    several `[[report.claims.parts]]` (the claim holds when all hold; docs/reports.md, "Verdict
+    rules"). Check fields given on the claim are the parts' defaults. A `~`, `>=` or `<=` compare
+    needs `margin_pct` and a margin or range its `reason`, written before any run."""
 
     id: str = Field(pattern=ID)
     title: str = Field(description="the claim in a line")
@@ -327,11 +352,43 @@ def _finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def load_report_spec(spec: dict) -> ReportSpec:
+STORED_MARGIN_REASON = ("declared before margins were: the check's tolerance_pct (default 10 %) stands in "
+                        "(spec/report.py, upgrade_stored_claims)")
+
+
+def upgrade_stored_claims(report: dict) -> dict:
+    """A `[report]` section stored by a congestlab whose compare rules had no margins (a run's
+    manifest): the old `margin` factor is dropped, and a ~ / >= / <= check without margin_pct gets
+    its tolerance_pct as margin, with a reason that says so. Presets must declare their own."""
+    def upgrade(item: dict, inherited: dict) -> dict:
+        item = {k: v for k, v in item.items() if k != "margin"}
+        merged = {**inherited, **item}
+        tolerance = merged.get("tolerance_pct", 10.0)
+        if (isinstance(merged.get("relation"), str) and merged["relation"] in MARGIN_RELATIONS
+                and "margin_pct" not in merged and _finite_number(tolerance)):  # else validation names it
+            item["margin_pct"] = float(tolerance)
+            item.setdefault("reason", STORED_MARGIN_REASON)
+        return item
+
+    claims = []
+    for claim in report.get("claims") or []:
+        if not isinstance(claim, dict):
+            return report
+        base = upgrade(claim, {})
+        parts = [upgrade(p, {k: v for k, v in base.items() if k != "parts"}) if isinstance(p, dict) else p
+                 for p in claim.get("parts") or []]
+        claims.append({**base, "parts": parts} if "parts" in claim else base)
+    return {**report, "claims": claims} if "claims" in report else report
+
+
+def load_report_spec(spec: dict, stored: bool = False) -> ReportSpec:
     """The `[report]` section of a resolved spec (a manifest's "spec"), validated; a
-    declaration error becomes a SpecError naming the field."""
+    declaration error becomes a SpecError naming the field. `stored`: a run's manifest, whose
+    claims may predate margins (upgrade_stored_claims)."""
     try:
-        return ReportSpec.model_validate(spec.get("report") or {})
+        section = spec.get("report") or {}
+        return ReportSpec.model_validate(upgrade_stored_claims(section) if stored and isinstance(section, dict)
+                                         else section)
     except ValidationError as err:
         first = err.errors()[0]
         where = "report." + ".".join(str(p) for p in first["loc"]) if first["loc"] else "report"
