@@ -36,8 +36,9 @@ def test_points_follow_the_selectors(tmp_path):
 
 
 def test_a_look_tests_at_its_level(tmp_path):
-    # v4 above v6 by ~4 %, fairly noisy: significant at 5 % two-sided, not at a first look's 0.15 % per side
-    values = {("apache", "C1B", "v4"): [31.0, 30.2, 31.9, 30.8], ("apache", "C1B", "v6"): [29.9, 29.4, 30.6, 29.5]}
+    # v4 above v6 by ~3 %, the paired gaps noisy (0.4-1.3): significant at 2.5 % per side, not at a first
+    # look's 0.15 % per side
+    values = {("apache", "C1B", "v4"): [31.0, 30.2, 31.9, 30.8], ("apache", "C1B", "v6"): [29.9, 29.8, 30.6, 30.0]}
     data = _data(tmp_path, values)
     claim = data.report.claims[0]
     assert claim_rules.verdict_at(data, claim, 0.025) == HOLDS
