@@ -3,6 +3,7 @@ Sub-apps: `congestlab cc` (cli/cc.py) and `congestlab bench` (cli/bench.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -303,9 +304,17 @@ def doctor() -> None:
     raise typer.Exit(1 if missing else 0)
 
 
-def main() -> None:
+@functools.cache
+def click_command():
+    """The click command typer builds from `app` (about 40 ms), built once per process."""
+    return typer.main.get_command(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The entry point; `argv` (default: sys.argv[1:]) lets in-process callers (the
+    property test, python/tests/unit/test_bad_input_property.py) reuse the built command."""
     try:
-        app()
+        click_command()(args=argv, prog_name="congestlab")
     except CongestlabError as err:
         print(f"congestlab: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
