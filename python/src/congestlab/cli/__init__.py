@@ -18,6 +18,7 @@ from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, re
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
+from congestlab.cc.ownership import clean_dead_registrations
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 from congestlab.doctor import diagnose
 from congestlab.errors import CongestlabError, SpecError, TraceError
@@ -283,14 +284,19 @@ def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
     """Remove what crashed runs left: namespaces (and their processes), owner records,
-    temporary docroots and cluster work directories whose owning process is gone."""
+    temporary docroots, cluster work directories and BPF struct_ops registrations (Compound
+    TCP) whose owning process is gone."""
     require_root()
     removed = clean_dead_runs(include_running=all_runs)
     works = clean_work_dirs()
+    bpf = clean_dead_registrations()  # (only dead runs': a live run may share the registration)
     for what, items in (("namespaces", removed.namespaces), (f"owner records in {OWNERS_DIR}", removed.owner_records),
                         ("temporary docroots", removed.temp_dirs),
-                        (f"cluster work directories under {work_parent()}", [str(w) for w in works])):
+                        (f"cluster work directories under {work_parent()}", [str(w) for w in works]),
+                        ("BPF struct_ops congestion controls", bpf.removed)):
         print(f"removed {len(items)} {what}" + (": " + " ".join(items) if items else ""))
+    for item in bpf.kept:
+        print(f"kept BPF struct_ops {item}")
 
 
 @app.command()
