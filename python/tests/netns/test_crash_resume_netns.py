@@ -1,11 +1,14 @@
 """A run survives being SIGKILLed at any moment: one two-point study (apache at C0 and at
-20 Mbit/s of MGEN, 2 repetitions) is killed at set-up, during a measured GET, at warm-up, at the
-capture's stop, between two repetitions, during analysis and during the report, each time `congestlab clean` then
-`--resume`; the result equals an uninterrupted run's, and clean leaves nothing of any kill.
+20 Mbit/s of MGEN, 2 repetitions) is killed at 10 moments: set-up, a server's start (before its
+ready check), a measured GET, warm-up, the capture's stop, the repetition's record write
+(records.jsonl written, rep.json not), between two repetitions, the testbed's teardown (some
+namespaces deleted), analysis and the report; each time `congestlab clean` then `--resume`. The
+result equals an uninterrupted run's, and clean leaves nothing of any kill.
 
-Every moment but one is recognised from outside (namespaces, files of the run directory, the
-manifest, a curl process in the testbed). The capture's stop follows the last GET by 0.2 s,
-too short to catch by polling: there the run pauses itself (CONGESTLAB_PAUSE_AT, read only in
+Most moments are recognised from outside (namespaces, files of the run directory, the
+manifest, a curl or mgen process of the run). Three are too short to catch by polling (the
+capture's stop follows the last GET by 0.2 s; a server's start and a record write take
+milliseconds): there the run pauses itself (CONGESTLAB_PAUSE_AT, read only in
 runner/host.py)."""
 
 from __future__ import annotations
@@ -105,9 +108,15 @@ class Attempt:
                                          env=dict(os.environ) | (env or {}))
         # the prefix this process builds with: in the manifest it writes before the testbed
         self.prefix = ""
+        self.most_namespaces = 0
         self.wait_for(lambda: len(_manifest(run_dir).get("resumes", [])) == resumes + (1 if n else 0)
                       and _manifest(run_dir).get("status") == "running", 30, "its manifest")
         self.prefix = _manifest(run_dir)["testbed"]["prefix"]
+
+    def saw_namespaces(self, now: int) -> bool:
+        """True once the testbed, seen whole, has lost some but not all of its namespaces."""
+        self.most_namespaces = max(self.most_namespaces, now)
+        return 0 < now < self.most_namespaces
 
     def wait_for(self, predicate, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -168,6 +177,9 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     moments = [
         # set-up: the testbed's namespaces are being built (the first ones exist, no server yet)
         ("set-up", {}, lambda a: namespaces_with(a.prefix) and not any((run_dir / "points").glob("*/r*"))),
+        # a server's start: apache runs in the testbed, its ready check not made yet
+        ("server start", {"CONGESTLAB_PAUSE_AT": "server-start"},
+         lambda a: "paused at server-start" in a.log.read_text()),
         # a measured GET: curl runs in the testbed while the repetition's capture is open
         ("GET", {}, lambda a: "curl" in _descendants(a.proc.pid).values()
          and any(any((d / "pcap").glob("*.pcap")) for d in _incomplete_rep_dirs(run_dir))),
@@ -178,9 +190,14 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
         # the capture's stop: after the repetition's last GET, before tcpdump stops
         ("capture stop", {"CONGESTLAB_PAUSE_AT": "capture-stop"},
          lambda a: "paused at capture-stop" in a.log.read_text()),
+        # the record write: a repetition's records.jsonl written, its rep.json not yet
+        ("record write", {"CONGESTLAB_PAUSE_AT": "repetition-write"},
+         lambda a: "paused at repetition-write" in a.log.read_text()),
         # between repetitions: the third recorded (rep.json, runs_done), the fourth not begun
         ("between repetitions", {}, lambda a: _manifest(run_dir).get("runs_done") == 3
          and not _incomplete_rep_dirs(run_dir)),
+        # teardown: after the last repetition, some of the testbed's namespaces deleted, not all
+        ("teardown", {}, lambda a: a.saw_namespaces(len(namespaces_with(a.prefix)))),
         # analysis: every repetition recorded, the testbed torn down (its owner record gone)
         ("analysis", {}, lambda a: _manifest(run_dir).get("runs_done") == _manifest(run_dir).get("runs_total")
          and _manifest(run_dir).get("status") == "running" and not (OWNERS_DIR / a.prefix).exists()),

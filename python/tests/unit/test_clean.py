@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from congestlab.cc import ownership
 from congestlab.testbed import namespaces
 
 
@@ -55,3 +56,29 @@ def test_owner_alive_checks_the_start_time(state):
     assert lines[0] == str(os.getpid()) and lines[2].isdigit()
     assert namespaces.owner_alive("cl00me")
     assert not namespaces.owner_alive("cl00none")
+
+
+def test_a_dead_runs_struct_ops_goes_unless_a_live_run_uses_it_or_it_was_registered_again(tmp_path, monkeypatch):
+    """cc/ownership.py's decisions, with the kernel's registrations faked (the real ones:
+    python/tests/netns/test_clean_bpf_netns.py)."""
+    registered = {"ccdead": 7, "ccshared": 8, "ccagain": 12}  # kernel name -> map id now
+    removed: list[str] = []
+    monkeypatch.setattr(ownership, "NOTES_DIR", tmp_path / "bpf")
+    monkeypatch.setattr(ownership.registry, "struct_ops_id", lambda name: registered.get(name))
+    monkeypatch.setattr(ownership.registry, "remove", lambda name: removed.append(name) or True)
+
+    def note(prefix: str, pid: int, *entries: tuple[str, bool, int | None]) -> None:
+        ownership._write(prefix, {"pid": pid, "started": "", "run_dir": "", "struct_ops": [
+            {"name": n, "registered": r, "map_id": m} for n, r, m in entries]})
+
+    dead = _dead_pid()
+    note("cl00a", dead, ("ccdead", True, 7))
+    note("cl00b", dead, ("ccshared", True, 8))
+    note("cl00c", os.getpid(), ("ccshared", False, 8))  # live, uses it
+    note("cl00d", dead, ("ccagain", True, 11))  # registered again since (id 12)
+    note("cl00e", dead, ("ccnoted", True, None))  # killed before registering: nothing there
+    note("cl00f", dead, ("ccdead", False, 7))  # used, not registered: never removed by this note
+    cleaned = ownership.clean_dead_registrations()
+    assert removed == ["ccdead"] and cleaned.removed == ["ccdead (map id 7, run cl00a)"]
+    assert cleaned.kept == ["ccshared (run cl00b): a live run uses it"]
+    assert sorted(p.stem for p in (tmp_path / "bpf").glob("*.json")) == ["cl00b", "cl00c"]

@@ -55,17 +55,23 @@ def default_object(kernel_name: str) -> Path:
     return BPF_BUILD_DIR / f"ctcp_{kernel_name}.bpf.o"
 
 
-def is_struct_ops(kernel_name: str) -> bool:
-    """True if a BPF struct_ops map of this name is registered."""
+def struct_ops_id(kernel_name: str) -> int | None:
+    """The map id of the BPF struct_ops registered under this name, None if there is none."""
     proc = _run(["bpftool", "-j", "struct_ops", "show", "name", kernel_name])
     if proc.returncode != 0:
-        return False
+        return None
     try:
         shown = json.loads(proc.stdout or "null")
     except json.JSONDecodeError:
-        return False
+        return None
     entries = shown if isinstance(shown, list) else [shown]
-    return any(isinstance(e, dict) and e.get("name") == kernel_name for e in entries)
+    ids = [e.get("id") for e in entries if isinstance(e, dict) and e.get("name") == kernel_name]
+    return ids[0] if ids and isinstance(ids[0], int) else None
+
+
+def is_struct_ops(kernel_name: str) -> bool:
+    """True if a BPF struct_ops map of this name is registered."""
+    return struct_ops_id(kernel_name) is not None
 
 
 def _require_root(what: str) -> None:

@@ -3,6 +3,7 @@ Sub-apps: `congestlab cc` (cli/cc.py) and `congestlab bench` (cli/bench.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -18,6 +19,7 @@ from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, re
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
+from congestlab.cc.ownership import clean_dead_registrations
 from congestlab.cli import suite as suite_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
@@ -362,15 +364,20 @@ def clean(
     all_runs: bool = typer.Option(False, "--all", help="also remove namespaces of runs still in progress"),
 ) -> None:
     """Remove what crashed runs left: namespaces (and their processes), owner records,
-    temporary docroots and cluster work directories whose owning process is gone."""
+    temporary docroots, cluster work directories and BPF struct_ops registrations (Compound
+    TCP) whose owning process is gone."""
     require_root()
     removed = clean_dead_runs(include_running=all_runs)
     works = clean_work_dirs()
+    bpf = clean_dead_registrations()  # (only dead runs': a live run may share the registration)
     for what, items in (("namespaces", removed.namespaces), (f"owner records in {OWNERS_DIR}", removed.owner_records),
                         ("temporary docroots", removed.temp_dirs),
                         ("BPF sampler processes (owner records' probes)", removed.samplers),
-                        (f"cluster work directories under {work_parent()}", [str(w) for w in works])):
+                        (f"cluster work directories under {work_parent()}", [str(w) for w in works]),
+                        ("BPF struct_ops congestion controls", bpf.removed)):
         print(f"removed {len(items)} {what}" + (": " + " ".join(items) if items else ""))
+    for item in bpf.kept:
+        print(f"kept BPF struct_ops {item}")
 
 
 @app.command()
@@ -384,9 +391,17 @@ def doctor() -> None:
     raise typer.Exit(1 if missing else 0)
 
 
-def main() -> None:
+@functools.cache
+def click_command():
+    """The click command typer builds from `app` (about 40 ms), built once per process."""
+    return typer.main.get_command(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The entry point; `argv` (default: sys.argv[1:]) lets in-process callers (the
+    property test, python/tests/unit/test_bad_input_property.py) reuse the built command."""
     try:
-        app()
+        click_command()(args=argv, prog_name="congestlab")
     except CongestlabError as err:
         print(f"congestlab: {err}", file=sys.stderr)
         sys.exit(err.exit_code)

@@ -78,16 +78,23 @@ class ClusterRun:
             self.record["testbed_slots"] = int(slots)
             self.task = ray.remote(run_unit).options(resources={RESOURCE: 1}, num_cpus=0, max_retries=0,
                                                      retry_exceptions=False, num_returns="streaming")
-            threads = [threading.Thread(target=self._unit, args=(unit, runs), daemon=True)
+            # Each unit's thread sets its event when it ends, and this thread waits on the
+            # events, not with Thread.join: a KeyboardInterrupt inside Thread.join marks the
+            # joined thread as ended while it still runs (CPython before 3.13,
+            # threading._wait_for_tstate_lock), so after a Ctrl-C the driver stopped waiting
+            # for that unit and exited while its node was still tearing down; the job's end
+            # then killed the node's worker, leaving its testbed and owner record.
+            ended = {unit: threading.Event() for unit in units}
+            threads = [threading.Thread(target=self._unit, args=(unit, runs, ended[unit]), daemon=True)
                        for unit, runs in units.items()]
             try:
                 for t in threads:
                     t.start()
-                for t in threads:
-                    while t.is_alive():
-                        t.join(0.2)  # in slices, so Ctrl-C reaches this thread
+                for event in ended.values():
+                    while not event.wait(0.2):  # in slices, so Ctrl-C reaches this thread
+                        pass
             except KeyboardInterrupt:
-                self._cancel(threads)
+                self._cancel(list(ended.values()))
                 raise Interrupted("interrupted by Ctrl-C; cluster tasks cancelled, each node tore its testbed "
                                   "down; resume with --resume") from None
         except Interrupted as err:
@@ -142,7 +149,7 @@ class ClusterRun:
                 entry |= {"finished_utc": manifest["finished_utc"], "status": status}
             write_manifest(self.head.run_dir, manifest)
 
-    def _cancel(self, threads: list[threading.Thread]) -> None:
+    def _cancel(self, ended: list[threading.Event]) -> None:
         self.stopping.set()
         with self.lock:
             gens = list(self.active.values())
@@ -151,12 +158,18 @@ class ClusterRun:
                 ray.cancel(gen)  # KeyboardInterrupt in the task: its Runner tears the testbed down
             except Exception:  # noqa: BLE001 - a task that already ended
                 pass
-        deadline = time.monotonic() + 60
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        deadline = time.monotonic() + 60  # each node's Runner tears its testbed down meanwhile
+        for event in ended:
+            event.wait(max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------------
-    def _unit(self, unit: str, runs: list[tuple[str, int]]) -> None:
+    def _unit(self, unit: str, runs: list[tuple[str, int]], ended: threading.Event) -> None:
+        try:
+            self._attempts(unit, runs)
+        finally:
+            ended.set()
+
+    def _attempts(self, unit: str, runs: list[tuple[str, int]]) -> None:
         head = self.head
         for attempt in range(1, ATTEMPTS + 1):
             todo = [(p, r) for p, r in runs if not head.rep_complete(p, r)]

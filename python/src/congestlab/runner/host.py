@@ -10,7 +10,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from congestlab.cc import registry
+from congestlab.cc import ownership, registry
 from congestlab.errors import Interrupted, NotRootError
 from congestlab.spec.models import StudySpec
 from congestlab.workloads import runner_for
@@ -22,9 +22,11 @@ PAUSE_ENV = "CONGESTLAB_PAUSE_AT"
 def pause_if_asked(phase: str) -> None:
     """A crash test's hook (python/tests/netns/test_crash_resume_netns.py): with
     CONGESTLAB_PAUSE_AT=<phase> the run says so on stderr and waits here to be killed, for a
-    moment too short to catch from outside (the capture's stop follows the last GET by 0.2 s).
-    Phases: `capture-stop` (runner/captures.py), `between-rounds` (`--until-decisive`: the look
-    is in the manifest, the next round not started; runner/orchestrator.py)."""
+    moment too short to catch from outside: `capture-stop` (the capture's stop follows the
+    last GET by 0.2 s), `server-start` (a server started, before its ready check),
+    `repetition-write` (records.jsonl written, rep.json not yet) and `between-rounds`
+    (`--until-decisive`: the look is in the manifest, the next round not started;
+    runner/orchestrator.py)."""
     if os.environ.get(PAUSE_ENV) == phase:
         print(f"congestlab: paused at {phase} ({PAUSE_ENV})", file=sys.stderr, flush=True)
         while True:
@@ -81,18 +83,26 @@ class CongestionControls:
     def __init__(self, run):
         self.run = run  # the Runner: its manifest records what this run installed
         self.installed: list[str] = []
+        self.noted = False  # the run's BPF note (cc/ownership.py) is written
 
     def per_host(self, study: StudySpec) -> dict[str, str]:
         chosen = wanted_cc(study)
         per_socket = flow_cc(study)
-        if "compound" in set(chosen.values()) | per_socket and "compound" not in self.installed:
-            if registry.COMPOUND_KERNEL_NAME not in registry.available():
+        if "compound" in set(chosen.values()) | per_socket and not self.noted:
+            registering = registry.COMPOUND_KERNEL_NAME not in registry.available()
+            if registering:
                 self.installed.append("compound")
+            # noted before the registration: `congestlab clean` removes it if this process is killed
+            ownership.note_use(self.run.prefix, str(self.run.run_dir), registry.COMPOUND_KERNEL_NAME, registering)
+            self.noted = True
         for cc in sorted(per_socket):
             kernel_cc_name(cc)  # installs Compound TCP when a flow asks for it
         names = {node: kernel_cc_name(cc) for node, cc in chosen.items()}
         record = self.run.manifest.setdefault("congestion_control", {"per_host": names})
         record["installed_for_this_run"] = self.installed
+        if self.noted and "struct_ops_map_ids" not in record:
+            record["struct_ops_map_ids"] = {registry.COMPOUND_KERNEL_NAME: ownership.note_map_id(
+                self.run.prefix, registry.COMPOUND_KERNEL_NAME)}
         return names
 
     def remove_installed(self) -> None:
@@ -100,3 +110,6 @@ class CongestionControls:
             for name in self.installed:
                 registry.remove(name)
             self.installed = []
+        if self.noted:
+            ownership.forget(self.run.prefix)
+            self.noted = False

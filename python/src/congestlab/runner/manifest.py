@@ -9,6 +9,7 @@ from pathlib import Path
 
 from congestlab import fidelity
 from congestlab.rundir import FORMAT_VERSION, environment, utc_now
+from congestlab.runner.host import pause_if_asked
 from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import Point
 
@@ -85,4 +86,5 @@ def write_repetition(rep_path: Path, info: dict, records: list) -> None:
     with open(rep_path / "records.jsonl", "w") as fh:
         for kind, row in records:
             fh.write(json.dumps({"kind": kind, "row": row}) + "\n")
+    pause_if_asked("repetition-write")
     (rep_path / "rep.json").write_text(json.dumps(info, indent=1) + "\n")

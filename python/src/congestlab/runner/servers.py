@@ -10,6 +10,7 @@ from pathlib import Path
 
 from congestlab.errors import SpecError, TestbedError
 from congestlab.rundir import utc_now
+from congestlab.runner.host import pause_if_asked
 from congestlab.servers.factory import make_server
 from congestlab.servers.files import url_path, write_files
 from congestlab.spec.lean_knobs import requested_cc
@@ -85,6 +86,7 @@ class Servers:
         self.running[spec.name] = server
         handle.start()  # a process in the node's namespace: namespace deletion also ends it
         handle.wait_started()
+        pause_if_asked("server-start")
         record["argv"] = handle.argv
         client = self.probe_client(point, spec)
         # a server started while a long-lived background loads the path (e.g. the rto preset's

@@ -85,7 +85,7 @@ def record_owner(prefix: str, run_dir: str) -> None:
     """Who owns the testbed `prefix`: PID, run directory and the process's start time (so a
     PID the kernel hands to another process later does not keep the record alive)."""
     OWNERS_DIR.mkdir(parents=True, exist_ok=True)
-    (OWNERS_DIR / prefix).write_text(f"{os.getpid()}\n{run_dir}\n{_start_time(os.getpid())}\n")
+    (OWNERS_DIR / prefix).write_text(f"{os.getpid()}\n{run_dir}\n{process_start_time(os.getpid())}\n")
 
 
 def set_owner_field(prefix: str, name: str, value: str) -> None:
@@ -147,10 +147,16 @@ def owner_alive(prefix: str) -> bool:
     except (OSError, ValueError, IndexError):
         return False
     started = lines[2].strip() if len(lines) > 2 else ""
-    return pid_alive(pid) and (not started or started == _start_time(pid))
+    return process_alive(pid, started)
 
 
-def _start_time(pid: int) -> str:
+def process_alive(pid: int, started: str = "") -> bool:
+    """The process `pid` lives and, if `started` is given, is the one that started then (not a
+    later process the kernel gave the same PID)."""
+    return pid_alive(pid) and (not started or started == process_start_time(pid))
+
+
+def process_start_time(pid: int) -> str:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
