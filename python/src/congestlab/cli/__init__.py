@@ -17,9 +17,9 @@ from rich.console import Console
 from congestlab import study as studies
 from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
 from congestlab.analysis.run_analysis import analyze_run
+from congestlab.cc.ownership import clean_dead_registrations
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
-from congestlab.cc.ownership import clean_dead_registrations
 from congestlab.cli import suite as suite_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
 from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
