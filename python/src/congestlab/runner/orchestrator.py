@@ -38,7 +38,7 @@ from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import Point, expand, run_order
+from congestlab.spec.sweep import Point, expand, longest_streaks, plan
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
 from congestlab.traffic.http_request import curl_version
@@ -63,7 +63,8 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.prefix = new_prefix()
         self.points: list[Point] = expand(study, quick)
-        self.all_runs = run_order(self.points, study.order, study.seed)
+        self.plan = plan(self.points, study.order, study.seed)
+        self.all_runs = [(r.point, r.repetition) for r in self.plan]
         self.runs = self.all_runs
         if runs is not None:
             wanted = {(str(pid), int(rep)) for pid, rep in runs}
@@ -81,6 +82,9 @@ class Runner:
                             for u in unshaped_links(self.points)]
         self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
                                            self.prefix)
+        # the planned order of the whole study (a cluster node's or resume's subset runs in it)
+        self.manifest["run_order"] = [r.describe() for r in self.plan]
+        self.manifest["run_order_streaks"] = longest_streaks(self.all_runs)
         self.cc = CongestionControls(self)
         self.servers = Servers(self)
         self.backgrounds = Backgrounds(self)
@@ -230,7 +234,8 @@ class Runner:
         try:
             if started:  # a long-lived background warms up before the capture: a 60 s warm-up
                 time.sleep(study.warmup_s)  # of 100 Mbit/s would fill the first repetition's pcap
-            captures = start_captures(tb, running, rep_path)
+            # the point's own servers: the others of its unit idle beside it (spec/sweep.py)
+            captures = start_captures(tb, {n: s for n, s in running.items() if n in point.measured}, rep_path)
             started = False
             for name in point.workloads:
                 spec = study.workload(name)
