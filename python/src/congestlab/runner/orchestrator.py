@@ -90,6 +90,7 @@ class Runner:
         self.backgrounds = Backgrounds(self)
         self.temp_dirs: list[Path] = []
         self._last_point = ""
+        self.previous_get: dict = {}  # the last measured GET's connection, across runs (workloads/get.py)
         self._resume_entry: dict | None = None
         if resume is not None:
             done = [(p, r) for p, r in self.runs if self.rep_complete(p.id, r)]
@@ -215,8 +216,10 @@ class Runner:
         self.backgrounds.stop_stale(point, self.servers.restarting(point), self._last_point)
         self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
         running = self.servers.running
-        ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in running.items()},
-                      bound_s=self.backgrounds.bound_s(point, rep))
+        ctx = Context(tb, self.run_dir, study,
+                      {n: RunningServer(s.spec, s.spec.port, getattr(s.handle, "log_path", None)
+                                        if s.spec.kind == "lean" else None) for n, s in running.items()},
+                      bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get)
         started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
         self._last_point = point.id
         rep_path = rep_dir(self.run_dir, point.id, rep)

@@ -255,7 +255,7 @@ def plan(points: list[Point], order: str = "interleaved", seed: int = 1) -> list
         for rep in rounds:
             this_round = [p for p in members if p.repetitions >= rep]
             random.Random(f"{seed}-{unit}-{rep}").shuffle(this_round)
-            this_round = _not_after(this_round, runs[-1].point if runs else None)
+            this_round = _spread(this_round, runs[-1].point if runs else None)
             runs += [PlannedRun(p, rep, len(runs) + i, f"u{unit}.r{rep}", block) for i, p in enumerate(this_round)]
     return runs
 
@@ -292,19 +292,28 @@ def _first_pass(units: list[int], by_unit: dict[int, list[Point]], seed: int, ex
     return ordered
 
 
-def _not_after(this_round: list[Point], previous: Point | None) -> list[Point]:
-    """The round rotated so it does not start with the previous run's point or server set."""
-    if previous is None:
-        return this_round
-    for shift in range(len(this_round)):
-        candidate = this_round[shift:] + this_round[:shift]
-        if candidate[0] is not previous and set(candidate[0].measured) != set(previous.measured):
-            return candidate
-    for shift in range(len(this_round)):
-        candidate = this_round[shift:] + this_round[:shift]
-        if candidate[0] is not previous:
-            return candidate
-    return this_round
+def _spread(this_round: list[Point], previous: Point | None) -> list[Point]:
+    """The shuffled round reordered so consecutive runs measure other servers where it can:
+    each step takes, from the server sets other than the last one's, the one with most points
+    left (ties: the shuffled order), its next point in the shuffled order; never the previous
+    run's point first."""
+    left: dict[tuple, list[Point]] = {}
+    for point in this_round:
+        left.setdefault(tuple(sorted(point.measured)), []).append(point)
+    out: list[Point] = []
+    last = previous
+    while left:
+        last_key = tuple(sorted(last.measured)) if last is not None else None
+        keys = [k for k in left if k != last_key] or list(left)
+        key = max(keys, key=lambda k: len(left[k]))  # max keeps the first of equals: the shuffled order
+        group = left[key]
+        pick = next((p for p in group if p is not last), group[0])
+        group.remove(pick)
+        if not group:
+            del left[key]
+        out.append(pick)
+        last = pick
+    return out
 
 
 def run_order(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[tuple[Point, int]]:
