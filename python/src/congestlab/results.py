@@ -12,7 +12,10 @@ from pathlib import Path
 
 from congestlab.errors import RunDirError
 
-COMMON_COLUMNS = ["point_id", "experiment", "repetition"]
+# round: the points of a unit measured side by side in time (the block to pair them on);
+# block: which visit of the unit (1, 2: the mirrored passes); run_index: position in the run
+# (spec/sweep.py plan; empty for run directories from before the manifest recorded the order)
+COMMON_COLUMNS = ["point_id", "experiment", "repetition", "round", "block", "run_index"]
 
 KIND_COLUMNS: dict[str, list[str]] = {
     # the measured GETs, from the capture at the server's port (analysis/)
@@ -22,6 +25,10 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
         "client_kind",
+        # the run design (workloads/get.py): the families of one request in one repetition are
+        # one pair; their order; whether the previous GET's connection had closed at its server
+        # when this one started, and how long this one waited for it
+        "pair", "family_position", "family_order", "previous_closed", "previous_wait_ms",
     ],
     # every connection on a server's port during the repetition (stress, load and measured)
     "port": [

@@ -22,7 +22,7 @@ from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import expand, run_order
+from congestlab.spec.sweep import expand, longest_streaks, plan
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.namespaces import list_namespaces, owner_alive
 
@@ -54,14 +54,18 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         print(f"# warning: {link.message}")
     print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
           + " ".join(tb.layout.namespaces()))
-    runs = run_order(points, spec.order, spec.seed)
+    planned = plan(points, spec.order, spec.seed)
+    runs = [(r.point, r.repetition) for r in planned]
     print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
           f"{' (--quick)' if quick else ''}")
     for point in points:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
               f"  workloads {','.join(point.workloads)}  sets: {settings}")
-    print("# run order: " + " ".join(f"{p.id}#{rep}" for p, rep in runs))
+    streaks = longest_streaks(runs)
+    print(f"# longest streak of one point: {streaks['point']} runs; of one server: {streaks['server']} runs")
+    print("# run order (run: point#repetition round block): " + " ".join(
+        f"{r.index}:{r.point.id}#{r.repetition}@{r.round}/b{r.block}" for r in planned))
 
 
 def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | None = None) -> dict:

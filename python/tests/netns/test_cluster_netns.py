@@ -99,7 +99,9 @@ def _check_gathered(run_dir: Path, n_points: int) -> dict:
 
 def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
     t_start = time.monotonic()
-    spec = write_mini_spec(tmp_path, repetitions=1)  # 4 points (apache|lean x C0|L20), 1 repetition each
+    # 4 points (apache|lean x C0|L20), 1 repetition each; 2 units: a level's two servers run
+    # side by side, so each level is one task (spec/sweep.py)
+    spec = write_mini_spec(tmp_path, repetitions=1)
     base = tmp_path / "ray"
     with LocalCluster(base, nodes=2) as cluster:
         t_up = time.monotonic()
@@ -110,7 +112,7 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         t_run1 = time.monotonic()
         manifest = _check_gathered(run1, 4)
         tasks = manifest["cluster"]["tasks"]
-        assert len(tasks) == 4 and all(t["attempt"] == 1 and t["error"] is None for t in tasks), tasks
+        assert len(tasks) == 2 and all(t["attempt"] == 1 and t["error"] is None for t in tasks), tasks
         assert len(set(manifest["cluster"]["runs"].values())) == 2, "both nodes ran points"
         # through Ray, in chunks: every unit's bytes came as a stream of objects
         assert all(t["bytes"] > 0 and t["chunks"] >= 1 for t in tasks)
@@ -142,7 +144,7 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         tasks = manifest["cluster"]["tasks"]
         crashed = [t for t in tasks if t["error"] and t["error"].startswith("WorkerCrashedError")]
         assert len(crashed) == 1 and crashed[0]["attempt"] == 1, tasks
-        for unit in ("u0", "u1", "u2", "u3"):  # each unit once more at most (any failure, e.g. a real one under load)
+        for unit in ("u0", "u1"):  # each unit once more at most (any failure, e.g. a real one under load)
             attempts = [t for t in tasks if t["unit"] == unit]
             assert [t["attempt"] for t in attempts] in ([1], [1, 2]) and attempts[-1]["error"] is None, tasks
         assert len([t for t in tasks if t["unit"] == crashed[0]["unit"]]) == 2

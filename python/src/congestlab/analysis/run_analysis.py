@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.analysis.drift import drift_checks
 from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.probe_clock import probe_clock
@@ -51,12 +52,15 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     lean = _lean_logs(run_dir, manifest)
     lean_checks: dict[str, list[tuple[str, list[PcapConnection], Path]]] = {}
     lean_rows_by_log: dict[Path, list[dict]] = {}  # a lean log's sender rows, read once for all repetitions
+    planned = {(r["point"], r["repetition"]): r for r in manifest.get("run_order", [])}
     for point_id, rep, rep_dir in completed_repetitions(run_dir):
         if point_id not in points:
             raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
         point = points[point_id]
-        common = {"point_id": point_id, "experiment": point["experiment"], "repetition": rep} | {
-            axis: point["axes"].get(axis, "") for axis in axes}
+        where_run = planned.get((point_id, rep), {})
+        common = {"point_id": point_id, "experiment": point["experiment"], "repetition": rep,
+                  "round": where_run.get("round", ""), "block": where_run.get("block", ""),
+                  "run_index": where_run.get("run", "")} | {axis: point["axes"].get(axis, "") for axis in axes}
         info = json.loads((rep_dir / "rep.json").read_text())
         records = [json.loads(line) for line in (rep_dir / "records.jsonl").read_text().splitlines() if line.strip()]
         pcaps = sorted((rep_dir / "pcap").glob("*.pcap"))
@@ -129,9 +133,11 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
         checks.append(Check("measured_requests", measured == raw_requests, measured, f"{raw_requests}",
                             "; ".join(problems[:3])))
     checks += _lean_log_checks(lean_checks)
+    drift, drift_entries = drift_checks(manifest, rows["request"])
+    checks += drift
     summary = {"rows": {k: len(v) for k, v in rows.items() if v}, "problems": problems, "pcap_read": pcap_read,
                "request_outcomes": outcomes, "captures_unusable": unusable,
-               "analysis_s": round(time.monotonic() - start, 3)}
+               "drift": drift_entries, "analysis_s": round(time.monotonic() - start, 3)}
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
     return AnalysisResult(summary, checks, rows)
@@ -213,7 +219,9 @@ def _request_base(row: dict, spec: dict) -> dict:
     return {"server": row["server"], "client": row["client"], "family": row["family"], "file_kib": row["file_kib"],
             "client_port": row.get("client_port"), "timeout_s": _timeout_s(spec, row.get("workload")),
             "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3),
-            "client_kind": row.get("client_kind", "curl")}
+            "client_kind": row.get("client_kind", "curl")} | {
+            key: row.get(key) for key in ("pair", "family_position", "family_order", "previous_closed",
+                                          "previous_wait_ms")}
 
 
 def _outcome(row: dict, timeout_s: float | None, capture_error: str | None, conns: list[PcapConnection],

@@ -43,7 +43,7 @@ from congestlab.runner.time_budget import (ANALYSIS, SERVER_RESTART, SETUP, TEAR
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import Point, expand, run_order
+from congestlab.spec.sweep import Point, expand, longest_streaks, plan
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
 from congestlab.traffic.http_request import curl_version
@@ -75,7 +75,8 @@ class Runner:
             for point in self.points:
                 point.repetitions = repetitions
         self.scheduler = scheduler
-        self.all_runs = run_order(self.points, study.order, study.seed)
+        self.plan = plan(self.points, study.order, study.seed)
+        self.all_runs = [(r.point, r.repetition) for r in self.plan]
         self.runs = self.all_runs
         if runs is not None:
             wanted = {(str(pid), int(rep)) for pid, rep in runs}
@@ -93,12 +94,16 @@ class Runner:
                             for u in unshaped_links(self.points)]
         self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
                                            self.prefix)
+        # the planned order of the whole study (a cluster node's or resume's subset runs in it)
+        self.manifest["run_order"] = [r.describe() for r in self.plan]
+        self.manifest["run_order_streaks"] = longest_streaks(self.all_runs)
         self.cc = CongestionControls(self)
         self.servers = Servers(self)
         self.backgrounds = Backgrounds(self)
         self.temp_dirs: list[Path] = []
         self._last_point = ""
         self.budget = TimeBudget()  # where this session's time goes (runner/time_budget.py)
+        self.previous_get: dict = {}  # the last measured GET's connection, across runs (workloads/get.py)
         self._resume_entry: dict | None = None
         if resume is not None:
             done = [(p, r) for p, r in self.runs if self.rep_complete(p.id, r)]
@@ -260,8 +265,10 @@ class Runner:
             self.backgrounds.stop_stale(point, self.servers.restarting(point), self._last_point)
             self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
         running = self.servers.running
-        ctx = Context(tb, self.run_dir, study, {n: RunningServer(s.spec, s.spec.port) for n, s in running.items()},
-                      bound_s=self.backgrounds.bound_s(point, rep))
+        ctx = Context(tb, self.run_dir, study,
+                      {n: RunningServer(s.spec, s.spec.port, getattr(s.handle, "log_path", None)
+                                        if s.spec.kind == "lean" else None) for n, s in running.items()},
+                      bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get)
         started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
         self._last_point = point.id
         rep_path = rep_dir(self.run_dir, point.id, rep)
@@ -280,7 +287,9 @@ class Runner:
             if started:  # a long-lived background warms up before the capture: a 60 s warm-up
                 with self.budget.phase(WARMUP, unit):  # of 100 Mbit/s would fill the first repetition's pcap
                     time.sleep(study.warmup_s)
-            captures = start_captures(tb, running, rep_path, study.capture)
+            # the point's own servers: the others of its unit idle beside it (spec/sweep.py)
+            captures = start_captures(tb, {n: s for n, s in running.items() if n in point.measured}, rep_path,
+                                      study.capture)
             started = False
             for name in point.workloads:
                 spec = study.workload(name)

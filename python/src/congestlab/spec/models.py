@@ -283,8 +283,9 @@ class StudySpec(Strict):
     repetitions: int = Field(default=10, ge=1, le=1000)
     quick: QuickSpec = Field(default_factory=QuickSpec)
     order: Literal["interleaved", "sequential"] = Field(
-        default="interleaved", description="interleaved: repetitions round-robin over points, shuffled per round")
-    seed: int = Field(default=1, description="seed of the interleaved order")
+        default="interleaved", description="interleaved: compared servers side by side, repetitions shuffled per "
+        "round, mirrored blocks, seeded family order; sequential: the seeds' own order (see Order above)")
+    seed: int = Field(default=1, description="seed of the interleaved order and of the families' order")
     placement: Literal["unit", "repetition"] = Field(
         default="unit", description="with --cluster: unit = a unit's repetitions on one node (a cell is compared "
         "on one machine); repetition = each repetition round is its own task, spread over the nodes")

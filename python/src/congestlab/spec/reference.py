@@ -56,10 +56,39 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   (list items without a name by index), `warmup_s`. A path must name a field that exists.
 - **Point ids** are `experiment.axis-label.axis-label`; they stay the same from run to run and
   name the directory `points/<id>/r<repetition>/` of each repetition.
-- **Order**: points whose servers and long-lived background (`lifetime = "block"`) are the
-  same form a unit; the background keeps running across the unit. Within a unit the
-  repetitions go round-robin over the points, shuffled per round with `seed`
-  (`order = "interleaved"`), or each point's repetitions back to back (`"sequential"`).
+- **Order** (`order = "interleaved"`, the default): a design that compares within time, so a
+  slow drift of the shared machine does not line up with what a claim compares.
+  - *Units*: points whose servers and long-lived background (`lifetime = "block"`) are the
+    same form a unit; the background keeps running across it. Points of one experiment
+    that share the background and whose servers can all run at once (one setting per
+    server, each on its own node and port, e.g. the ipv6 preset's Apache, lean and
+    leanmodern) form one unit with all of those servers running: compared servers are
+    measured side by side, not all of one then all of the other. Levels whose settings
+    change in place (a link rate, a sysctl: no new background) are points of one unit too.
+  - *Within a unit*: the repetitions go round-robin over its points, shuffled per round
+    with `seed`, and spread so the same point, or the same measured server, never runs
+    twice in a row where the round has a choice (the ipv6 preset: longest streak 1).
+  - *Blocks*: where the background or a server's settings change (a new warm-up), the
+    units of an experiment run in two passes of half their rounds each, the second in the
+    reverse order of the first (mirrored blocks: A B … B A, so a linear drift weighs on
+    every unit alike). Units of one level run next to each other, so chapter 3's Apache
+    and "IIS" (one server, another congestion control) run ABBA within each level, each
+    block with its warm-up.
+  - *Drift check*: the experiment's first declared point's unit opens the first pass and
+    closes the second; its GET delays at the two ends are compared (stats engine, Holm,
+    α = 0.01) and a difference is flagged in the manifest's fidelity checks
+    (`drift_<point>_<family>`) and its `analysis.drift`.
+  - *GETs*: each GET starts only after the previous GET's connection has closed at its
+    server (kernel server: its socket; lean server: its log's `close` event; at most 10 s),
+    recorded per GET (`previous_closed`, `previous_wait_ms`) and checked per repetition
+    (`get_previous_closed`). A request's families go in an order drawn per repetition
+    from `seed` (`family_order`, `family_position`) and form one `pair`; every result row
+    carries `round` (the points of a unit measured side by side), `block` (1 or 2: which
+    pass) and `run_index`.
+  - `order = "sequential"` keeps the seeds' own order: one server at a time, each point's
+    repetitions back to back, units in declared order, families in declared order.
+  `--dry-run` prints the order (with its longest streaks of one point and one server); the
+  manifest records it (`run_order`, `run_order_streaks`).
 - **Servers** run while a point's workloads name them (plus an experiment's `servers`), and
   are restarted when a point changes their settings. Between points the testbed is
   reconfigured in place: link rates, queues, token buckets, delay/jitter/loss, sysctls and

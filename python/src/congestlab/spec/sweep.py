@@ -1,15 +1,24 @@
 """From a study spec to its points (each a fully resolved spec with a stable id) and the
-order they run in.
+order they run in (docs/spec.md, "Run order").
 
 A point is one combination of its experiment's axis values (Cartesian product; an axis
 that sets several fields moves them together). Its id names the experiment and the axis
 labels, e.g. `main.server-apache.level-C1B`, so it stays the same from run to run.
 
-Order: points whose long-lived parts are the same (the servers they run, the background
+Units: points whose long-lived parts are the same (the servers they run, the background
 workloads with lifetime "block") form a unit; a unit's background keeps running across
-its points. Within a unit, repetitions go round-robin over the points, shuffled per round
-with the study's seed ("interleaved"), so a slow drift of the machine does not line up
-with one axis; "sequential" runs each point's repetitions back to back.
+its points. Points of one experiment that share the background and whose servers can all
+run at once (one setting per server, each on its own node and port) form one unit with all
+those servers running, so compared servers are measured side by side in time.
+
+Order ("interleaved"): within a unit, repetitions go round-robin over its points, shuffled
+per round with the study's seed, never the same point or server set twice in a row where
+the unit has a choice. The units of an experiment run in two passes of half their rounds
+each, the second pass in the reverse order of the first (a mirrored, ABBA-like block order:
+a linear drift of the machine weighs on every unit alike; the turning unit runs its halves
+back to back). The experiment's first declared point's unit opens the first pass and closes
+the second: its two ends give the drift check (analysis/drift.py). "sequential" runs each
+point's repetitions back to back, units in declared order (the seeds' own order).
 """
 
 from __future__ import annotations
@@ -51,11 +60,29 @@ class Point:
     repetitions: int
     unit: int = 0  # points of one unit share their long-lived servers and background
     extra: dict = field(default_factory=dict)
+    measured: list[str] = field(default_factory=list)  # the servers its workloads talk to (captured)
 
     def describe(self) -> dict:
         return {"id": self.id, "experiment": self.experiment, "axes": self.labels, "settings": self.settings,
-                "servers": self.servers, "workloads": self.workloads, "repetitions": self.repetitions,
-                "unit": self.unit}
+                "servers": self.servers, "measured_servers": self.measured, "workloads": self.workloads,
+                "repetitions": self.repetitions, "unit": self.unit}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One (point, repetition) in the planned order, with what the analysis can block on:
+    `round` (the unit's repetition round: the points measured side by side in time), `block`
+    (which visit of the unit: 1 = first pass, 2 = second pass) and `index` (position in the run)."""
+
+    point: Point
+    repetition: int
+    index: int
+    round: str
+    block: int
+
+    def describe(self) -> dict:
+        return {"run": self.index, "point": self.point.id, "repetition": self.repetition, "unit": self.point.unit,
+                "round": self.round, "block": self.block}
 
 
 def expand(study: StudySpec, quick: bool = False) -> list[Point]:
@@ -73,7 +100,7 @@ def expand(study: StudySpec, quick: bool = False) -> list[Point]:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise SweepError("axes", f"two points get the id {dupes[0]!r}; make the axis labels distinct")
-    _assign_units(points)
+    _assign_units(points, together=study.order != "sequential")
     return points
 
 
@@ -111,7 +138,8 @@ def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: Experimen
         workloads = exp.workloads or [w.name for w in resolved.workloads]
         servers = _servers_of(resolved, exp, workloads)
         point_id = ".".join([exp.name] + [f"{n}-{_UNSAFE.sub('_', lab)}" for n, lab in labels.items()])
-        points.append(Point(point_id, exp.name, labels, settings, resolved, servers, workloads, repetitions))
+        points.append(Point(point_id, exp.name, labels, settings, resolved, servers, workloads, repetitions,
+                            measured=list(servers)))
     return points
 
 
@@ -168,25 +196,139 @@ def unit_key(point: Point) -> str:
                       sort_keys=True)
 
 
-def _assign_units(points: list[Point]) -> None:
+def _assign_units(points: list[Point], together: bool) -> None:
+    """`together`: run compared servers side by side (servers_together) where they can."""
+    groups: dict[str, list[Point]] = {}
+    for point in points:
+        key = json.dumps({"experiment": point.experiment, "background": block_backgrounds(point)}, sort_keys=True)
+        groups.setdefault(key, []).append(point)
+    for members in groups.values():
+        running = servers_together(members) if together else None
+        if running is not None:
+            for point in members:
+                point.servers = list(running)
     units: dict[str, int] = {}
     for point in points:
         point.unit = units.setdefault(unit_key(point), len(units))
 
 
-def run_order(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[tuple[Point, int]]:
-    """(point, repetition) pairs in the order they run; units in order of first appearance."""
+def servers_together(points: list[Point]) -> list[str] | None:
+    """Every server of these points, when they can all run at once: one setting per server
+    name and no two on one node and port. None otherwise (e.g. one server whose congestion
+    control changes from point to point: those run in blocks)."""
+    specs: dict[str, dict] = {}
+    for point in points:
+        for name in point.servers:
+            spec = point.study.server(name).model_dump(mode="json")
+            if specs.setdefault(name, spec) != spec:
+                return None
+    places = [(spec["node"], spec.get("port")) for spec in specs.values()]
+    if len(set(places)) != len(places):
+        return None
+    return list(specs)
+
+
+def plan(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[PlannedRun]:
+    """Every (point, repetition) in the order it runs (module docstring)."""
     by_unit: dict[int, list[Point]] = {}
     for point in points:
         by_unit.setdefault(point.unit, []).append(point)
-    runs: list[tuple[Point, int]] = []
-    for unit, members in by_unit.items():
+    visits: list[tuple[int, list[int], int]] = []  # (unit, its rounds in this visit, block)
+    if order == "sequential":
+        visits = [(unit, [], 1) for unit in by_unit]
+    else:
+        by_experiment: dict[str, list[int]] = {}
+        for unit, members in by_unit.items():
+            by_experiment.setdefault(members[0].experiment, []).append(unit)
+        for experiment, units in by_experiment.items():
+            first_pass = _first_pass(units, by_unit, seed, experiment)
+            halves = {u: _halves(max(p.repetitions for p in by_unit[u])) for u in units}
+            visits += [(u, halves[u][0], 1) for u in first_pass]
+            visits += [(u, halves[u][1], 2) for u in reversed(first_pass) if halves[u][1]]
+    runs: list[PlannedRun] = []
+    for unit, rounds, block in visits:
+        members = by_unit[unit]
         if order == "sequential":
-            runs += [(p, rep) for p in members for rep in range(1, p.repetitions + 1)]
+            runs += [PlannedRun(p, rep, len(runs) + i, f"u{unit}.r{rep}", 1)
+                     for i, (p, rep) in enumerate((p, rep) for p in members for rep in range(1, p.repetitions + 1))]
             continue
-        rounds = max(p.repetitions for p in members)
-        for rep in range(1, rounds + 1):
+        for rep in rounds:
             this_round = [p for p in members if p.repetitions >= rep]
             random.Random(f"{seed}-{unit}-{rep}").shuffle(this_round)
-            runs += [(p, rep) for p in this_round]
+            this_round = _spread(this_round, runs[-1].point if runs else None)
+            runs += [PlannedRun(p, rep, len(runs) + i, f"u{unit}.r{rep}", block) for i, p in enumerate(this_round)]
     return runs
+
+
+def _halves(rounds: int) -> tuple[list[int], list[int]]:
+    first = (rounds + 1) // 2
+    return list(range(1, first + 1)), list(range(first + 1, rounds + 1))
+
+
+def _first_pass(units: list[int], by_unit: dict[int, list[Point]], seed: int, experiment: str) -> list[int]:
+    """The experiment's first unit (its first declared point: the drift reference) first; the
+    others grouped by their level (an axis of [levels]), the groups and the units within a
+    group in a seeded order, so the units of one level (e.g. one server's two congestion
+    controls) run next to each other: A B in the first pass, B A in the second."""
+    def level_of(unit: int) -> str:
+        point = by_unit[unit][0]
+        study = point.study
+        exp = next((e for e in study.experiments if e.name == point.experiment), None)
+        level_axes = [a.name for a in exp.axes if a.levels] if exp else []
+        return "|".join(point.labels.get(a, "") for a in level_axes)
+
+    rng = random.Random(f"{seed}-{experiment}-blocks")
+    groups: dict[str, list[int]] = {}
+    for unit in units:
+        groups.setdefault(level_of(unit), []).append(unit)
+    reference, *rest = list(groups)
+    rng.shuffle(rest)
+    ordered: list[int] = []
+    for name in [reference] + rest:
+        members = groups[name]
+        head, tail = (members[:1], members[1:]) if name == reference else ([], members)
+        rng.shuffle(tail)
+        ordered += head + tail
+    return ordered
+
+
+def _spread(this_round: list[Point], previous: Point | None) -> list[Point]:
+    """The shuffled round reordered so consecutive runs measure other servers where it can:
+    each step takes, from the server sets other than the last one's, the one with most points
+    left (ties: the shuffled order), its next point in the shuffled order; never the previous
+    run's point first."""
+    left: dict[tuple, list[Point]] = {}
+    for point in this_round:
+        left.setdefault(tuple(sorted(point.measured)), []).append(point)
+    out: list[Point] = []
+    last = previous
+    while left:
+        last_key = tuple(sorted(last.measured)) if last is not None else None
+        keys = [k for k in left if k != last_key] or list(left)
+        key = max(keys, key=lambda k: len(left[k]))  # max keeps the first of equals: the shuffled order
+        group = left[key]
+        pick = next((p for p in group if p is not last), group[0])
+        group.remove(pick)
+        if not group:
+            del left[key]
+        out.append(pick)
+        last = pick
+    return out
+
+
+def run_order(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[tuple[Point, int]]:
+    """(point, repetition) pairs in the order they run (plan())."""
+    return [(r.point, r.repetition) for r in plan(points, order, seed)]
+
+
+def longest_streaks(runs: list[tuple[Point, int]]) -> dict[str, int]:
+    """The longest run of consecutive runs of one point and of one measured server set."""
+    def longest(keys: list) -> int:
+        best = current = 0
+        for i, key in enumerate(keys):
+            current = current + 1 if i and key == keys[i - 1] else 1
+            best = max(best, current)
+        return best
+
+    return {"point": longest([p.id for p, _ in runs]),
+            "server": longest([tuple(sorted(p.measured)) for p, _ in runs])}

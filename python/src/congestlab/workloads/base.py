@@ -22,6 +22,7 @@ Record = tuple[str, dict]
 class RunningServer:
     spec: ServerSpec
     port: int
+    log_path: Path | None = None  # a user-stack server's event log (workloads/closed.py)
 
 
 @dataclass
@@ -34,6 +35,10 @@ class Context:
     servers: dict[str, RunningServer] = field(default_factory=dict)
     # every background process is bounded: it stops by itself after this long
     bound_s: float = 600.0
+    point_id: str = ""
+    # carried from run to run by the runner: the last measured GET's connection, so the next
+    # GET starts only once it has closed (workloads/closed.py)
+    previous_get: dict = field(default_factory=dict)
 
     def address(self, node: str, family: str) -> str:
         return self.tb.address(node, family)

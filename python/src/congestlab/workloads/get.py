@@ -2,18 +2,27 @@
 client's namespace; several requests of one workload go out at the same time (competing
 servers). The analysis turns each into a `request` row from the capture
 (analysis/run_analysis.py): curl names its local port, for Chromium the analysis picks the
-connection that carried the file."""
+connection that carried the file.
+
+Within time: the families of a request go in an order drawn per repetition from the study's
+seed ("sequential" keeps the declared order) and are marked as one pair; each GET starts only
+once the previous GET's connection has closed at its server (workloads/closed.py), also
+across runs for a workload of one request, and its row says whether it had and how long it
+waited."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 
+from congestlab.fidelity import Check
 from congestlab.rundir import RAW_KIND
 from congestlab.servers.files import url_path
 from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
 from congestlab.workloads.base import Measuring, Record
+from congestlab.workloads.closed import CLOSE_WAIT_MAX_S, ServerConnection, log_offset, wait_closed
 
 
 
@@ -28,19 +37,46 @@ class GetRunner(Measuring):
 
     def run(self, repetition: int) -> tuple[list[Record], list]:
         results: list[list[Record]] = [[] for _ in self.spec.requests]
-        threads = [threading.Thread(target=self._one_request, args=(i, req, results[i]), daemon=True)
+        # one request: its GETs follow the previous run's in one line (checked closed between)
+        carried = len(self.spec.requests) == 1
+        threads = [threading.Thread(target=self._one_request, args=(i, req, results[i], repetition, carried),
+                                    daemon=True)
                    for i, req in enumerate(self.spec.requests)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        return [rec for recs in results for rec in recs], []
+        records = [rec for recs in results for rec in recs]
+        checked = [row for _, row in records if row["previous_closed"] is not None]
+        checks = []
+        if checked:
+            late = [row for row in checked if not row["previous_closed"]]
+            checks.append(Check("get_previous_closed", not late, max(row["previous_wait_ms"] for row in checked),
+                                f"every GET starts after the previous one's connection closed (waits at most "
+                                f"{CLOSE_WAIT_MAX_S:g} s)",
+                                f"{len(late)} of {len(checked)} GETs started before the previous connection "
+                                "closed" if late else ""))
+        return records, checks
 
-    def _one_request(self, index: int, req, out: list[Record]) -> None:
+    def families(self, req, index: int, repetition: int) -> list[str]:
+        """The request's families in this repetition's order: drawn from the study's seed, the
+        point and the repetition (reproducible); the declared order under "sequential"."""
+        families = list(req.families)
+        if self.ctx.study.order != "sequential":
+            random.Random(f"{self.ctx.study.seed}-{self.ctx.point_id}-{repetition}-{index}").shuffle(families)
+        return families
+
+    def _one_request(self, index: int, req, out: list[Record], repetition: int, carried: bool) -> None:
         ctx = self.ctx
         server = ctx.servers[req.server]
-        for family in req.families:
+        families = self.families(req, index, repetition)
+        previous: ServerConnection | None = ctx.previous_get.get("conn") if carried else None
+        if previous is not None and not _still_serving(ctx, previous):
+            previous = None  # its server has stopped since: nothing of it can reach the path
+        for position, family in enumerate(families):
+            closed, waited_ms = wait_closed(ctx.tb, previous) if previous is not None else (None, 0.0)
             url = url_for(ctx.server_address(req.server, family), server.port, url_path(req.file_kib))
+            offset = log_offset(server.log_path)
             if self.spec.client_kind == "chromium":
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"chromium-{index}-{family}.log"
@@ -55,15 +91,30 @@ class GetRunner(Measuring):
                 proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
                 result = parse_curl_json(family, url, req.file_kib * 1024, proc)
             end = time.time()
+            client_addr = ctx.address(req.client, family)
             out.append((RAW_KIND, {
                 "workload": self.spec.name, "request": index, "server": req.server, "server_port": server.port,
                 "server_kind": server.spec.kind, "client": req.client, "family": family, "file_kib": req.file_kib,
-                "client_kind": self.spec.client_kind, "client_addr": ctx.address(req.client, family),
-                "start_ts": start, "end_ts": end, "client_port": result.local_port} | vars(result)))
-            if family != req.families[-1]:
+                "client_kind": self.spec.client_kind, "client_addr": client_addr,
+                "start_ts": start, "end_ts": end, "client_port": result.local_port,
+                "pair": f"{ctx.point_id}#{repetition}.{index}", "family_position": position,
+                "family_order": ",".join(families), "previous_closed": closed, "previous_wait_ms": waited_ms}
+                | vars(result)))
+            previous = ServerConnection(req.server, server.spec.node, server.port, client_addr, result.local_port,
+                                        server.log_path, offset) if result.local_port else None
+            if position < len(families) - 1:
                 time.sleep(ctx.study.gap_s)
+        if carried:
+            ctx.previous_get["conn"] = previous
 
     @classmethod
     def time_bound_s(cls, spec, study) -> float:
         browser_s = STARTUP_ALLOWANCE_S + 2 * CLOSE_GRACE_S if spec.client_kind == "chromium" else 0.0
-        return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + browser_s + study.gap_s)
+        return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + browser_s + study.gap_s
+                                                               + CLOSE_WAIT_MAX_S)
+
+
+def _still_serving(ctx, conn: ServerConnection) -> bool:
+    """The server of that connection runs now as the same instance (same node, port, log)."""
+    now = ctx.servers.get(conn.server)
+    return now is not None and now.spec.node == conn.node and now.port == conn.port and now.log_path == conn.log_path

@@ -1,0 +1,94 @@
+"""Whether a measured GET's connection has closed at its server, so the next GET never shares
+the path with its tail (e.g. the bare server retransmitting after curl gave up: a timed-out
+GET's client resets, and the reset may be lost under congestion).
+
+A kernel server: its socket for the client's port in the server's namespace (`ss`), closed
+when it is gone or in a state with nothing left to send (TIME-WAIT, FIN-WAIT-2). A user-stack
+server (leanweb): the `close` line of its event log for that peer (the log is flushed every
+200 ms: crates/leanweb/src/main.rs), read from where the log stood when the GET started.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# ss's names of the states in which the server sends nothing more
+QUIET_STATES = {"TIME-WAIT", "FIN-WAIT-2", "CLOSED"}
+# the longest a GET waits for the previous one's connection to close (then it starts anyway
+# and its row says the previous one had not closed)
+CLOSE_WAIT_MAX_S = 10.0
+POLL_S = 0.02
+
+
+@dataclass
+class ServerConnection:
+    """One measured GET's connection as its server sees it."""
+
+    server: str
+    node: str
+    port: int
+    client_addr: str
+    client_port: int
+    log_path: Path | None = None  # a user-stack server's event log
+    log_offset: int = 0  # where that log stood when the GET started
+
+
+def log_offset(log_path: Path | None) -> int:
+    try:
+        return log_path.stat().st_size if log_path else 0
+    except OSError:
+        return 0
+
+
+def wait_closed(tb, conn: ServerConnection, max_s: float = CLOSE_WAIT_MAX_S) -> tuple[bool, float]:
+    """Poll until the connection has closed at its server, at most `max_s`.
+    Returns (closed, waited in ms)."""
+    start = time.monotonic()
+    while True:
+        closed = _lean_closed(conn) if conn.log_path is not None else _kernel_closed(tb, conn)
+        waited_ms = (time.monotonic() - start) * 1e3
+        if closed or waited_ms >= max_s * 1e3:
+            return closed, round(waited_ms, 1)
+        time.sleep(POLL_S)
+
+
+def _kernel_closed(tb, conn: ServerConnection) -> bool:
+    proc = tb.run(conn.node, ["ss", "-Htan", "state", "all", f"( sport = :{conn.port} and dport = :{conn.client_port} )"],
+                  check=False, timeout_s=5)
+    if proc.returncode != 0:
+        return False
+    states = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    return all(state in QUIET_STATES for state in states)
+
+
+def _lean_closed(conn: ServerConnection) -> bool:
+    want = (ipaddress.ip_address(conn.client_addr), conn.client_port)
+    try:
+        with open(conn.log_path, "rb") as log:
+            log.seek(conn.log_offset)
+            text = log.read()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if b'"close"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:  # a line still being written
+            continue
+        if event.get("event") == "close" and _peer(event.get("peer", "")) == want:
+            return True
+    return False
+
+
+def _peer(text: str) -> tuple | None:
+    """'10.0.0.10:43210' or '[fd00::a]:43210' (Rust's SocketAddr) -> (address, port)."""
+    host, _, port = text.rpartition(":")
+    try:
+        return ipaddress.ip_address(host.strip("[]")), int(port)
+    except ValueError:
+        return None

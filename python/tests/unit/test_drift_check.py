@@ -1,0 +1,53 @@
+"""The drift check (analysis/drift.py): the reference unit's GETs of the run's first block
+against its last, flagged at alpha = 0.01 (Holm over its points and families)."""
+
+from __future__ import annotations
+
+import random
+
+from congestlab.analysis.drift import ALPHA, drift_checks
+from congestlab.spec import load_preset
+from congestlab.spec.sweep import expand, plan
+
+
+def _run(shift: float, seed: int, timed_out_last: int = 0):
+    study = load_preset("ipv6")
+    runs = plan(expand(study), study.order, study.seed)
+    manifest = {"points": [{"id": p.id, "experiment": p.experiment} for p in expand(study)],
+                "run_order": [r.describe() for r in runs]}
+    rng = random.Random(seed)
+    rows = []
+    for r in runs:
+        for family in ("v4", "v6"):
+            late = r.block == 2 and r.point.unit == runs[0].point.unit
+            row = {"point_id": r.point.id, "experiment": r.point.experiment, "repetition": r.repetition,
+                   "family": family, "timeout_s": 30, "outcome": "complete",
+                   "delay_ms": 100 * rng.lognormvariate(0, 0.05) * (1 + shift if late else 1)}
+            if late and r.repetition > 10 - timed_out_last:
+                row |= {"outcome": "timed_out", "delay_ms": ""}
+            rows.append(row)
+    return manifest, rows
+
+
+def test_a_run_without_drift_passes_and_one_with_drift_is_flagged():
+    checks, entries = drift_checks(*_run(0.0, 1))
+    assert len(entries) == 6 and all(c.ok for c in checks)  # 3 servers x 2 families at C0
+    assert {e["point"].split(".")[-1] for e in entries} == {"level-C0"}
+    checks, entries = drift_checks(*_run(0.5, 1))
+    assert checks and not any(c.ok for c in checks)
+    assert all(e["p_holm"] < ALPHA and e["change_pct"] > 30 for e in entries)
+    # timed-out GETs at the end count (censored at their timeout, not left out)
+    checks, entries = drift_checks(*_run(0.5, 2, timed_out_last=2))
+    assert all(e["n"] == [5, 5] and e["change_pct"] > 30 for e in entries)
+
+
+def test_false_flags_are_rare_without_drift():
+    flagged = sum(any(not c.ok for c in drift_checks(*_run(0.0, seed))[0]) for seed in range(40))
+    print(f"drift check: {flagged} of 40 runs without drift flagged")
+    assert flagged <= 2  # Holm keeps the run-wise rate at about alpha (0.4 expected)
+
+
+def test_old_run_directories_without_a_recorded_order_get_no_check():
+    manifest, rows = _run(0.5, 1)
+    manifest.pop("run_order")
+    assert drift_checks(manifest, rows) == ([], [])
