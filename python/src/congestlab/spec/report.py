@@ -370,14 +370,17 @@ def upgrade_stored_claims(report: dict) -> dict:
             item.setdefault("reason", STORED_MARGIN_REASON)
         return item
 
+    if not isinstance(report.get("claims") or [], list):
+        return report  # validation names it
     claims = []
     for claim in report.get("claims") or []:
         if not isinstance(claim, dict):
             return report
         base = upgrade(claim, {})
-        parts = [upgrade(p, {k: v for k, v in base.items() if k != "parts"}) if isinstance(p, dict) else p
-                 for p in claim.get("parts") or []]
-        claims.append({**base, "parts": parts} if "parts" in claim else base)
+        if "parts" in claim and isinstance(claim["parts"], list):
+            base["parts"] = [upgrade(p, {k: v for k, v in base.items() if k != "parts"}) if isinstance(p, dict)
+                             else p for p in claim["parts"]]
+        claims.append(base)
     return {**report, "claims": claims} if "claims" in report else report
 
 

@@ -119,7 +119,7 @@ def owner_field(prefix: str, name: str) -> str:
 
 def process_tag(pid: int) -> str:
     """"pid:start time": names one process, never a later one that reuses the PID."""
-    return f"{pid}:{_start_time(pid)}"
+    return f"{pid}:{process_start_time(pid)}"
 
 
 def kill_tagged(tags: str) -> list[str]:
@@ -130,7 +130,7 @@ def kill_tagged(tags: str) -> list[str]:
         if not pid_text.isdigit():
             continue
         pid = int(pid_text)
-        if pid_alive(pid) and _start_time(pid) == started:
+        if pid_alive(pid) and process_start_time(pid) == started:
             kill_pids([pid])
             killed.append(tag)
     return killed
