@@ -10,10 +10,13 @@ the interpolation corrected; a step of the real-time clock shows there too.
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from congestlab.capture.probes import read_clock
+from congestlab.errors import RunDirError
 
 
 @dataclass(frozen=True)
@@ -45,3 +48,20 @@ def probe_clock(path: Path) -> ProbeClock:
                       stop_mono_ns=int(end["monotonic_ns"]),
                       stop_offset_ns=int(end["realtime_ns"]) - int(end["monotonic_ns"]),
                       read_ns=max(int(start.get("read_ns", 0)), int(end.get("read_ns", 0))))
+
+
+def raw_probe_rows(raw_csv: Path, columns: list[str], what: str) -> Iterator[tuple[int, dict]]:
+    """(line number, row) of one of the sampler's raw recordings, checked to have its columns;
+    a line cut short by the sampler's end is skipped."""
+    try:
+        fh = open(raw_csv, newline="")
+    except OSError as err:
+        raise RunDirError(f"{raw_csv}: unreadable ({err.strerror})") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != columns:
+            raise RunDirError(f"{raw_csv}: not a {what} recording (columns {reader.fieldnames})")
+        for raw in reader:
+            if None in raw or None in raw.values():
+                continue
+            yield reader.line_num, raw

@@ -8,7 +8,7 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
-from congestlab.analysis.probe_clock import ProbeClock
+from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows
 from congestlab.errors import RunDirError
 
 QUEUE_COLUMNS = ["ts_ns", "link", "backlog_bytes", "backlog_pkts", "max_backlog_bytes", "max_backlog_pkts", "drops",
@@ -23,25 +23,15 @@ def queue_rows(raw_csv: Path, clock: ProbeClock) -> list[dict]:
     counter runs since the testbed made it)."""
     rows = []
     first_drops: dict[str, int] = {}
-    try:
-        fh = open(raw_csv, newline="")
-    except OSError as err:
-        raise RunDirError(f"{raw_csv}: unreadable ({err.strerror})") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames != RAW_QUEUE_COLUMNS:
-            raise RunDirError(f"{raw_csv}: not a queue probe recording (columns {reader.fieldnames})")
-        for raw in reader:
-            if None in raw or None in raw.values():
-                continue  # a line cut short by the sampler's end
-            try:
-                row = {"ts_ns": clock.epoch_ns(int(raw["mono_ns"])), "link": raw["link"]} | {
-                    k: int(raw[k]) for k in _COUNTS}
-            except ValueError:
-                raise RunDirError(f"{raw_csv}: line {reader.line_num}: not a number where one belongs") from None
-            base = first_drops.setdefault(row["link"], row["drops"])
-            row["drops"] = (row["drops"] - base) % 2**32  # the kernel's u32 counter may wrap
-            rows.append(row)
+    for line, raw in raw_probe_rows(raw_csv, RAW_QUEUE_COLUMNS, "queue probe"):
+        try:
+            row = {"ts_ns": clock.epoch_ns(int(raw["mono_ns"])), "link": raw["link"]} | {
+                k: int(raw[k]) for k in _COUNTS}
+        except ValueError:
+            raise RunDirError(f"{raw_csv}: line {line}: not a number where one belongs") from None
+        base = first_drops.setdefault(row["link"], row["drops"])
+        row["drops"] = (row["drops"] - base) % 2**32  # the kernel's u32 counter may wrap
+        rows.append(row)
     rows.sort(key=lambda r: r["ts_ns"])
     return rows
 

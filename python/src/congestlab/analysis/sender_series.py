@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from congestlab.analysis.probe_clock import ProbeClock
+from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows
 from congestlab.errors import RunDirError
 
 SENDER_COLUMNS = ["ts_ns", "event", "family", "client_port", "snd_cwnd_bytes", "snd_cwnd_pkts", "mss_bytes",
@@ -40,24 +40,14 @@ def kernel_rows(raw_csv: Path, clock: ProbeClock) -> dict[str, list[dict]]:
     is snd_una − bytes_acked − 1: bytes_acked counts every byte of sequence space acknowledged
     after the SYN (RFC 4898 HCThruOctetsAcked), so it holds on every row."""
     by_server: dict[str, list[dict]] = defaultdict(list)
-    try:
-        fh = open(raw_csv, newline="")
-    except OSError as err:
-        raise RunDirError(f"{raw_csv}: unreadable ({err.strerror})") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames != RAW_KERNEL_COLUMNS:
-            raise RunDirError(f"{raw_csv}: not a kernel probe recording (columns {reader.fieldnames})")
-        for raw in reader:
-            if None in raw or None in raw.values():
-                continue  # a line cut short by the sampler's end
-            if raw["event"] not in ("ack", "retransmit"):
-                raise RunDirError(f"{raw_csv}: line {reader.line_num}: event {raw['event']!r} is not ack or retransmit")
-            try:
-                row = _kernel_row(raw, clock)
-            except ValueError:
-                raise RunDirError(f"{raw_csv}: line {reader.line_num}: not a number where one belongs") from None
-            by_server[raw["server"]].append(row)
+    for line, raw in raw_probe_rows(raw_csv, RAW_KERNEL_COLUMNS, "kernel probe"):
+        if raw["event"] not in ("ack", "retransmit"):
+            raise RunDirError(f"{raw_csv}: line {line}: event {raw['event']!r} is not ack or retransmit")
+        try:
+            row = _kernel_row(raw, clock)
+        except ValueError:
+            raise RunDirError(f"{raw_csv}: line {line}: not a number where one belongs") from None
+        by_server[raw["server"]].append(row)
     for rows in by_server.values():
         rows.sort(key=lambda r: r["ts_ns"])  # two CPUs' events reach the ring buffer interleaved
     return dict(by_server)
