@@ -70,6 +70,12 @@ def test_cli_bad_suite_file_exits_2_with_one_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "nope" in out.stderr
 
 
+def test_until_decisive_on_a_suite_is_refused_in_one_line():
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "dissertation", "--until-decisive",
+                          "--dry-run"], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "one by one" in out.stderr
+
+
 def test_dry_run_of_the_quick_dissertation_lists_every_study():
     out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "dissertation", "--dry-run",
                           "--quick"], capture_output=True, text=True)
