@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
+from pathlib import Path
 
-from report_fixtures import realistic_ipv6, request_run, tcplab_run
+from report_fixtures import RunBuilder, realistic_ipv6, request_run, tcplab_run
 
-from congestlab.report.compare import compare_runs, difference
-from congestlab.report.data import Stats
+from congestlab.report.compare import adjust, compare_runs, difference
+from congestlab.report.data import EngineCell
+from congestlab.stats import Cell
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -41,22 +44,93 @@ def test_compare_two_runs(tmp_path):
     assert html.count('<table class="data"') == 7 and html.count("<img ") == 4  # bar, bar, 2 cdfs overlaid
 
 
+THR_REPORT = {"metrics": {"thr": {"kind": "request", "column": "nrt_throughput_mbps"}},
+              "tables": [{"id": "t", "title": "t", "metrics": ["thr"], "rows": "level"}]}
+
+
+def _line(md: str, level: str) -> str:
+    (line,) = [x for x in md.splitlines() if x.startswith(f"| {level} |")]
+    return line
+
+
 def test_compare_marks_a_real_change_and_not_noise(tmp_path):
     base = {("apache", "C1B", "v4"): [30.0, 30.5, 29.8], ("apache", "C2B", "v4"): [30.0, 30.5, 29.8]}
     moved = {("apache", "C1B", "v4"): [20.0, 20.4, 19.9], ("apache", "C2B", "v4"): [30.2, 29.9, 30.4]}
-    report = {"metrics": {"thr": {"kind": "request", "column": "nrt_throughput_mbps"}},
-              "tables": [{"id": "t", "title": "t", "metrics": ["thr"], "rows": "level"}]}
-    a = request_run(base, report=report).write(tmp_path / "a")
-    b = request_run(moved, report=report).write(tmp_path / "b")
-    md = compare_runs([a, b], tmp_path / "out").markdown_path.read_text()
-    assert "| C1B | thr | 30.10 ± 0.36 (3) | 20.10 ± 0.26 (3) | -10.00 | **yes**" in md
-    assert "| C2B | thr | 30.10 ± 0.36 (3) | 30.17 ± 0.25 (3) | +0.07 | no" in md
+    a = request_run(base, report=THR_REPORT).write(tmp_path / "a")
+    b = request_run(moved, report=THR_REPORT).write(tmp_path / "b")
+    done = compare_runs([a, b], tmp_path / "out")
+    md = done.markdown_path.read_text()
+    # cells as the claims show them; the effect as a median ratio with its 95 % CI
+    assert "| C1B | thr | 30.10 [29.20, 31.00] (n=3) | 20.10 [19.44, 20.76] (n=3) | -33.2 % [-35.1 %, -31.3 %] |" in _line(md, "C1B")
+    assert "| **yes** (n=3/3, censored 0/0, invalid 0/0; censored log-normal p=" in _line(md, "C1B")
+    assert "| +0.2 % [-2.1 %, +2.6 %] | no (" in _line(md, "C2B")
+    assert done.console["cells"][1] == [["2", "1"]]
 
 
-def test_difference_rule_with_one_repetition():
-    assert difference(Stats([30.0]), Stats([25.0]))[0] == "no"  # ratio 0.83, inside 1.5
-    assert difference(Stats([30.0]), Stats([15.0]))[0] == "yes"
-    assert difference(Stats([]), Stats([15.0]))[0] == "–"
+def test_compare_adjusts_over_the_cells_compared(tmp_path):
+    # alone, C1B's small shift has p = 0.03 (its CI excludes 0); beside a second cell Holm doubles it
+    base = {("apache", "C1B", "v4"): [30.0, 30.5, 29.8, 30.3], ("apache", "C2B", "v4"): [30.0, 30.5, 29.8, 30.3]}
+    moved = {("apache", "C1B", "v4"): [29.0, 29.9, 29.2, 29.6], ("apache", "C2B", "v4"): [30.0, 30.5, 29.8, 30.3]}
+    one = lambda values: {k: v for k, v in values.items() if k[1] == "C1B"}  # noqa: E731
+    alone = compare_runs([request_run(one(base), report=THR_REPORT).write(tmp_path / "a1"),
+                          request_run(one(moved), report=THR_REPORT).write(tmp_path / "b1")], tmp_path / "o1")
+    assert "**yes**" in _line(alone.markdown_path.read_text(), "C1B")
+    both = compare_runs([request_run(base, report=THR_REPORT).write(tmp_path / "a2"),
+                         request_run(moved, report=THR_REPORT).write(tmp_path / "b2")], tmp_path / "o2")
+    line = _line(both.markdown_path.read_text(), "C1B")
+    assert "| no (" in line and "Holm p=0.0588" in line
+
+
+CENSORED_DELAY = {"metrics": {"delay": {"kind": "request", "column": "delay_ms", "unit": "ms",
+                                        "where": {"outcome": "complete"}}},
+                  "tables": [{"id": "t", "title": "t", "metrics": ["delay"], "rows": "server"}]}
+
+
+def _outcome_run(path, delays: list) -> Path:
+    """One cell of GETs: a delay in ms (complete), "timeout" (at 0.45 s) or "invalid" per repetition."""
+    b = RunBuilder("ipv6", ["server"], CENSORED_DELAY)
+    for rep, d in enumerate(delays, start=1):
+        row = dict(client="c", family="v4", file_kib=320, timeout_s=0.45, start_ts=1000.0 + rep)
+        if d == "timeout":
+            row.update(outcome="timed_out", ok=False, error="timed out after 0.45 s")
+        elif d == "invalid":
+            row.update(outcome="invalid", ok=False, error="HTTP 500")
+        else:
+            row.update(outcome="complete", ok=True, delay_ms=d)
+        b.add("request", {"server": "lean"}, rep, server="lean", **row)
+    return b.write(path)
+
+
+def test_compare_counts_timed_out_gets_and_excludes_invalid_ones(tmp_path):
+    base = _outcome_run(tmp_path / "a", [300.0, 310.0, 305.0, 295.0, 300.0, 302.0, 298.0, 304.0])
+    # the completed GETs as fast as before: without the timed-out ones nothing would differ
+    lost = _outcome_run(tmp_path / "b", [300.0, "timeout", 305.0, "timeout", "timeout", "timeout", 302.0, "timeout", 298.0, "invalid"])
+    line = _line(compare_runs([base, lost], tmp_path / "out").markdown_path.read_text(), "lean")
+    assert "(n=9, 5 censored > 450, 1 invalid)" in line
+    assert "**yes** (n=8/9, censored 0/5, invalid 0/1;" in line
+    # the same run against itself: censored on both sides, no difference
+    same = _outcome_run(tmp_path / "c", [300.0, "timeout", 305.0, "timeout", "timeout", "timeout", 302.0, "timeout", 298.0, "invalid"])
+    line = _line(compare_runs([lost, same], tmp_path / "out2").markdown_path.read_text(), "lean")
+    assert "| +0.0 % [" in line and "| no (n=9/9, censored 5/5, invalid 1/1;" in line
+
+
+def test_compare_with_one_repetition_cannot_tell():
+    one = lambda v: EngineCell(Cell.of([v]), frozenset(), True)  # noqa: E731
+    d = difference(one(30.0), one(15.0))
+    assert d.exceeds == "–" and "too few completed samples" in d.how()
+    adjust([d])
+    assert d.exceeds == "–"
+    assert difference(EngineCell(Cell.of([]), frozenset(), True), one(15.0)).how() == "a run has no samples"
+
+
+def test_compare_of_values_at_or_below_zero_by_permutation():
+    cell = lambda vs: EngineCell(Cell(tuple(vs), ("complete",) * len(vs), (None,) * len(vs),  # noqa: E731
+                                      (math.nan,) * len(vs)), frozenset(), False)
+    apart = difference(cell([0.0, -1.0, -2.0, 0.0, -1.0]), cell([5.0, 6.0, 7.0, 5.0, 6.0]))
+    near = difference(cell([0.0, -1.0, -2.0, 0.0, -1.0]), cell([0.0, -1.0, -1.0, 0.0, -2.0]))
+    adjust([apart, near])
+    assert apart.exceeds == "yes" and "Gehan permutation" in apart.how() and apart.delta() == "–"
+    assert near.exceeds == "no"
 
 
 def _one_line_error(done: subprocess.CompletedProcess, code: int) -> str:

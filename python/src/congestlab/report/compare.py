@@ -1,41 +1,121 @@
 """`congestlab compare RUN_A RUN_B ...`: the same cells of several runs side by side, with
-the difference to the first run and whether it exceeds the runs' spread; overlaid plots; the
-claims' verdicts per run. The first run's [report] declaration decides the cells and plots.
+the effect of each run against the first and whether it lies beyond the runs' spread; overlaid
+plots; the claims' verdicts per run. The first run's [report] declaration decides the cells and plots.
 
-When does a difference exceed the spread? With >= 3
-repetitions in both runs, Welch's t-test at 5 %; with fewer, only a ratio of the means beyond
-a factor of 1.5 counts (the runs' spread is unknown with one repetition).
+Each cell is the statistics engine's (report/data.py `RunData.cell`: GETs that timed out are
+censored at their timeout, invalid ones excluded and counted), and the effect of run X against
+the first run is `stats.compare` on the two cells: log(median X / median first) from the censored
+log-normal model, shown as a relative difference with its 95 % CI. The runs' repetitions are not
+paired (repetition 1 of one run and of another ran at different times), so the cells are
+compared unblocked. Cells with values <= 0 have no ratio: Gehan's permutation test decides
+only whether they differ, without a CI. A difference lies beyond the spread when its two-sided
+p, Holm-adjusted over the cells compared between the two runs, is below 5 % (so its 95 % CI
+excludes 0); an effect the data cannot estimate (one repetition per side) is "–".
 """
 
 from __future__ import annotations
 
+import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scipy import stats as st
-
 from congestlab.errors import RunDirError
-from congestlab.report.claims import evaluate_claims
+from congestlab.report.claims import evaluate_claims, fmt_cell
 from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
-from congestlab.report.data import RunData, Stats, parse_number, norm
+from congestlab.report.data import EngineCell, RunData, parse_number, norm
 from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
+from congestlab.stats import Effect, compare, gehan
+from congestlab.stats.rules import holm
+from congestlab.stats.samples import RIGHT
 
-MARGIN = 1.5
-ALPHA = 0.05
-MIN_WELCH_N = 3
+ALPHA = 0.05  # two-sided: the 95 % CI excludes 0
 
 
-def welch_p(a: Stats, b: Stats) -> float:
-    """Two-sided p of Welch's t-test (unequal variances)."""
-    if (a.sd or 0.0) == 0.0 and (b.sd or 0.0) == 0.0:
-        return 1.0 if a.mean == b.mean else 0.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # nearly identical samples: p is still defined
-        return float(st.ttest_ind(a.values, b.values, equal_var=False).pvalue)
+@dataclass
+class Difference:
+    """One cell of run X against the same cell of the first run."""
+
+    effect: Effect | None       # None: a side has no samples
+    p: float                    # two-sided p (NaN: the effect cannot be tested)
+    p_holm: float = math.nan    # adjusted over the cells compared between the two runs
+
+    @property
+    def tested(self) -> bool:
+        return math.isfinite(self.p)
+
+    @property
+    def exceeds(self) -> str:
+        if not self.tested:
+            return "–"
+        return "yes" if self.p_holm < ALPHA else "no"
+
+    def delta(self) -> str:
+        e = self.effect
+        if e is None:
+            return "–"
+        if e.determined:
+            lo, hi = e.ci(1 - ALPHA)
+            return f"{_pct(e.percent)} [{_pct(_to_pct(lo))}, {_pct(_to_pct(hi))}]"
+        return "–"  # no CI: how() says why
+
+    def how(self) -> str:
+        e = self.effect
+        if e is None:
+            return "a run has no samples"
+        # first run / this run (the effect is this run's against the first: e.n is (this, first))
+        counts = (f"n={e.n[1]}/{e.n[0]}, censored {e.censored[1]}/{e.censored[0]}, "
+                  f"invalid {e.invalid[1]}/{e.invalid[0]}")
+        if not self.tested:
+            return f"{counts}; {e.note or 'no spread to test with'}"
+        test = "Gehan permutation" if not e.determined else "censored log-normal"
+        return f"{counts}; {test} p={self.p:.3g}, Holm p={self.p_holm:.3g}"
+
+
+def _to_pct(log_ratio: float) -> float:
+    return math.inf if log_ratio >= 700 else -100.0 if log_ratio == -math.inf else (math.exp(log_ratio) - 1) * 100
+
+
+def _pct(x: float) -> str:
+    return "∞" if x == math.inf else f"{x:+.1f} %"
+
+
+def cell_effect(base: EngineCell, other: EngineCell) -> Effect:
+    """log(other / base), unblocked; for values <= 0 an undetermined effect whose p Gehan's
+    permutation test on the values gives (report/claims.py `effect` does the same, blocked)."""
+    if base.positive and other.positive:
+        return compare(other.cell, base.cell, blocked=False)
+    a, b = other.cell.valid(), base.cell.valid()
+
+    def fallback(threshold: float) -> tuple[float, float]:
+        if threshold != 0.0 or not a or not b:
+            return 1.0, 1.0
+        return gehan.p_values([v for v, _, _ in a], [c for _, c, _ in a], [v for v, _, _ in b],
+                              [c for _, c, _ in b], None, None, other.cell.censoring == RIGHT)
+
+    return Effect(math.nan, math.inf, 0, n=(other.cell.n, base.cell.n),
+                  censored=(other.cell.censored, base.cell.censored), invalid=(other.cell.invalid, base.cell.invalid),
+                  blocks=0, sd_pair=math.nan, fallback=fallback,
+                  note="values <= 0 have no ratio: Gehan's permutation test decides whether they differ")
+
+
+def difference(base: EngineCell, other: EngineCell) -> Difference:
+    """The effect of other against base and its two-sided p (unadjusted)."""
+    if not base.cell.n or not other.cell.n:
+        return Difference(None, math.nan)
+    e = cell_effect(base, other)
+    if not e.determined and e.fallback is None:
+        return Difference(e, math.nan)
+    return Difference(e, min(1.0, 2 * min(e.p_above(0.0), e.p_below(0.0))))
+
+
+def adjust(diffs: list[Difference]) -> None:
+    """Holm over the tested differences of one pair of runs."""
+    tested = [d for d in diffs if d.tested]
+    for d, p in zip(tested, holm([d.p for d in tested])):
+        d.p_holm = p
 
 
 @dataclass
@@ -45,29 +125,6 @@ class Comparison:
     plots: list[Path]
     console: Console = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-
-def difference(base: Stats, other: Stats) -> tuple[str, str]:
-    """(exceeds: "yes" / "no" / "–", how it was decided) for other against base."""
-    if not base.n or not other.n:
-        return "–", "a run has no samples"
-    if base.n >= MIN_WELCH_N and other.n >= MIN_WELCH_N:
-        p = welch_p(base, other)
-        return ("yes" if p < ALPHA else "no"), f"Welch p={p:.3g}"
-    if base.mean == 0:
-        return ("no" if other.mean == 0 else "yes"), "ratio to 0"
-    ratio = other.mean / base.mean
-    beyond = ratio >= MARGIN or ratio <= 1 / MARGIN
-    return ("yes" if beyond else "no"), f"ratio {ratio:.3g} vs {MARGIN:g} (n < {MIN_WELCH_N})"
-
-
-def _fmt(stats: Stats, digits: int) -> str:
-    if not stats.n:
-        return "–"
-    text = f"{stats.mean:.{digits}f}"
-    if stats.sd is not None:
-        text += f" ± {stats.sd:.{digits}f}"
-    return f"{text} ({stats.n})"
 
 
 def _union(runs: list[RunData], dim: str | None, explicit: list, kinds: list[str], where: dict) -> list:
@@ -109,6 +166,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
         raise RunDirError(f"compare --out {out}: exists and is not a directory")
     tables = []
     shared_cells = [0] * (len(runs) - 1)
+    per_pair: list[list[Difference]] = [[] for _ in runs[1:]]
     for spec in base.report.tables:
         metrics = [(m, base.report.metrics[m]) for m in spec.metrics]
         kinds = sorted({m.kind for _, m in metrics})
@@ -121,20 +179,25 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
                     sel = {**spec.where, spec.rows: r}
                     if spec.columns:
                         sel[spec.columns] = g
-                    stats = [run.stats(metric, sel) for run in runs]
-                    if not any(s.n for s in stats):
+                    cells = [run.cell(metric, sel) for run in runs]
+                    if not any(c.cell.n or c.cell.invalid for c in cells):
                         continue
                     diffs = []
-                    for i, s in enumerate(stats[1:]):
-                        shared_cells[i] += bool(s.n and stats[0].n)
-                        exceeds, how = difference(stats[0], s)
-                        delta = "–" if not (s.n and stats[0].n) else f"{s.mean - stats[0].mean:+.{metric.digits}f}"
-                        diffs.append({"delta": delta, "exceeds": exceeds, "how": how})
+                    for i, c in enumerate(cells[1:]):
+                        shared_cells[i] += bool(c.cell.n and cells[0].cell.n)
+                        d = difference(cells[0], c)
+                        per_pair[i].append(d)
+                        diffs.append(d)
                     lines.append({"row": r, "group": g, "metric": metric.title(name),
-                                  "values": [_fmt(s, metric.digits) for s in stats], "diffs": diffs})
+                                  "values": [fmt_cell(c.cell, metric.digits) for c in cells], "diffs": diffs})
         tables.append({"id": spec.id, "title": spec.title, "rows_dim": spec.rows, "group_dim": spec.columns,
                        "lines": lines})
     warnings += check_cells_shared(labels, shared_cells, force)
+    for diffs in per_pair:
+        adjust(diffs)
+    for t in tables:
+        for line in t["lines"]:
+            line["diffs"] = [{"delta": d.delta(), "exceeds": d.exceeds, "how": d.how()} for d in line["diffs"]]
     out.mkdir(parents=True, exist_ok=True)
     figures, plots = [], []
     for plot in base.report.plots:
@@ -163,8 +226,13 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
                   "warnings": len((run.manifest.get("fidelity") or {}).get("warnings") or [])}
                  for label, run in zip(labels, runs)],
         "labels": labels, "tables": tables, "figures": figures, "claims": claims, "warnings": warnings,
-        "rule": (f"Δ = run − {labels[0]}. Exceeds the spread: with ≥ {MIN_WELCH_N} repetitions in both runs, "
-                 f"Welch's t-test at {ALPHA:.0%}; with fewer, a ratio of the means beyond {MARGIN:g}×."),
+        "rule": (f"Cells: mean of the completed samples [95 % CI] (n, censored at the timeout, invalid). "
+                 f"Δ = the effect of the run against {labels[0]}: median ratio − 1 from the censored log-normal "
+                 f"model (timed-out GETs censored, invalid ones excluded; repetitions not paired across runs), "
+                 f"with its 95 % CI. Beyond the spread: two-sided p below {ALPHA:.0%} after Holm's adjustment "
+                 f"over the cells compared between the two runs; values <= 0 by Gehan's permutation test; "
+                 f"counts in brackets: first run / this run; "
+                 f"– where the effect cannot be estimated (e.g. one repetition per side)."),
     }
     md_path, html_path = out / "compare.md", out / "compare.html"
     md_path.write_text(render_template("compare.md.j2", context))
