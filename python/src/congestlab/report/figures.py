@@ -3,12 +3,20 @@
 Colours are the Okabe-Ito palette (distinguishable with the common colour-vision
 deficiencies); series also differ by marker, runs in a comparison by line style and hatch.
 The seed's published values are black markers labelled "seed".
+
+Bars and line points are the mean of a cell's samples with its 95 % CI (Student t), the same
+numbers as the tables' "mean [95 % CI]" (report/cells.py); faint dots are the single
+repetitions. A CDF is the Kaplan–Meier estimate of the cell's distribution where some of its
+GETs timed out (censored at their timeout, as the tables' medians count them: a curve that
+stops below 1 is the share that did not finish, and is labelled so), else the empirical CDF,
+which the Kaplan–Meier estimate equals without censoring.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +27,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from congestlab.report.data import RunData, Stats, parse_number, norm  # noqa: E402
 from congestlab.spec.report import PlotSpec  # noqa: E402
+from congestlab.stats.samples import RIGHT  # noqa: E402
+from congestlab.stats.summary import mean_with_ci  # noqa: E402
 
 # Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
 # reddish purple, sky blue, yellow
@@ -39,6 +49,18 @@ class Figure:
     png: Path
     svg: Path
     warnings: list[str] = field(default_factory=list)
+    caption: str = ""  # what the marks are (report and compare templates)
+
+
+CAPTIONS = {
+    "bar": "bars: mean over repetitions with its 95 % CI (Student t; as the tables' mean [95 % CI], none at n = 1)",
+    "line": "points: mean over repetitions with its 95 % CI (Student t; as the tables' mean [95 % CI], none at "
+            "n = 1); faint dots: single repetitions",
+    "cdf": "one curve per cell: the Kaplan–Meier estimate where GETs timed out (censored at their timeout, as in "
+           "the tables' medians; a curve that stops below 1 leaves out the share that did not finish), else the "
+           "empirical CDF",
+    "timeseries": "one point per sample",
+}
 
 
 @dataclass
@@ -79,6 +101,7 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     nrows = math.ceil(len(facets) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 3.9 * nrows), squeeze=False)
     drawn = 0
+    censored = [0]  # GETs that timed out in the bar / line cells: their means are of completed GETs only
     keys = list(itertools.product(range(len(sources)), metrics, series_values))
     for f_index, facet in enumerate(facets):
         ax = axes[f_index // ncols][f_index % ncols]
@@ -94,10 +117,10 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
             label = _label(src.label, metric.label or mname if len(metrics) > 1 else "", sval)
             if plot.type == "bar":
                 n = _bars(ax, src.data, metric, mname, sel, plot, x_values, k, len(keys), style, label,
-                          seed=plot.published and s_index == 0)
+                          seed=plot.published and s_index == 0, censored=censored)
             elif plot.type == "line":
                 n = _line(ax, src.data, metric, mname, sel, plot, x_values, style, label,
-                          seed=plot.published and s_index == 0)
+                          seed=plot.published and s_index == 0, censored=censored)
             elif plot.type == "cdf":
                 n = _cdf(ax, src.data, metric, sel, style, label)
             else:
@@ -124,7 +147,13 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     fig.savefig(png, dpi=120)
     fig.savefig(svg)
     plt.close(fig)
-    return Figure(plot.id, plot.title, plot.note, png, svg)
+    caption = CAPTIONS[plot.type]
+    if "seed" in labels:
+        caption += "; black markers: the seed"
+    if censored[0]:
+        caption += (f"; {censored[0]} samples timed out and are not in these means "
+                    "(the tables' Kaplan–Meier medians count them)")
+    return Figure(plot.id, plot.title, plot.note, png, svg, caption=caption)
 
 
 def _tick(x: float) -> str:
@@ -163,7 +192,7 @@ def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
                                (units.pop() if len(units) == 1 else ""))
     if plot.type == "cdf":
         ax.set_xlabel(plot.x_label or metrics[0][1].title(metrics[0][0]))
-        ax.set_ylabel("fraction of samples ≤ x")
+        ax.set_ylabel("fraction of samples ≤ x")  # Kaplan–Meier where some timed out (_cdf)
         ax.set_ylim(0, 1.02)
     elif plot.type == "timeseries":
         ax.set_xlabel(plot.x_label or "time since the first sample (s)")
@@ -187,23 +216,35 @@ def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
     ax.grid(alpha=0.3, lw=0.6)
 
 
-def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, style, label, seed) -> int:
+def _mean_and_error(values: list[float]) -> tuple[float, float, float]:
+    """Mean and the distances to its 95 % CI's ends (0 where the CI is unbounded: n = 1)."""
+    mean, (lo, hi) = mean_with_ci(values)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return mean, 0.0, 0.0
+    return mean, mean - lo, hi - mean
+
+
+def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, style, label, seed, censored) -> int:
     width = 0.8 / n_keys
-    xs, means, sds, pub_x, pub_y = [], [], [], [], []
+    xs, means, below, above, pub_x, pub_y = [], [], [], [], [], []
     for i, xv in enumerate(x_values):
         cell = {**sel, plot.x: xv}
         stats = data.stats(metric, cell)
+        censored[0] += data.cell(metric, cell).cell.censored
         x = i - 0.4 + width * (k + 0.5)
         if stats.n:
+            mean, lo, hi = _mean_and_error(stats.values)
             xs.append(x)
-            means.append(stats.mean)
-            sds.append(stats.sd or 0.0)
+            means.append(mean)
+            below.append(lo)
+            above.append(hi)
         pub = data.published_value(mname, cell) if seed else None
         if pub is not None:
             pub_x.append(x)
             pub_y.append(pub)
     if xs:
-        ax.bar(xs, means, width * 0.95, yerr=sds if any(sds) else None, capsize=2, color=style["color"], hatch=style["hatch"],
+        ax.bar(xs, means, width * 0.95, yerr=[below, above] if any(below + above) else None, capsize=2,
+               color=style["color"], hatch=style["hatch"],
                edgecolor="white" if not style["hatch"] else "black", linewidth=0.4, label=label,
                error_kw={"elinewidth": 0.8})
     if pub_x:
@@ -212,25 +253,28 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
     return len(xs)
 
 
-def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, seed) -> int:
+def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, seed, censored) -> int:
     numeric = all(parse_number(v) is not None for v in x_values)
     pos = {v: (float(v) if numeric else i) for i, v in enumerate(x_values)}
-    xs, means, sds, dots_x, dots_y, pub = [], [], [], [], [], []
+    xs, means, below, above, dots_x, dots_y, pub = [], [], [], [], [], [], []
     for v in x_values:
         cell = {**sel, plot.x: v}
         samples = data.samples(metric, cell)
         stats = Stats([s.value for s in samples])
+        censored[0] += data.cell(metric, cell).cell.censored
         if stats.n:
+            mean, lo, hi = _mean_and_error(stats.values)
             xs.append(pos[v])
-            means.append(stats.mean)
-            sds.append(stats.sd or 0.0)
+            means.append(mean)
+            below.append(lo)
+            above.append(hi)
             dots_x += [pos[v]] * stats.n
             dots_y += stats.values
         p = data.published_value(mname, cell) if seed else None
         if p is not None:
             pub.append((pos[v], p))
     if xs:
-        ax.errorbar(xs, means, yerr=sds if any(sds) else None, color=style["color"], marker=style["marker"], ls=style["ls"], ms=5,
+        ax.errorbar(xs, means, yerr=[below, above] if any(below + above) else None, color=style["color"], marker=style["marker"], ls=style["ls"], ms=5,
                     capsize=2, lw=1.4, label=label)
         if len(dots_y) > len(xs):
             ax.scatter(dots_x, dots_y, s=8, color=style["color"], alpha=0.35, zorder=2)
@@ -242,15 +286,69 @@ def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, s
 
 
 def _cdf(ax, data: RunData, metric, sel, style, label) -> int:
-    values = sorted(s.value for s in data.samples(metric, sel))
-    if not values:
+    cell = data.cell(metric, sel).cell
+    valid = cell.valid()
+    if not valid:
         return 0
-    ys = [(i + 1) / len(values) for i in range(len(values))]
-    # from 0 at the smallest value, so that even one sample draws its step
-    ax.step([values[0], *values], [0.0, *ys], where="post", color=style["color"], ls=style["ls"], lw=1.6,
-            label=f"{label} (n={len(values)})")
-    ax.plot(values, ys, ls="none", marker=style["marker"], ms=3.5, color=style["color"])
-    return len(values)
+    if not cell.censored:
+        values = sorted(v for v, _, _ in valid)
+        ys = [(i + 1) / len(values) for i in range(len(values))]
+        # from 0 at the smallest value, so that even one sample draws its step
+        ax.step([values[0], *values], [0.0, *ys], where="post", color=style["color"], ls=style["ls"], lw=1.6,
+                label=f"{label} (n={len(values)})")
+        ax.plot(values, ys, ls="none", marker=style["marker"], ms=3.5, color=style["color"])
+        return len(values)
+    xs, ys = kaplan_meier_cdf(valid, cell.censoring)
+    right = cell.censoring == RIGHT
+    ax.step(xs, ys, where="post", color=style["color"], ls=style["ls"], lw=1.6,
+            label=f"{label} (n={cell.n}, {cell.censored} timed out)")
+    done = [v for v, c, _ in valid if c]
+    ax.plot(done, [_at(xs, ys, v) for v in done], ls="none", marker=style["marker"], ms=3.5, color=style["color"])
+    limits = [v for v, c, _ in valid if not c]
+    # where the estimate ends short of the distribution: above the last completed GET (a delay) or
+    # below the first (a throughput) lies the share that timed out
+    end = ys[-1] if right else ys[0]
+    if (right and end < 1.0) or (not right and end > 0.0):
+        bound = min(limits) if right else max(limits)
+        text = (f"stops at {end:.2f}: {cell.censored}/{cell.n} timed out (> {bound:g})" if right else
+                f"starts at {end:.2f}: {cell.censored}/{cell.n} timed out (< {bound:g})")
+        ax.annotate(text, (xs[-1] if right else xs[0], end), xytext=(-4 if right else 4, -10 if right else 6),
+                    textcoords="offset points", ha="right" if right else "left", fontsize=7, color=style["color"])
+    return cell.n
+
+
+def kaplan_meier_cdf(valid: list[tuple[float, bool, object]], censoring: str) -> tuple[list[float], list[float]]:
+    """The Kaplan–Meier estimate of P(X <= x) as step points (lifelines), from the smallest to the
+    largest value or limit: right-censored (a delay beyond its timeout) it starts at 0 and may stop
+    below 1; left-censored (a throughput below size / timeout) it may start above 0 and ends at 1."""
+    from lifelines import KaplanMeierFitter
+
+    times = [v for v, _, _ in valid]
+    events = [c for _, c, _ in valid]
+    kmf = KaplanMeierFitter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lifelines warns on ties and all-censored samples
+        if censoring == RIGHT:
+            kmf.fit(times, events)
+        else:
+            kmf.fit_left_censoring(times, events)
+    cdf = kmf.cumulative_density_.iloc[:, 0]
+    lo = min(times)
+    xs = [float(t) for t in cdf.index if t >= lo]
+    ys = [float(cdf[t]) for t in cdf.index if t >= lo]
+    if censoring == RIGHT:
+        return [lo, *xs], [0.0, *ys]  # from 0 at the smallest value, as the empirical CDF
+    return xs, ys
+
+
+def _at(xs: list[float], ys: list[float], x: float) -> float:
+    """The step function's value at x (the last step at or before it)."""
+    y = ys[0]
+    for xi, yi in zip(xs, ys):
+        if xi > x:
+            break
+        y = yi
+    return y
 
 
 def _timeseries(ax, data: RunData, metric, sel, plot, style, label) -> int:
