@@ -229,8 +229,9 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
     xs, means, below, above, pub_x, pub_y = [], [], [], [], [], []
     for i, xv in enumerate(x_values):
         cell = {**sel, plot.x: xv}
-        stats = data.stats(metric, cell)
-        censored[0] += data.cell(metric, cell).cell.censored
+        engine_cell = data.cell(metric, cell).cell  # its completed samples are data.stats's
+        stats = Stats(engine_cell.completed())
+        censored[0] += engine_cell.censored
         x = i - 0.4 + width * (k + 0.5)
         if stats.n:
             mean, lo, hi = _mean_and_error(stats.values)
@@ -259,9 +260,9 @@ def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, s
     xs, means, below, above, dots_x, dots_y, pub = [], [], [], [], [], [], []
     for v in x_values:
         cell = {**sel, plot.x: v}
-        samples = data.samples(metric, cell)
-        stats = Stats([s.value for s in samples])
-        censored[0] += data.cell(metric, cell).cell.censored
+        engine_cell = data.cell(metric, cell).cell  # its completed samples are data.samples's
+        stats = Stats(engine_cell.completed())
+        censored[0] += engine_cell.censored
         if stats.n:
             mean, lo, hi = _mean_and_error(stats.values)
             xs.append(pos[v])
