@@ -65,6 +65,8 @@ def test_compare_marks_a_real_change_and_not_noise(tmp_path):
     assert "| **yes** (n=3/3, censored 0/0, invalid 0/0; censored log-normal p=" in _line(md, "C1B")
     assert "| +0.2 % [-2.1 %, +2.6 %] | no (" in _line(md, "C2B")
     assert done.console["cells"][1] == [["2", "1"]]
+    (listed,) = done.console["differences beyond the spread"][1]
+    assert listed[:5] == ["t", "C1B", "thr", "b", "-33.2 % [-35.1 %, -31.3 %]"] and "censored 0/0" in listed[5]
 
 
 def test_compare_adjusts_over_the_cells_compared(tmp_path):

@@ -32,6 +32,7 @@ from congestlab.stats.rules import holm
 from congestlab.stats.samples import RIGHT
 
 ALPHA = 0.05  # two-sided: the 95 % CI excludes 0
+MAX_LISTED = 20  # differences listed on the console; compare.md has them all
 
 
 @dataclass
@@ -244,4 +245,15 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
     n_exceed = sum(d["exceeds"] == "yes" for t in tables for line in t["lines"] for d in line["diffs"])
     n_cells = sum(len(t["lines"]) for t in tables)
     console["cells"] = (("cells compared", "differences beyond the spread"), [[str(n_cells), str(n_exceed)]])
+    beyond = [[t["id"], " ".join(str(x) for x in (line["row"], line["group"]) if x is not None), line["metric"],
+               label, d["delta"], d["how"]]
+              for t in tables for line in t["lines"] for label, d in zip(labels[1:], line["diffs"])
+              if d["exceeds"] == "yes"]
+    if beyond:
+        shown = beyond[:MAX_LISTED]
+        if len(beyond) > MAX_LISTED:
+            shown.append(["…", f"{len(beyond) - MAX_LISTED} more in {md_path}", "", "", "", ""])
+        console["differences beyond the spread"] = (
+            ("table", "cell", "metric", "run", f"Δ vs {labels[0]} [95 % CI]", "n, censored, invalid (first/run); p"),
+            shown)
     return Comparison(md_path, html_path, plots, console, warnings)
