@@ -11,7 +11,7 @@ the interpolation corrected; a step of the real-time clock shows there too.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,3 +65,16 @@ def raw_probe_rows(raw_csv: Path, columns: list[str], what: str) -> Iterator[tup
             if None in raw or None in raw.values():
                 continue
             yield reader.line_num, raw
+
+
+def write_series_csv(path: Path, columns: list[str], rows: Iterable[dict]) -> int:
+    """`columns` of each row as CSV (a missing or None value is empty); returns the rows written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(columns)
+        for row in rows:
+            out.writerow(["" if row.get(k) is None else row[k] for k in columns])
+            count += 1
+    return count

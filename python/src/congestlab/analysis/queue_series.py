@@ -8,7 +8,7 @@ import csv
 from collections.abc import Iterable
 from pathlib import Path
 
-from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows
+from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows, write_series_csv
 from congestlab.errors import RunDirError
 
 QUEUE_COLUMNS = ["ts_ns", "link", "backlog_bytes", "backlog_pkts", "max_backlog_bytes", "max_backlog_pkts", "drops",
@@ -37,15 +37,7 @@ def queue_rows(raw_csv: Path, clock: ProbeClock) -> list[dict]:
 
 
 def write_queue_series(path: Path, rows: Iterable[dict]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with open(path, "w", newline="") as fh:
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(QUEUE_COLUMNS)
-        for row in rows:
-            out.writerow([row[k] for k in QUEUE_COLUMNS])
-            count += 1
-    return count
+    return write_series_csv(path, QUEUE_COLUMNS, rows)
 
 
 def read_queue_series(path: Path) -> list[dict]:

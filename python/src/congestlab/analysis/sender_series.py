@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows
+from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows, write_series_csv
 from congestlab.errors import RunDirError
 
 SENDER_COLUMNS = ["ts_ns", "event", "family", "client_port", "snd_cwnd_bytes", "snd_cwnd_pkts", "mss_bytes",
@@ -162,15 +162,7 @@ def _lean_row(c: _LeanConnection, ts_ns: int, event: str, **values) -> dict:
 
 def write_sender_series(path: Path, rows: Iterable[dict]) -> int:
     """SENDER_COLUMNS as CSV; returns the rows written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with open(path, "w", newline="") as fh:
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(SENDER_COLUMNS)
-        for row in rows:
-            out.writerow(["" if row.get(k) is None else row[k] for k in SENDER_COLUMNS])
-            count += 1
-    return count
+    return write_series_csv(path, SENDER_COLUMNS, rows)
 
 
 def read_sender_series(path: Path) -> list[dict]:
