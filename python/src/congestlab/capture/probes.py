@@ -101,8 +101,10 @@ def read_reply(proc: subprocess.Popen, argv: list[str], stderr_path: Path, timeo
         raise ToolError(argv, -1, "clprobe did not answer")
     answer = (line.decode(errors="replace") if isinstance(line, bytes) else line).strip()
     if not answer or answer.startswith("error"):
+        if answer:  # it refused the command and stays ready for the next
+            raise ToolError(argv, None, answer.removeprefix("error").strip())
         proc.poll()
-        why = answer or stderr_path.read_text(errors="replace").strip() or "clprobe ended"
+        why = stderr_path.read_text(errors="replace").strip() or "clprobe ended"
         raise ToolError(argv, proc.returncode if proc.returncode is not None else -1, why)
     return answer
 
