@@ -69,7 +69,7 @@ def test_tiny_run_gives_aligned_series_and_leaves_no_bpf(tmp_path, within):
     assert manifest["status"] == "complete", manifest.get("error")
     requests = read_results(run_dir, "request")
     assert len(requests) == 4 and all(r["outcome"] == "complete" for r in requests), requests
-    prog_ids = []
+    prog_ids, recordings = [], {}
     for row in requests:
         point, server, port = row["point_id"], row["server"], int(row["client_port"])
         series = run_dir / "results" / "series" / point / "r1"
@@ -92,9 +92,13 @@ def test_tiny_run_gives_aligned_series_and_leaves_no_bpf(tmp_path, within):
         probe = info["probes"]
         assert probe["stopped"] and probe["lost"] == 0 and probe["truncated"] == 0 and probe["drift_ok"], probe
         prog_ids += [i for i in probe["prog_ids"] if i]
+        recordings[point] = (probe["sampler_pid"], probe["recording"])
         queue = read_queue_series(series / "bottleneck-queue.csv")
         assert queue and {q["link"].split("/")[0] for q in queue} >= {"r1"}
         assert max(q["max_backlog_pkts"] for q in queue) > 0  # 20 Mbit/s of MGEN and a GET queued at r1
+    # one sampler for the run: its programs loaded once, a recording per repetition
+    assert len({pid for pid, _ in recordings.values()}) == 1, recordings
+    assert sorted(n for _, n in recordings.values()) == list(range(1, len(recordings) + 1)), recordings
     checks = {c["name"].split("@")[0]: c for c in manifest["fidelity"]["checks"]}
     assert checks["probe_complete"]["ok"] and checks["probe_clock_drift"]["ok"]
     assert prog_ids and not any(_prog_alive(i) for i in prog_ids)

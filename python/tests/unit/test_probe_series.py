@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import dpkt
 import pytest
@@ -17,8 +19,11 @@ from congestlab.analysis.probe_clock import ProbeClock, probe_clock
 from congestlab.analysis.queue_series import queue_rows, read_queue_series, write_queue_series
 from congestlab.analysis.sender_series import (SENDER_COLUMNS, kernel_rows, lean_rows, read_sender_series,
                                                write_sender_series)
-from congestlab.capture.probes import SockTarget, QueueTarget, clprobe_argv, read_clock, stop_summary
-from congestlab.errors import RunDirError
+from congestlab.capture import probes
+from congestlab.capture.probes import (SockTarget, QueueTarget, clprobe_argv, read_clock, recording_commands,
+                                       stop_summary)
+from congestlab.errors import RunDirError, ToolError
+from congestlab.runner import captures
 from congestlab.testbed import namespaces
 
 SAMPLE = Path(__file__).parent / "data" / "probe-sample"
@@ -186,6 +191,115 @@ def test_sampler_argv_and_summary(tmp_path):
     summary = stop_summary(tmp_path, start, ["clprobe"])
     assert summary["stopped"] and summary["drift_ok"] and summary["lost"] == 0 and summary["truncated"] == 0
     assert summary["tcp_rows"] > 0 and 0 < summary["cpu_s"] < summary["wall_s"]
+    assert summary["recording"] == 1  # a one-shot sampler's lines say nothing of recordings
+
+
+def test_a_recording_is_its_targets_output_and_cap():
+    text = recording_commands(Path("/runs/x/points/p/r2/probes"), [SockTarget("apache", 4026532177, 80)],
+                              [QueueTarget("r1/x-e0", 4026532180, 3)], 5_000_000)
+    assert text.splitlines() == ["out /runs/x/points/p/r2/probes", "max-bytes 5000000",
+                                 "sock 4026532177:80:apache", "queue 4026532180:3:r1/x-e0", "begin"]
+    with pytest.raises(RunDirError, match="no newline"):
+        recording_commands(Path("/runs/x\ny"), [], [], 1)
+
+
+def test_a_later_recordings_summary_separates_its_cpu_from_the_samplers(tmp_path):
+    """A sampler's second recording: its own CPU and BPF time; the loading it paid once."""
+    start = {"event": "start", "realtime_ns": 5_000_000_000, "monotonic_ns": 1_000_000_000, "read_ns": 31,
+             "pid": 77, "recording": 2, "prog_ids": [1, 2, 3], "cpu_s": 0.081, "load_cpu_s": 0.072}
+    stop = {"event": "stop", "realtime_ns": 5_750_000_100, "monotonic_ns": 1_750_000_000, "read_ns": 30,
+            "tcp_rows": 10, "queue_rows": 5, "bytes": 900, "truncated": 0, "lost_tcp": 0, "lost_queue": 0,
+            "cpu_user_s": 0.001, "cpu_system_s": 0.002, "cpu_total_s": 0.084, "bpf_run_time_ns": 4_000_000,
+            "bpf_run_count": 30_000}
+    (tmp_path / "clock.jsonl").write_text(json.dumps(start) + "\n" + json.dumps(stop) + "\n")
+    summary = stop_summary(tmp_path, start, ["clprobe", "--control"])
+    assert summary["recording"] == 2 and summary["sampler_pid"] == 77
+    assert summary["cpu_s"] == 0.003 and summary["sampler_load_cpu_s"] == 0.072
+    assert summary["sampler_cpu_total_s"] == 0.084 and summary["wall_s"] == 0.75
+    assert summary["drift_ns"] == 100 and summary["drift_ok"] and summary["bpf_run_time_ns"] == 4_000_000
+
+
+# bpf/clprobe --control's protocol, played by a script: answers, a clock.jsonl per recording
+FAKE_CLPROBE = textwrap.dedent("""\
+    import json, os, sys
+    print("loaded", flush=True)
+    out, n, recording = None, 0, False
+    for line in sys.stdin:
+        word, _, arg = line.rstrip("\\n").partition(" ")
+        if word == "out":
+            out = arg
+        elif word == "begin":
+            if recording or out is None or not os.path.isdir(out):
+                print("error cannot write in " + str(out), flush=True)
+                continue
+            n, recording = n + 1, True
+            with open(os.path.join(out, "clock.jsonl"), "w") as f:
+                f.write(json.dumps({"event": "start", "realtime_ns": 2000, "monotonic_ns": 1000, "read_ns": 30,
+                                    "pid": os.getpid(), "recording": n, "load_cpu_s": 0.07}) + "\\n")
+            print("started", flush=True)
+        elif word == "end":
+            with open(os.path.join(out, "clock.jsonl"), "a") as f:
+                f.write(json.dumps({"event": "stop", "realtime_ns": 3000, "monotonic_ns": 2000, "read_ns": 30,
+                                    "tcp_rows": 1, "queue_rows": 0, "bytes": 10, "truncated": 0, "lost_tcp": 0,
+                                    "lost_queue": 0, "cpu_user_s": 0.0, "cpu_system_s": 0.001,
+                                    "cpu_total_s": 0.071}) + "\\n")
+            recording, out = False, None
+            print("stopped", flush=True)
+    """)
+
+
+class FakeTestbed:
+    prefix = "cl000000"
+
+    def __init__(self):
+        self.started: list[list[str]] = []
+
+    def start(self, node, argv, stdout=None, stderr=None, env=None, stdin=None):
+        self.started.append(argv)
+        return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr)
+
+    def stop(self, proc, grace_s=3.0):
+        if proc.poll() is None:
+            proc.terminate()
+        return proc.wait(timeout=grace_s)
+
+
+def test_the_run_sampler_starts_once_and_records_each_repetition(tmp_path, monkeypatch):
+    script = tmp_path / "clprobe.py"
+    script.write_text(FAKE_CLPROBE)
+    monkeypatch.setattr(probes, "clprobe_path", lambda: Path(sys.executable))
+    monkeypatch.setattr(probes, "clprobe_control_argv",
+                        lambda interval_us, bpf_stats=False: [sys.executable, str(script), str(interval_us)])
+    monkeypatch.setattr(captures, "clprobe_control_argv", probes.clprobe_control_argv)
+    owner: list[str] = []
+    monkeypatch.setattr(captures, "set_owner_field", lambda prefix, field, value: owner.append(value))
+    tb, sampler = FakeTestbed(), captures.ProbeSampler(tmp_path / "logs" / "clprobe.log")
+    capture = SimpleNamespace(queue_interval_us=1000, probe_bpf_stats=True, probe_max_bytes=5_000_000)
+    socks = [SockTarget("apache", 4026532177, 80)]
+    pids = []
+    try:
+        for rep in (1, 2, 3):
+            out = tmp_path / f"r{rep}"
+            out.mkdir()
+            start = sampler.begin(tb, "server", out, socks, [], capture)
+            assert start["recording"] == rep
+            pids.append(start["pid"])
+            sampler.end(tb)
+            summary = stop_summary(out, start, sampler.argv)
+            assert summary["stopped"] and summary["recording"] == rep and summary["cpu_s"] == 0.001
+        assert len(tb.started) == 1 and len(set(pids)) == 1  # loaded once for three repetitions
+        assert owner and owner[0].startswith(f"{pids[0]}:")  # `clean` can find it while it lives
+        with pytest.raises(ToolError, match="cannot write"):  # a bad recording: one clear error, sampler closed
+            sampler.begin(tb, "server", tmp_path / "missing", socks, [], capture)
+        assert sampler.proc is None and owner[-1] == ""
+        (tmp_path / "r4").mkdir()
+        start = sampler.begin(tb, "server", tmp_path / "r4", socks, [],
+                              SimpleNamespace(queue_interval_us=500, probe_bpf_stats=True, probe_max_bytes=1))
+        assert start["recording"] == 1 and tb.started[-1][-1] == "500"  # restarted with the new interval
+        proc = sampler.proc
+    finally:
+        sampler.close(tb)
+    assert proc.poll() is not None and owner[-1] == ""  # its stdin closed: it ended
 
 
 def test_owner_record_keeps_the_samplers_in_their_own_field(tmp_path, monkeypatch):
@@ -236,3 +350,23 @@ def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
     (rep_dir / "probes" / "queue-probe.csv").write_text("nonsense\n")
     problems = _write_probe_series(series, rep_dir, info, {"spec": {}}, {}, {})
     assert len(problems) == 1 and "not a queue probe recording" in problems[0]
+
+
+def test_probe_cost_counts_the_start_up_once_per_sampler(tmp_path):
+    """Two recordings of one sampler: per recording its own CPU over its wall time; with
+    start-up, everything the sampler spent (loading included) over both recordings' wall."""
+    from congestlab.bench.probe_cost import probe_cost
+
+    for rep, (cpu_s, total_s) in enumerate([(0.002, 0.080), (0.004, 0.085)], start=1):
+        rep_dir = tmp_path / "points" / "on" / f"r{rep}"
+        rep_dir.mkdir(parents=True)
+        probe = {"stopped": True, "wall_s": 0.5, "cpu_s": cpu_s, "sampler_pid": 9, "recording": rep,
+                 "sampler_load_cpu_s": 0.072, "sampler_cpu_total_s": total_s, "bpf_run_time_ns": 3_000_000,
+                 "bpf_run_count": 100, "bytes": 1000, "lost": 0, "truncated": 0, "drift_ns": 5}
+        (rep_dir / "rep.json").write_text(json.dumps({"probes": probe}))
+    result = probe_cost(tmp_path)
+    assert [round(r["cpu_pct_of_one_core"], 6) for r in result["reps"]] == [1.0, 1.4]  # (3 ms + own) / 0.5 s
+    (life,) = result["samplers"]
+    assert life["recordings"] == 2 and life["load_cpu_s"] == 0.072
+    assert result["cpu_pct_with_startup_max"] == pytest.approx(100 * (0.085 + 0.006) / 1.0)
+    assert not result["cpu_ok"]  # 9.1 % with its start-up over just 1 s of recording

@@ -2,7 +2,10 @@
 ACK and the shaped egresses' queues, written beside the pcaps of a repetition.
 
 The tracepoints are machine-wide; the sampler is told which sockets (network namespace inode,
-local port) and which queues (namespace inode, ifindex) are ours. Nothing is pinned: its BPF
+local port) and which queues (namespace inode, ifindex) are ours. A run starts it once
+(`clprobe --control`: loading and verifying the programs costs 30-110 ms of CPU) and, per
+repetition, sends it the targets and the output directory of a recording on its stdin
+(`recording_commands`). Nothing is pinned: its BPF
 programs live as long as the process (which also ends with its parent, PR_SET_PDEATHSIG), and
 it runs inside one of the testbed's namespaces, so the testbed's teardown and `congestlab
 clean` kill it with every other process there.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import time
 from dataclasses import dataclass
@@ -65,10 +69,50 @@ def clprobe_argv(out_dir: Path, socks: list[SockTarget], queues: list[QueueTarge
     return argv + (["--bpf-stats"] if bpf_stats else [])
 
 
+def clprobe_control_argv(interval_us: int, bpf_stats: bool = False) -> list[str]:
+    """A sampler that loads its programs once and takes its recordings on stdin."""
+    return [str(clprobe_path()), "--control", "--interval-us", str(interval_us)] + (
+        ["--bpf-stats"] if bpf_stats else [])
+
+
+def recording_commands(out_dir: Path, socks: list[SockTarget], queues: list[QueueTarget], max_bytes: int) -> str:
+    """The lines that make a `--control` sampler record one repetition into `out_dir`."""
+    if "\n" in str(out_dir):
+        raise RunDirError(f"{out_dir!r}: a sampler's output directory has no newline")
+    lines = [f"out {out_dir}", f"max-bytes {max_bytes}"]
+    lines += [f"sock {s.netns_ino}:{s.port}:{s.server}" for s in socks]
+    lines += [f"queue {q.netns_ino}:{q.ifindex}:{q.link}" for q in queues]
+    return "\n".join(lines + ["begin"]) + "\n"
+
+
+def read_reply(proc: subprocess.Popen, argv: list[str], stderr_path: Path, timeout_s: float = 20.0) -> str:
+    """The `--control` sampler's next answer line ("loaded", "started", "stopped"); its
+    stderr in a ToolError when it answers "error ...", ends, or stays silent."""
+    deadline = time.monotonic() + timeout_s
+    line = ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], min(0.2, max(0.0, deadline - time.monotonic())))
+        if ready:
+            line = proc.stdout.readline()
+            break
+        if proc.poll() is not None:
+            break
+    else:
+        raise ToolError(argv, -1, "clprobe did not answer")
+    answer = (line.decode(errors="replace") if isinstance(line, bytes) else line).strip()
+    if not answer or answer.startswith("error"):
+        if answer:  # it refused the command and stays ready for the next
+            raise ToolError(argv, None, answer.removeprefix("error").strip())
+        proc.poll()
+        why = stderr_path.read_text(errors="replace").strip() or "clprobe ended"
+        raise ToolError(argv, proc.returncode if proc.returncode is not None else -1, why)
+    return answer
+
+
 def wait_attached(out_dir: Path, proc: subprocess.Popen, argv: list[str], stderr_path: Path,
                   timeout_s: float = 20.0) -> dict:
-    """The sampler's start line, written once its programs are attached (loading and
-    verifying takes ~0.2 s, longer on a busy machine)."""
+    """The one-shot sampler's start line, written once its programs are attached (loading
+    and verifying takes ~0.2 s, longer on a busy machine)."""
     clock = out_dir / CLOCK_FILE
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -108,9 +152,12 @@ def read_clock(path: Path) -> tuple[dict, dict | None]:
 
 
 def stop_summary(out_dir: Path, start: dict, argv: list[str]) -> dict:
-    """What rep.json's `probes` records: the sampler's counts, CPU and clock offsets."""
+    """What rep.json's `probes` records: the recording's counts, CPU and clock offsets, and
+    the sampler's (pid, which of its recordings this is, its CPU to load the programs and in
+    total so far: a run's sampler serves all its repetitions)."""
     _, stop = read_clock(out_dir / CLOCK_FILE)
-    summary = {"argv": argv, "prog_ids": start.get("prog_ids"),
+    summary = {"argv": argv, "prog_ids": start.get("prog_ids"), "sampler_pid": start.get("pid"),
+               "recording": start.get("recording", 1),
                "offset_ns": [start["realtime_ns"] - start["monotonic_ns"]]}
     if stop is None:
         return summary | {"stopped": False}
@@ -121,8 +168,9 @@ def stop_summary(out_dir: Path, start: dict, argv: list[str]) -> dict:
         "clock_read_ns": max(start.get("read_ns", 0), stop.get("read_ns", 0)),
         "tcp_rows": stop["tcp_rows"], "queue_rows": stop["queue_rows"], "bytes": stop["bytes"],
         "truncated": stop["truncated"], "lost": stop["lost_tcp"] + stop["lost_queue"],
-        "cpu_s": round(stop["cpu_user_s"] + stop["cpu_system_s"], 6),
-        "cpu_at_attach_s": start.get("cpu_s"),  # loading and verifying the programs
+        "cpu_s": round(stop["cpu_user_s"] + stop["cpu_system_s"], 6),  # between start and stop
+        "sampler_load_cpu_s": start.get("load_cpu_s"),  # loading and verifying, once per sampler
+        "sampler_cpu_total_s": stop.get("cpu_total_s"),  # since the sampler started, loading included
         "wall_s": round((stop["monotonic_ns"] - start["monotonic_ns"]) / 1e9, 6),
         "bpf_run_time_ns": stop.get("bpf_run_time_ns"), "bpf_run_count": stop.get("bpf_run_count"),
     }

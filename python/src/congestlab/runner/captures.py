@@ -1,19 +1,22 @@
 """A repetition's recordings: tcpdump at every capturing server's port and, with [capture]
-kernel_probe / queue_probe, the BPF sampler (capture/probes.py), all started before the
-workloads and stopped after them, with the kernel's drop counts and the sampler's own."""
+kernel_probe / queue_probe, a recording by the run's BPF sampler (capture/probes.py), all
+started before the workloads and stopped after them, with the kernel's drop counts and the
+sampler's own. The sampler itself lives across repetitions (ProbeSampler): loading its
+programs costs more CPU than a short repetition's recording."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab import fidelity
-from congestlab.capture.probes import (RAW_DIR, QueueTarget, SockTarget, clprobe_argv, netns_inode, stop_summary,
-                                       wait_attached)
+from congestlab.capture.probes import (CLOCK_FILE, RAW_DIR, QueueTarget, SockTarget, clprobe_control_argv,
+                                       netns_inode, read_clock, read_reply, recording_commands, stop_summary)
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
-from congestlab.errors import RunDirError
+from congestlab.errors import RunDirError, ToolError
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.network import shaped
 from congestlab.spec.models import CaptureSpec
@@ -21,13 +24,82 @@ from congestlab.testbed import Testbed
 from congestlab.testbed.namespaces import process_tag, set_owner_field
 
 
+class ProbeSampler:
+    """The run's BPF sampler (bpf/clprobe --control), started at the first repetition that
+    records and kept for the next ones: a recording swaps only its filter maps and output
+    files. A repetition asking for another queue interval or BPF accounting restarts it;
+    close() ends it (the testbed's teardown, `congestlab clean` through the owner record's
+    `probes` line, and PR_SET_PDEATHSIG end it otherwise)."""
+
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+        self.argv: list[str] = []
+        self.key: tuple | None = None
+
+    def begin(self, tb: Testbed, node: str, out_dir: Path, socks: list[SockTarget], queues: list[QueueTarget],
+              capture: CaptureSpec) -> dict:
+        """Start a recording into out_dir; its start line (written once attached)."""
+        key = (capture.queue_interval_us, capture.probe_bpf_stats)
+        if self.proc is not None and (self.key != key or self.proc.poll() is not None):
+            self.close(tb)
+        try:
+            if self.proc is None:
+                self._start(tb, node, key)
+            self._send(recording_commands(out_dir, socks, queues, capture.probe_max_bytes))
+            read_reply(self.proc, self.argv, self.log_path)  # "started"
+            start, _ = read_clock(out_dir / CLOCK_FILE)
+        except BaseException:
+            self.close(tb)
+            raise
+        return start
+
+    def end(self, tb: Testbed) -> None:
+        """End the recording: the sampler drains, detaches and writes the stop line."""
+        try:
+            self._send("end\n")
+            read_reply(self.proc, self.argv, self.log_path)  # "stopped"
+        except BaseException:
+            self.close(tb)
+            raise
+
+    def close(self, tb: Testbed) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()  # its stdin's end: it ends a running recording and exits
+            proc.wait(timeout=5.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        tb.stop(proc, grace_s=5.0)  # SIGTERM if still there; forgets it either way
+        set_owner_field(tb.prefix, "probes", "")
+
+    def _start(self, tb: Testbed, node: str, key: tuple) -> None:
+        self.argv = clprobe_control_argv(key[0], bpf_stats=key[1])
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as err:
+            # inside a testbed namespace: the teardown (and `clean`) kill it with the rest there
+            self.proc = tb.start(node, self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        self.key = key
+        set_owner_field(tb.prefix, "probes", process_tag(self.proc.pid))
+        read_reply(self.proc, self.argv, self.log_path)  # "loaded"
+
+    def _send(self, text: str) -> None:
+        try:
+            self.proc.stdin.write(text.encode())
+            self.proc.stdin.flush()
+        except OSError as err:
+            raise ToolError(self.argv, self.proc.poll(), f"clprobe's stdin: {err.strerror or err}") from None
+
+
 @dataclass
 class Probe:
-    """The running sampler of a repetition."""
-    proc: object
-    argv: list[str]
+    """A repetition's recording by the run's sampler."""
+    sampler: ProbeSampler
     out_dir: Path
     start: dict
+    own: bool = False  # a sampler started for this repetition alone: closed with it
 
 
 @dataclass
@@ -39,8 +111,10 @@ class Captures:
     probe: Probe | None = None
 
 
-def start_captures(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec | None = None) -> Captures:
-    """`servers`: name -> running server (its spec says whether and where it is captured)."""
+def start_captures(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec | None = None,
+                   sampler: ProbeSampler | None = None) -> Captures:
+    """`servers`: name -> running server (its spec says whether and where it is captured);
+    `sampler`: the run's BPF sampler (without one, a sampler is started for this repetition)."""
     captures = Captures()
     try:
         for name, server in servers.items():
@@ -55,7 +129,7 @@ def start_captures(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSp
             captures.running.append((name, proc, err_path, argv))
             wait_listening(err_path, proc, argv)
         if capture is not None and (capture.kernel_probe or capture.queue_probe):
-            captures.probe = _start_probe(tb, servers, rep_dir, capture)
+            captures.probe = _start_probe(tb, servers, rep_dir, capture, sampler)
     except BaseException:
         stop_captures(tb, captures, {})  # what started is stopped, also on Ctrl-C
         raise
@@ -76,38 +150,35 @@ def probe_targets(tb: Testbed, servers: dict, capture: CaptureSpec) -> tuple[lis
     return socks, queues
 
 
-def _start_probe(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec) -> Probe | None:
+def _start_probe(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSpec,
+                 sampler: ProbeSampler | None) -> Probe | None:
     socks, queues = probe_targets(tb, servers, capture)
     if not socks and not queues:
         return None
     out_dir = rep_dir / RAW_DIR
     out_dir.mkdir(exist_ok=True)
-    argv = clprobe_argv(out_dir, socks, queues, capture.queue_interval_us, capture.probe_max_bytes,
-                        bpf_stats=capture.probe_bpf_stats)
-    # inside a testbed namespace: the teardown (and `clean`) kill it with the rest there
+    own = sampler is None
+    if own:
+        sampler = ProbeSampler(rep_dir / "logs" / "clprobe.log")
     node = next((servers[s.server].spec.node for s in socks), None) or next(
         n.name for n in tb.layout.nodes.values() if any(i.rate_bps for i in n.interfaces))
-    err_path = rep_dir / "logs" / "clprobe.log"
-    with open(err_path, "wb") as err:
-        proc = tb.start(node, argv, stderr=err)
-    set_owner_field(tb.prefix, "probes", process_tag(proc.pid))
-    try:
-        start = wait_attached(out_dir, proc, argv, err_path)
-    except BaseException:
-        _stop_probe(tb, Probe(proc, argv, out_dir, {}))
-        raise
-    return Probe(proc, argv, out_dir, start)
+    start = sampler.begin(tb, node, out_dir, socks, queues, capture)
+    return Probe(sampler, out_dir, start, own)
 
 
 def _stop_probe(tb: Testbed, probe: Probe) -> dict | None:
-    tb.stop(probe.proc, grace_s=5.0)  # SIGTERM: it drains its ring buffer and writes its stop line
-    set_owner_field(tb.prefix, "probes", "")
-    if not probe.start:
-        return None
+    argv = probe.sampler.argv
     try:
-        return stop_summary(probe.out_dir, probe.start, probe.argv)
-    except RunDirError as err:  # the tcpdumps are stopped all the same
-        return {"argv": probe.argv, "stopped": False, "error": str(err)}
+        probe.sampler.end(tb)  # it drains its ring buffer and writes its stop line
+    except ToolError as err:  # the tcpdumps are stopped all the same; the summary says what is missing
+        return {"argv": argv, "stopped": False, "error": str(err)}
+    finally:
+        if probe.own:
+            probe.sampler.close(tb)
+    try:
+        return stop_summary(probe.out_dir, probe.start, argv)
+    except RunDirError as err:
+        return {"argv": argv, "stopped": False, "error": str(err)}
 
 
 def stop_captures(tb: Testbed, captures: Captures, info: dict) -> None:

@@ -32,7 +32,7 @@ from congestlab.capture.tcpdump import tcpdump_version
 from congestlab.errors import CongestlabError, Interrupted, SpecError
 from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
-from congestlab.runner.captures import Captures, probe_checks, start_captures, stop_captures
+from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
 from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
@@ -101,6 +101,8 @@ class Runner:
         self.servers = Servers(self)
         self.backgrounds = Backgrounds(self)
         self.temp_dirs: list[Path] = []
+        # the BPF sampler serves every repetition: loading its programs once, not per repetition
+        self.probe_sampler = ProbeSampler(self.run_dir / "logs" / "clprobe.log")
         self._last_point = ""
         self.budget = TimeBudget()  # where this session's time goes (runner/time_budget.py)
         self.previous_get: dict = {}  # the last measured GET's connection, across runs (workloads/get.py)
@@ -194,6 +196,7 @@ class Runner:
                 self._run_all(tb)
             finally:
                 teardown0 = self.budget.clock()
+                self.probe_sampler.close(tb)
                 self.backgrounds.stop_all(self._last_point)
                 self.servers.stop_all()
         self.manifest["testbed"]["teardown_s"] = round(tb.teardown_s, 3)
@@ -289,7 +292,7 @@ class Runner:
                     time.sleep(study.warmup_s)
             # the point's own servers: the others of its unit idle beside it (spec/sweep.py)
             captures = start_captures(tb, {n: s for n, s in running.items() if n in point.measured}, rep_path,
-                                      study.capture)
+                                      study.capture, self.probe_sampler)
             started = False
             for name in point.workloads:
                 spec = study.workload(name)
