@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from congestlab import study
 from congestlab.errors import RunDirError, SpecError
 from congestlab.report.claims import FAILS, HOLDS
 from congestlab.suite import run as suite_run
@@ -125,7 +126,7 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
         _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
         return run_dir
 
-    monkeypatch.setattr(suite_run, "run_child", fake_run_child)
+    monkeypatch.setattr(study, "run_child", fake_run_child)  # study.run_children runs each
     monkeypatch.setattr(suite_run, "print_report", lambda *a: None)
     parent_dir = tmp_path / "out"
     parent, failed = run_suite(suite, studies, quick=True, out=parent_dir, echo=lambda *_: None)
@@ -133,6 +134,12 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
     assert [r[1].as_posix() for r in ran] == ["studies/ipv6", "studies/anma"] and all(r[2] for r in ran)
     state = json.loads((parent / STATE).read_text())
     assert state["runs"]["ipv6"]["status"] == "complete" and state["runs"]["anma"]["status"] == "failed"
+    # the run's time and the report's apart; every attempt's time kept
+    assert list(state["runs"]["ipv6"]) == ["status", "load_avg_1m_start", "wall_s", "report_s", "load_avg_1m",
+                                           "attempts_wall_s"]
+    assert list(state["runs"]["anma"]) == ["status", "load_avg_1m_start", "error", "wall_s", "load_avg_1m",
+                                           "attempts_wall_s"]
+    assert state["runs"]["anma"]["error"] == "the testbed broke"
     assert (parent / "studies" / "ipv6" / "report.html").exists()  # the sub-run's own report
     # --resume: ipv6 is kept, anma runs again; its earlier attempt's time is kept beside
     ran.clear()
