@@ -22,7 +22,7 @@ from congestlab.sensitivity import sweep_run
 from congestlab.sensitivity.sweep_run import STATE, Plan, plan, run_sensitivity
 from congestlab.spec import load_preset
 
-from report_fixtures import request_run
+from report_fixtures import delay_claim_run
 
 
 # --- configurations -------------------------------------------------------------------------
@@ -174,20 +174,8 @@ def test_robustness_categories():
 
 # --- the report from hand-made runs ----------------------------------------------------------
 
-REPORT = {
-    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
-    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
-                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
-}
-PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
-             {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
-
-
 def _config_run(parent, config_id, v4_ms, v6_ms):
-    b = request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
-                    delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
-                    report=REPORT, published=PUBLISHED)
-    b.write(parent / "configs" / config_id)
+    delay_claim_run(v4_ms, v6_ms).write(parent / "configs" / config_id)
 
 
 def test_report_ranks_configurations_and_sorts_findings(tmp_path):

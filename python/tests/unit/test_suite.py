@@ -17,7 +17,7 @@ from congestlab.suite.index import build_index
 from congestlab.suite.run import STATE, open_parent, run_suite, study_dir
 from congestlab.suite.spec import is_suite, load_suite, members, parse_suite
 
-from report_fixtures import request_run
+from report_fixtures import delay_claim_run
 
 # --- the suite file -----------------------------------------------------------------------
 
@@ -87,23 +87,13 @@ def test_dry_run_of_the_quick_dissertation_lists_every_study():
 
 # --- the parent directory and its sub-runs ---------------------------------------------------
 
-REPORT = {
-    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
-    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
-                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
-}
-PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
-             {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
 BUDGET = {"wall_s": 50.0, "categories_s": {"setup": 2.0, "warmup": 20.0, "measure": 20.0, "analysis": 5.0, "other": 3.0},
           "units": {"u0": {"warmup": 20.0, "measure": 20.0, "other": 1.0, "wall_s": 41.0, "runs": 6}}}
 
 
 def _fake_run(run_dir, v4_ms, v6_ms):
     """A complete hand-made sub-run, with a time budget in its manifest."""
-    b = request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
-                    delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
-                    report=REPORT, published=PUBLISHED)
-    b.write(run_dir)
+    delay_claim_run(v4_ms, v6_ms).write(run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["time_budget"] = BUDGET
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
