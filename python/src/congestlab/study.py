@@ -1,8 +1,9 @@
 """One public way to run a study: load a preset or a spec file, show its plan (`dry_run`),
 run it into a run directory (`run_study`: new, `--out`, `--resume`, on a Ray cluster), or
-run it as one child of a sweep's parent directory (`run_child`: sensitivity's
-configurations). The command line, sensitivity, `cc share`, `simulate` and the tests all
-come through here; the Runner (runner/) does one testbed's lifecycle.
+run it as one child of a parent directory (`run_child`), or run a parent's children in turn
+(`run_children`: sensitivity's configurations, a suite's studies). The command line,
+sensitivity, suites, `cc share`, `simulate` and the tests all come through here; the Runner
+(runner/) does one testbed's lifecycle.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import json
 import os
 import shutil
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
-from congestlab.errors import ClusterError, CongestlabError, RunDirError, SpecError
+from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
 from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
 from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
@@ -146,6 +150,69 @@ def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bo
             shutil.rmtree(run_dir)
         return run_study(spec, quick, out=run_dir, calibrate=calibrate, cluster=cluster, console=console)
     return run_study(spec, quick, calibrate=calibrate, resume=run_dir, cluster=cluster, console=console)
+
+
+@dataclass
+class Child:
+    """One run of a parent directory: its key in the parent's state file, its spec, its run
+    directory, and the fields its state entry starts with."""
+
+    key: str
+    spec: StudySpec
+    run_dir: Path
+    entry: dict = field(default_factory=dict)
+
+
+def run_children(children: list[Child], quick: bool, calibrate: bool, cluster: str | None, *,
+                 report: Callable[[Path, Console], None], record: Callable[[str, dict], None],
+                 report_time_apart: bool = False, echo=print) -> list[str]:
+    """Every child not yet complete, in order: run (run_child: continued or afresh), then
+    `report(run_dir, console)` (the caller's: the report layer sits above this one). Each
+    attempt goes to `record(key, entry)`: status (complete, failed with its error,
+    interrupted), wall_s and the 1-minute load average before and after (the machine is
+    shared: the load beside every wall time). `report_time_apart`: wall_s is the run alone
+    and report_s the report; else wall_s holds both. A child that fails is recorded and the
+    rest run; Ctrl-C/SIGTERM (Interrupted) is recorded and stops them. Returns the keys of the
+    children that failed."""
+    failed = []
+    for i, child in enumerate(children, start=1):
+        where = f"[{i}/{len(children)}] {child.key}"
+        status = child_status(child.run_dir)
+        if status == "complete":
+            echo(f"{where}: complete, kept")
+            continue
+        echo(f"{where}: " + ("resuming" if status else "running"))
+        started = time.monotonic()
+        entry = child.entry | {"load_avg_1m_start": round(os.getloadavg()[0], 2)}
+        try:
+            console = Console()
+            run_child(child.spec, child.run_dir, quick, calibrate, cluster, console)
+            if report_time_apart:
+                entry["wall_s"] = round(time.monotonic() - started, 1)
+            report_started = time.monotonic()
+            report(child.run_dir, console)
+            if report_time_apart:
+                entry["report_s"] = round(time.monotonic() - report_started, 1)
+            entry["status"] = "complete"
+        except Interrupted:
+            record(child.key, entry | {"status": "interrupted", "wall_s": round(time.monotonic() - started, 1)})
+            raise
+        except CongestlabError as err:
+            entry |= {"status": "failed", "error": str(err)}
+            failed.append(child.key)
+            echo(f"  {child.key} failed: {err}")
+        if not (report_time_apart and entry["status"] == "complete"):
+            entry["wall_s"] = round(time.monotonic() - started, 1)
+        entry["load_avg_1m"] = round(os.getloadavg()[0], 2)
+        record(child.key, entry)
+    return failed
+
+
+def write_parent_state(path: Path, state: dict) -> None:
+    """A parent directory's state file, replaced whole (a crash leaves the old or the new one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Console) -> None:

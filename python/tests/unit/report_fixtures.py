@@ -76,6 +76,24 @@ def request_run(values: dict[tuple[str, str, str], list[float]], delay: dict | N
     return b
 
 
+# one claim (v6's delay above v4's) and the seed's delays: a parent's child run (sensitivity, suites)
+DELAY_CLAIM_REPORT = {
+    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
+    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
+                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
+}
+DELAY_PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
+                   {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
+
+
+def delay_claim_run(v4_ms: list[float], v6_ms: list[float]) -> RunBuilder:
+    """Three repetitions of apache at C1B with these delays, DELAY_CLAIM_REPORT's claim and
+    DELAY_PUBLISHED's seed values."""
+    return request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
+                       delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
+                       report=DELAY_CLAIM_REPORT, published=DELAY_PUBLISHED)
+
+
 IPV6_LEVELS = ["C0", "C1B", "C2B", "C3B", "C4B", "C5B", "C6B"]
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 
 from congestlab.errors import SpecError, TestbedError
 from congestlab.linkem import GilbertElliott, LinkemElement
+from congestlab.linkem import runner
 
 
 def element(tmp_path, **kw) -> LinkemElement:
@@ -65,3 +68,52 @@ def test_linkem_stats_before_start_is_a_clear_error(tmp_path):
 
 def test_linkem_stop_without_start_is_harmless(tmp_path):
     assert element(tmp_path).stop() is None
+
+
+def test_constructing_and_checking_an_element_without_log_dir_makes_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary log_dir would go
+    e = element(None)
+    with pytest.raises(SpecError):
+        element(None, loss=2.0)
+    assert e.rule_argvs("-A") and e.stop() is None
+    with pytest.raises(TestbedError, match="no log_dir until start"):
+        e.linkem_argv()
+    assert list(tmp_path.iterdir()) == []
+
+
+class _FakeLinkem:
+    """A linkem process that is ready at once and exits on SIGTERM (no namespace, no NFQUEUE)."""
+
+    pid = 4_000_000
+
+    def __init__(self, argv, stdout, stderr, stdin):
+        stdout.write(b'{"event":"ready"}\n')
+        stdout.flush()
+        self.returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def send_signal(self, sig):
+        self.returncode = 0
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_a_temporary_log_dir_lives_from_start_to_stop_and_a_given_one_stays(tmp_path, monkeypatch, given):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(runner.subprocess, "Popen", _FakeLinkem)
+    monkeypatch.setattr(runner, "rust_binary", lambda name: "/x/linkem")
+    monkeypatch.setattr(runner, "_run", lambda argv: "")  # the NFQUEUE rules
+    e = element(tmp_path / "logs" if given else None)
+    e.start()
+    log_dir = e.log_dir
+    assert e.stdout_path.read_text().startswith('{"event":"ready"}')
+    assert log_dir.parent == (tmp_path if given else tmp_path / "tmp")
+    e.stop()
+    assert log_dir.is_dir() == given and (e.log_dir == log_dir) == given
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -103,7 +103,11 @@ def _cut_inside_a_record(pcap: Path, frames_kept: int) -> None:
 
 def test_sound_synthetic_run_is_complete(tmp_path):
     run = _sound_run(tmp_path)
+    # what an analysis killed mid-way left behind (analysis/run_analysis.py, _scratch_dir)
+    (run / "results" / "congestlab-trace-killed").mkdir(parents=True)
+    (run / "results" / "congestlab-trace-killed" / "www.trace.csv").write_text("conn\n")
     result = analyze_run(run, json.loads((run / "manifest.json").read_text()))
+    assert not list((run / "results").glob("congestlab-trace-*"))  # removed; its own removed after use
     assert result.summary["request_outcomes"] == {"complete": 4, "timed_out": 0, "invalid": 0}, \
         result.summary["problems"]
     for row in result.rows["request"]:

@@ -10,17 +10,19 @@ import sys
 
 import pytest
 
-from congestlab.errors import SpecError
+from congestlab import study
+from congestlab.errors import RunDirError, SpecError
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
 from congestlab.sensitivity.configurations import (apply_configuration, configurations, load_axes_file,
                                                    parse_axis_option)
 from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, CellDistance, best, by_metric, distance,
                                              robustness)
 from congestlab.sensitivity.report import build_sensitivity_report
-from congestlab.sensitivity.sweep_run import STATE, Plan
+from congestlab.sensitivity import sweep_run
+from congestlab.sensitivity.sweep_run import STATE, Plan, plan, run_sensitivity
 from congestlab.spec import load_preset
 
-from report_fixtures import request_run
+from report_fixtures import delay_claim_run
 
 
 # --- configurations -------------------------------------------------------------------------
@@ -172,20 +174,8 @@ def test_robustness_categories():
 
 # --- the report from hand-made runs ----------------------------------------------------------
 
-REPORT = {
-    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
-    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
-                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
-}
-PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
-             {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
-
-
 def _config_run(parent, config_id, v4_ms, v6_ms):
-    b = request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
-                    delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
-                    report=REPORT, published=PUBLISHED)
-    b.write(parent / "configs" / config_id)
+    delay_claim_run(v4_ms, v6_ms).write(parent / "configs" / config_id)
 
 
 def test_report_ranks_configurations_and_sorts_findings(tmp_path):
@@ -226,6 +216,36 @@ def test_report_lists_a_configuration_that_did_not_complete(tmp_path):
     assert list(built.distances) == [configs[1].id]
     assert "not run" in built.markdown_path.read_text()
     assert not built.warnings  # a configuration not yet run is no warning
+
+
+def test_sweep_runs_each_configuration_records_it_and_keeps_complete_ones(tmp_path, monkeypatch):
+    axes = [parse_axis_option("nodes.r1.links.s0.queue_packets=1000,64")]
+    p = plan("ipv6", axes, quick=True)
+    ran, reported = [], []
+
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
+        ran.append(run_dir.name)
+        if run_dir.name.endswith("-64") and len(ran) == 2:
+            raise RunDirError("the testbed broke")  # recorded; the sweep goes on
+        _config_run(run_dir.parent.parent, run_dir.name, [200, 201, 199], [240, 241, 239])
+        return run_dir
+
+    monkeypatch.setattr(study, "run_child", fake_run_child)  # study.run_children runs each
+    monkeypatch.setattr(sweep_run, "print_report", lambda report, console: reported.append(report.markdown_path.parent.name))
+    parent = run_sensitivity(p, tmp_path / "out", echo=lambda *_: None)
+    assert ran == reported + [p.configs[1].id] == [c.id for c in p.configs]
+    runs = json.loads((parent / STATE).read_text())["runs"]
+    done, broke = runs[p.configs[0].id], runs[p.configs[1].id]
+    # wall_s holds the run and its report; nothing of earlier attempts
+    assert list(done) == ["dir", "load_avg_1m_start", "status", "wall_s", "load_avg_1m"]
+    assert done["dir"] == f"configs/{p.configs[0].id}" and done["status"] == "complete"
+    assert list(broke) == ["dir", "load_avg_1m_start", "status", "error", "wall_s", "load_avg_1m"]
+    assert broke["status"] == "failed" and broke["error"] == "the testbed broke"
+    # run again into the same parent: the complete one is kept, the failed one runs again
+    ran.clear()
+    run_sensitivity(p, parent, echo=lambda *_: None)
+    assert ran == [p.configs[1].id]
+    assert json.loads((parent / STATE).read_text())["runs"][p.configs[1].id]["status"] == "complete"
 
 
 # --- a preset's variant: extends + set ------------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from congestlab import study
 from congestlab.errors import RunDirError, SpecError
 from congestlab.report.claims import FAILS, HOLDS
 from congestlab.suite import run as suite_run
@@ -16,7 +17,7 @@ from congestlab.suite.index import build_index
 from congestlab.suite.run import STATE, open_parent, run_suite, study_dir
 from congestlab.suite.spec import is_suite, load_suite, members, parse_suite
 
-from report_fixtures import request_run
+from report_fixtures import delay_claim_run
 
 # --- the suite file -----------------------------------------------------------------------
 
@@ -86,23 +87,13 @@ def test_dry_run_of_the_quick_dissertation_lists_every_study():
 
 # --- the parent directory and its sub-runs ---------------------------------------------------
 
-REPORT = {
-    "metrics": {"delay_ms": {"kind": "request", "column": "delay_ms", "where": {"ok": True}}},
-    "claims": [{"id": "v6slower", "title": "v6 delay above v4", "seed": "test", "rule": "compare", "metric": "delay_ms",
-                "relation": ">", "a": {"family": "v6"}, "b": {"family": "v4"}, "for_each": ["server"]}],
-}
-PUBLISHED = [{"server": "apache", "level": "C1B", "family": "v4", "delay_ms": 100},
-             {"server": "apache", "level": "C1B", "family": "v6", "delay_ms": 120}]
 BUDGET = {"wall_s": 50.0, "categories_s": {"setup": 2.0, "warmup": 20.0, "measure": 20.0, "analysis": 5.0, "other": 3.0},
           "units": {"u0": {"warmup": 20.0, "measure": 20.0, "other": 1.0, "wall_s": 41.0, "runs": 6}}}
 
 
 def _fake_run(run_dir, v4_ms, v6_ms):
     """A complete hand-made sub-run, with a time budget in its manifest."""
-    b = request_run({("apache", "C1B", "v4"): [10.0] * 3, ("apache", "C1B", "v6"): [10.0] * 3},
-                    delay={("apache", "C1B", "v4"): v4_ms, ("apache", "C1B", "v6"): v6_ms},
-                    report=REPORT, published=PUBLISHED)
-    b.write(run_dir)
+    delay_claim_run(v4_ms, v6_ms).write(run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["time_budget"] = BUDGET
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
@@ -125,7 +116,7 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
         _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
         return run_dir
 
-    monkeypatch.setattr(suite_run, "run_child", fake_run_child)
+    monkeypatch.setattr(study, "run_child", fake_run_child)  # study.run_children runs each
     monkeypatch.setattr(suite_run, "print_report", lambda *a: None)
     parent_dir = tmp_path / "out"
     parent, failed = run_suite(suite, studies, quick=True, out=parent_dir, echo=lambda *_: None)
@@ -133,6 +124,12 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
     assert [r[1].as_posix() for r in ran] == ["studies/ipv6", "studies/anma"] and all(r[2] for r in ran)
     state = json.loads((parent / STATE).read_text())
     assert state["runs"]["ipv6"]["status"] == "complete" and state["runs"]["anma"]["status"] == "failed"
+    # the run's time and the report's apart; every attempt's time kept
+    assert list(state["runs"]["ipv6"]) == ["status", "load_avg_1m_start", "wall_s", "report_s", "load_avg_1m",
+                                           "attempts_wall_s"]
+    assert list(state["runs"]["anma"]) == ["status", "load_avg_1m_start", "error", "wall_s", "load_avg_1m",
+                                           "attempts_wall_s"]
+    assert state["runs"]["anma"]["error"] == "the testbed broke"
     assert (parent / "studies" / "ipv6" / "report.html").exists()  # the sub-run's own report
     # --resume: ipv6 is kept, anma runs again; its earlier attempt's time is kept beside
     ran.clear()

@@ -25,20 +25,20 @@ def test_no_impairment_by_default():
     assert emulation.impairments(_layout()) == []
 
 
-def test_both_directions_of_a_host_link_use_output_and_input():
+def test_both_directions_of_a_host_link_use_output_and_input(tmp_path):
     found = emulation.impairments(_layout(client_extra=", delay_ms = 10, jitter_ms = 1, loss = 0.01"))
     assert [imp.label for imp in found] == ["client/eth0/egress", "client/eth0/ingress"]
-    out, inp = emulation.linkem_elements(found, None)
+    out, inp = emulation.linkem_elements(found, tmp_path)
     assert (out.chain, out.out_iface, out.in_iface) == ("OUTPUT", "eth0", None)
     assert (inp.chain, inp.out_iface, inp.in_iface) == ("INPUT", None, "eth0")
     assert out.queue_num != inp.queue_num and out.netns == "cl0a1b2c-client"
     assert "--delay-ms" in out.linkem_argv() and "0.01" in out.linkem_argv()
 
 
-def test_router_end_uses_forward_and_one_direction():
+def test_router_end_uses_forward_and_one_direction(tmp_path):
     found = emulation.impairments(_layout(r1_s0_extra=', delay_ms = 20, impair_direction = "egress"'))
     (imp,) = found
-    (element,) = emulation.linkem_elements(found, None)
+    (element,) = emulation.linkem_elements(found, tmp_path)
     assert imp.label == "r1/eth0/egress" and element.chain == "FORWARD" and element.out_iface == "eth0"
 
 

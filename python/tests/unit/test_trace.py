@@ -11,6 +11,7 @@ import json
 import shutil
 import struct
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -368,6 +369,23 @@ def test_segment_trace_of_the_measured_port_only(tmp_path):
     assert measure_pcap(pcap, 80).trace_lines == {}
     with pytest.raises(ValueError, match="rust backend"):
         measure_pcap(pcap, 80, backend="dpkt", trace_client_ports=[40000])
+
+
+def test_temporary_files_only_when_needed_in_the_scratch_dir_and_removed(tmp_path, monkeypatch):
+    pcap = write_frames(tmp_path / "one.pcap", _traced_conversation(40000, 1000, 1_700_000_000.0).frames)
+    system_tmp, scratch = tmp_path / "tmp", tmp_path / "scratch"
+    system_tmp.mkdir(), scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+    made = []
+    real = tempfile.TemporaryDirectory
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda **kw: made.append(kw.get("dir")) or real(**kw))
+    measure_pcap(pcap, 80, samples_dir=tmp_path / "samples")  # every file kept: no temporary directory
+    assert made == []
+    m = measure_pcap(pcap, 80, trace_client_ports=[40000], scratch_dir=scratch)
+    assert m.trace_lines and made == [scratch]
+    measure_pcap(pcap, 80)
+    assert made == [scratch, None]
+    assert list(scratch.iterdir()) == [] and list(system_tmp.iterdir()) == []
 
 
 def test_series_file_per_connection_with_a_reused_port(tmp_path):

@@ -16,9 +16,10 @@ as continued (docs/notes/rto-study.md, "the log/capture disagreement").
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from congestlab.servers.lean_events import family, peer_port, read_events
 
 # A log connection is the capture's when it was open (from its opening to its last event, with
 # this margin either side) at the capture's first packet of it.
@@ -46,24 +47,18 @@ class LoggedConnection:
 def logged_connections(log_path: Path) -> list[LoggedConnection]:
     """Every connection of the log, with the data segments the server retransmitted on it."""
     conns: dict[int, LoggedConnection] = {}
-    with log_path.open() as log:
-        for line in log:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by the server's exit
-            kind = event.get("event")
-            if kind == "open":
-                family = {"ipv4": "v4", "ipv6": "v6"}.get(event.get("family"), event.get("family"))
-                conns[event["conn"]] = LoggedConnection(family, int(str(event["peer"]).rsplit(":", 1)[1]),
-                                                        event.get("unix_us", 0) / 1e6)
-            elif event.get("conn") not in conns:
-                continue
-            conn = conns[event["conn"]]
-            ts = event.get("unix_us", 0) / 1e6
-            conn.last_ts = max(conn.last_ts, ts)
-            if (kind == "tx" and event.get("retransmission") or kind == "retransmit") and event.get("len", 0) > 0:
-                conn.retransmission_ts.append(ts)
+    for event in read_events(log_path):
+        kind = event["event"]
+        if kind == "open":
+            conns[event["conn"]] = LoggedConnection(family(event.get("family")), peer_port(event),
+                                                    event.get("unix_us", 0) / 1e6)
+        elif event.get("conn") not in conns:
+            continue
+        conn = conns[event["conn"]]
+        ts = event.get("unix_us", 0) / 1e6
+        conn.last_ts = max(conn.last_ts, ts)
+        if (kind == "tx" and event.get("retransmission") or kind == "retransmit") and event.get("len", 0) > 0:
+            conn.retransmission_ts.append(ts)
     return list(conns.values())
 
 

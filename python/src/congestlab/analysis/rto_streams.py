@@ -9,16 +9,13 @@ Sequence numbers are unwrapped to 64 bits from the connection's first one.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.connections import group_connections
 from congestlab.analysis.packets import read_segments
 from congestlab.errors import LeanLogError
-
-_FAMILY = {"ipv4": "v4", "ipv6": "v6"}
-
+from congestlab.servers.lean_events import family, numbered_events, peer_port
 
 class _Unwrap:
     """32-bit sequence numbers to a monotone 64-bit line (nearest to the last one seen)."""
@@ -64,56 +61,45 @@ class LeanLog:
 def read_lean_log(path: Path) -> LeanLog:
     """Parses a leanweb log; a line that is not JSON (other than an unterminated last line,
     cut by the server's exit) raises LeanLogError naming the file and line."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise LeanLogError(f"{path}: {err.strerror}") from None
-    lines = text.split("\n")
     settings: dict | None = None
     conns: dict[int, ConnStream] = {}
     unwrap: dict[int, _Unwrap] = {}
     has_tx = False
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
+    try:
+        for number, event in numbered_events(path, strict=True):
             kind = event["event"]
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines):
-                break  # no newline after it: cut short by the server's exit
-            raise LeanLogError(f"{path}:{number}: not a leanweb log line: {line[:60]!r}") from None
-        try:
-            if kind == "start":
-                settings = event
-                continue
-            conn = event.get("conn")
-            if kind == "open":
-                port = int(str(event["peer"]).rsplit(":", 1)[1])
-                conns[conn] = ConnStream(_FAMILY.get(event["family"], event["family"]), port, int(event["unix_us"]),
-                                         unix_offset_us=int(event["unix_us"]) - int(event["t_us"]))
-                unwrap[conn] = _Unwrap()
-                continue
-            stream = conns.get(conn)
-            if stream is None:
-                continue
-            if kind in ("tx", "tx_dropped"):
-                has_tx = True
-                start = unwrap[conn](int(event["seq"]))
-                end = start + int(event["len"]) + int(bool(event["syn"])) + int(bool(event["fin"]))
-                stream.events.append(("send", int(event["sent_us"]), start, end, bool(event["retransmission"])))
-                stream.logged_tx_rto.append((start, event["rto_unfloored_us"]))
-            elif kind == "ack":
-                stream.events.append(("ack", int(event["at_us"]), unwrap[conn](int(event["ack"]))))
-            elif kind == "timeout":
-                stream.events.append(("timeout", int(event["t_us"])))
-            elif kind == "rtt_sample":
-                stream.logged_samples.append((int(event["rtt_us"]), int(event["srtt_us"]), int(event["rttvar_us"]),
-                                              int(event["rto_us"])))
-                if not has_tx:  # an older log: the sample's own time stands in for its ACK
-                    stream.events.append(("sample", int(event["t_us"]), int(event["rtt_us"])))
-        except (KeyError, ValueError, TypeError, IndexError) as err:
-            raise LeanLogError(f"{path}:{number}: {kind} event lacks a valid field ({err})") from None
+            try:
+                if kind == "start":
+                    settings = event
+                    continue
+                conn = event.get("conn")
+                if kind == "open":
+                    conns[conn] = ConnStream(family(event["family"]), peer_port(event), int(event["unix_us"]),
+                                             unix_offset_us=int(event["unix_us"]) - int(event["t_us"]))
+                    unwrap[conn] = _Unwrap()
+                    continue
+                stream = conns.get(conn)
+                if stream is None:
+                    continue
+                if kind in ("tx", "tx_dropped"):
+                    has_tx = True
+                    start = unwrap[conn](int(event["seq"]))
+                    end = start + int(event["len"]) + int(bool(event["syn"])) + int(bool(event["fin"]))
+                    stream.events.append(("send", int(event["sent_us"]), start, end, bool(event["retransmission"])))
+                    stream.logged_tx_rto.append((start, event["rto_unfloored_us"]))
+                elif kind == "ack":
+                    stream.events.append(("ack", int(event["at_us"]), unwrap[conn](int(event["ack"]))))
+                elif kind == "timeout":
+                    stream.events.append(("timeout", int(event["t_us"])))
+                elif kind == "rtt_sample":
+                    stream.logged_samples.append((int(event["rtt_us"]), int(event["srtt_us"]),
+                                                  int(event["rttvar_us"]), int(event["rto_us"])))
+                    if not has_tx:  # an older log: the sample's own time stands in for its ACK
+                        stream.events.append(("sample", int(event["t_us"]), int(event["rtt_us"])))
+            except (KeyError, ValueError, TypeError, IndexError) as err:
+                raise LeanLogError(f"{path}:{number}: {kind} event lacks a valid field ({err})") from None
+    except OSError as err:
+        raise LeanLogError(f"{path}: {err.strerror}") from None
     if settings is None:
         raise LeanLogError(f"{path}: no start event (not a leanweb log)")
     return LeanLog(settings, list(conns.values()), has_tx)

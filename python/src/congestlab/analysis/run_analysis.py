@@ -22,7 +22,7 @@ from congestlab.analysis.sender_series import kernel_rows, lean_rows, write_send
 from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
                                                  path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
-from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap, write_trace
+from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap, write_trace
 from congestlab.capture.probes import CLOCK_FILE, KERNEL_FILE, QUEUE_FILE, RAW_DIR
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
@@ -53,6 +53,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     lean_checks: dict[str, list[tuple[str, list[PcapConnection], Path]]] = {}
     lean_rows_by_log: dict[Path, list[dict]] = {}  # a lean log's sender rows, read once for all repetitions
     planned = {(r["point"], r["repetition"]): r for r in manifest.get("run_order", [])}
+    scratch_dir = _scratch_dir(run_dir)
     for point_id, rep, rep_dir in completed_repetitions(run_dir):
         if point_id not in points:
             raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
@@ -77,7 +78,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             port = _server_port(manifest, server, info)
             where_file = pcap.relative_to(run_dir)
             try:
-                measured = measure_pcap(pcap, server_port=port,
+                measured = measure_pcap(pcap, server_port=port, scratch_dir=scratch_dir,
                                         trace_client_ports=_measured_client_ports(records, server))
             except TraceError as err:
                 capture_errors[server] = f"{where_file}: unreadable ({err})"
@@ -317,6 +318,17 @@ def _metrics(m: ConnectionMetrics) -> dict:
         "bytes_captured": m.bytes_captured,
         "payload_bytes": m.payload_bytes,
     }
+
+
+def _scratch_dir(run_dir: Path) -> Path:
+    """Where the capture analysis keeps its temporary files: inside the run directory, so a
+    run killed while analysing leaves them there, not in /tmp, and the next analysis of the
+    run (a resume, `congestlab analyze`) removes them."""
+    results = run_dir / "results"
+    results.mkdir(exist_ok=True)
+    for stale in results.glob(SCRATCH_PREFIX + "*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    return results
 
 
 def _lean_logs(run_dir: Path, manifest: dict) -> dict[tuple[str, str], Path]:

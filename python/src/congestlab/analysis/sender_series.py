@@ -9,13 +9,13 @@ two line up with results/series/<server>-<family>-<client port>.csv.
 from __future__ import annotations
 
 import csv
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from congestlab.analysis.probe_clock import ProbeClock, raw_probe_rows, write_series_csv
 from congestlab.errors import RunDirError
+from congestlab.servers.lean_events import family, peer_port, read_events
 
 SENDER_COLUMNS = ["ts_ns", "event", "family", "client_port", "snd_cwnd_bytes", "snd_cwnd_pkts", "mss_bytes",
                   "ssthresh_bytes", "srtt_us", "rttvar_us", "rto_us", "in_flight_bytes", "in_flight_pkts",
@@ -100,19 +100,10 @@ def lean_rows(log_path: Path) -> Iterator[dict]:
     gives only on its own lines (ssthresh, the RTT estimator) is carried forward."""
     conns: dict[int, _LeanConnection] = {}
     try:
-        fh = open(log_path)
-    except OSError as err:
-        raise RunDirError(f"{log_path}: unreadable ({err.strerror})") from None
-    with fh:
-        for line in fh:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by the server's exit
-            kind = ev.get("event")
+        for ev in read_events(log_path):
+            kind = ev["event"]
             if kind == "open":
-                family = {"ipv4": "v4", "ipv6": "v6"}.get(ev.get("family"), ev.get("family"))
-                conns[ev["conn"]] = _LeanConnection(family, int(str(ev["peer"]).rsplit(":", 1)[1]))
+                conns[ev["conn"]] = _LeanConnection(family(ev.get("family")), peer_port(ev))
                 continue
             conn = conns.get(ev.get("conn"))
             if conn is None:
@@ -120,6 +111,8 @@ def lean_rows(log_path: Path) -> Iterator[dict]:
             row = _lean_event(conn, kind, ev)
             if row is not None:
                 yield row
+    except OSError as err:
+        raise RunDirError(f"{log_path}: unreadable ({err.strerror})") from None
 
 
 def _lean_event(c: _LeanConnection, kind: str, ev: dict) -> dict | None:

@@ -8,6 +8,7 @@ metrics.py, kept as the reference the tests compare the analyzer with. Both retu
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -27,6 +28,8 @@ from congestlab.paths import rust_binary
 log = logging.getLogger(__name__)
 
 BACKENDS = ("rust", "dpkt")
+# measure_pcap's temporary directories (a process killed while measuring leaves its own behind)
+SCRATCH_PREFIX = "congestlab-trace-"
 RTT_HEADER = ["conn", "ack_ts_ns", "rtt_ns"]
 SERIES_HEADER = ["conn", "bin_start_s", "bin_s", "server_bytes", "client_bytes", "server_payload_bytes",
                  "server_goodput_bytes", "retransmissions", "server_throughput_mbps", "goodput_mbps",
@@ -103,7 +106,7 @@ class PcapMeasurement:
 
 def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = None,
                  series_bin_ms: float | None = None, window_s: tuple[float, float] | None = None,
-                 backend: str = "rust", trace_client_ports=None) -> PcapMeasurement:
+                 backend: str = "rust", trace_client_ports=None, scratch_dir: Path | None = None) -> PcapMeasurement:
     """Per-connection metrics, port aggregate and read statistics of one capture.
 
     With `samples_dir`, the RTT samples (`<pcap stem>.rtt.csv`) and, with `series_bin_ms`,
@@ -112,6 +115,8 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
     With `trace_client_ports`, the connections from those client ports get a segment trace
     (TRACE_HEADER rows, `trace_lines` by connection id; Rust backend only).
     A truncated capture is measured up to the cut (`read_stats.truncated`, a warning logged).
+    Temporary files (the samples without `samples_dir`, the segment trace) go to a directory
+    made for them only then, inside `scratch_dir` (default: the system's), and removed after.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -126,7 +131,9 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
     if not pcap.is_file():
         raise TraceError(f"{pcap}: No such file or directory")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="congestlab-trace-") as tmp:
+    needs_scratch = samples_dir is None or bool(trace_ports)
+    with (tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_dir) if needs_scratch
+          else contextlib.nullcontext()) as tmp:
         out_dir = Path(samples_dir) if samples_dir is not None else Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
         rtt_path = out_dir / f"{pcap.stem}.rtt.csv"

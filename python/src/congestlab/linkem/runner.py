@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -61,6 +62,8 @@ class LinkemElement:
     seed: int = 1
     max_held: int = 10_000
     families: tuple[str, ...] = ("ipv4", "ipv6")
+    # where its stats, stdout and stderr go; None: a temporary directory made by start() and
+    # removed by stop() (so a plan or a check makes nothing on disk)
     log_dir: Path | None = None
     # FORWARD on a router; OUTPUT (-o only) / INPUT (-i only) for a host's own traffic
     chain: str = "FORWARD"
@@ -69,6 +72,7 @@ class LinkemElement:
     _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
     _rules_added: list[list[str]] = field(default_factory=list, init=False, repr=False)
     _final_stats: dict | None = field(default=None, init=False, repr=False)
+    _owns_log_dir: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         where = f"linkem[{self.netns} q{self.queue_num}]"
@@ -95,22 +99,26 @@ class LinkemElement:
         unknown = set(self.families) - {"ipv4", "ipv6"}
         if unknown or not self.families:
             raise SpecError(f"{where}.families", f"must be ipv4 and/or ipv6, got {self.families}")
-        if self.log_dir is None:
-            self.log_dir = Path(tempfile.mkdtemp(prefix=f"linkem-{self.netns}-q{self.queue_num}-"))
-        self.log_dir = Path(self.log_dir)
+        if self.log_dir is not None:
+            self.log_dir = Path(self.log_dir)
 
     # --- commands as data (inspectable before anything runs) ---
     @property
     def stats_path(self) -> Path:
-        return self.log_dir / f"linkem-q{self.queue_num}.stats.json"
+        return self._log_file("stats.json")
 
     @property
     def stdout_path(self) -> Path:
-        return self.log_dir / f"linkem-q{self.queue_num}.out"
+        return self._log_file("out")
 
     @property
     def stderr_path(self) -> Path:
-        return self.log_dir / f"linkem-q{self.queue_num}.err"
+        return self._log_file("err")
+
+    def _log_file(self, suffix: str) -> Path:
+        if self.log_dir is None:
+            raise TestbedError(f"linkem q{self.queue_num} in {self.netns}: no log_dir until start() makes one")
+        return self.log_dir / f"linkem-q{self.queue_num}.{suffix}"
 
     def linkem_argv(self, binary: str | Path = "linkem") -> list[str]:
         argv = [
@@ -156,7 +164,11 @@ class LinkemElement:
             raise NotRootError("linkem needs root (network namespaces, NFQUEUE)")
         if self._proc is not None:
             raise TestbedError(f"linkem q{self.queue_num} in {self.netns} already started")
-        argv = self.linkem_argv(rust_binary("linkem"))
+        binary = rust_binary("linkem")
+        if self.log_dir is None:
+            self.log_dir = Path(tempfile.mkdtemp(prefix=f"linkem-{self.netns}-q{self.queue_num}-"))
+            self._owns_log_dir = True
+        argv = self.linkem_argv(binary)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # a stats file left by an earlier element in the same log_dir would make stats() wait for
         # a snapshot number this process has not reached yet
@@ -234,6 +246,9 @@ class LinkemElement:
             final = self._read_stats_file()
             if final and final.get("reason") == "exit":
                 self._final_stats = final
+        if self._owns_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+            self.log_dir, self._owns_log_dir = None, False
         if errors:
             raise errors[0]
         return self._final_stats

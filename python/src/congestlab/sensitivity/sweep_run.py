@@ -1,5 +1,5 @@
 """`congestlab sensitivity PRESET --axis ...`: one ordinary run directory per configuration
-under one parent, each run by the one way to run a study (study.run_child: local or --cluster), so every
+under one parent, each run by the one way to run a study (study.run_children: local or --cluster), so every
 configuration has its own full report and `--resume`. The parent's `sensitivity.json` names
 the preset, the axes and the configurations; run again with `--out PARENT` to continue:
 complete configurations are kept, an interrupted one is resumed, the rest run.
@@ -8,21 +8,20 @@ complete configurations are kept, an interrupted one is resumed, the rest run.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from congestlab.errors import CongestlabError, Interrupted, RunDirError
+from congestlab.errors import RunDirError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
 from congestlab.sensitivity.configurations import Configuration, apply_configuration, configurations
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import AxisSpec, StudySpec
 from congestlab.spec.sweep import expand
-from congestlab.study import child_status, run_child
+from congestlab.study import Child, run_children, write_parent_state
 from congestlab.testbed import new_prefix
 
 STATE = "sensitivity.json"
@@ -76,7 +75,7 @@ def _open_parent(out: Path | None, p: Plan) -> Path:
         raise RunDirError(f"{parent}: exists, is not empty and holds no {STATE}; choose a new --out")
     parent.mkdir(parents=True, exist_ok=True)
     state = p.state() | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
-    state_path.write_text(json.dumps(state, indent=1) + "\n")
+    write_parent_state(state_path, state)
     return parent
 
 
@@ -84,42 +83,26 @@ def _record(parent: Path, config_id: str, entry: dict) -> None:
     state_path = parent / STATE
     state = json.loads(state_path.read_text())
     state.setdefault("runs", {})[config_id] = entry
-    tmp = state_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    tmp.replace(state_path)
+    write_parent_state(state_path, state)
 
 
 def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster: str | None = None,
                     echo=print) -> Path:
-    """Run every configuration not yet complete; a configuration that fails is recorded and
-    the sweep goes on (its report says so); Ctrl-C/SIGTERM stop the sweep."""
+    """Run every configuration not yet complete (study.run_children); a configuration that
+    fails is recorded and the sweep goes on (its report says so); Ctrl-C/SIGTERM stop the sweep."""
     parent = _open_parent(out, p)
     echo(f"sensitivity run: {parent} ({len(p.configs)} configurations)")
-    for i, config in enumerate(p.configs, start=1):
+    children = []
+    for config in p.configs:
         run_dir = config_dir(parent, config)
-        status = child_status(run_dir)
-        if status == "complete":
-            echo(f"[{i}/{len(p.configs)}] {config.id}: complete, kept")
-            continue
-        echo(f"[{i}/{len(p.configs)}] {config.id}: " + ("resuming" if status else "running"))
-        started = time.monotonic()
-        # the machine is shared: the load beside every wall time (docs/notes/sensitivity-ipv6.md)
-        entry = {"dir": str(run_dir.relative_to(parent)), "load_avg_1m_start": round(os.getloadavg()[0], 2)}
-        try:
-            console = Console()
-            run_child(p.specs[config.id], run_dir, p.quick, calibrate, cluster, console)  # (no manifest: afresh)
-            print_report(build_report(run_dir), console)
-            entry["status"] = "complete"
-        except Interrupted:
-            _record(parent, config.id, entry | {"status": "interrupted", "wall_s": round(time.monotonic() - started, 1)})
-            raise
-        except CongestlabError as err:
-            entry |= {"status": "failed", "error": str(err)}
-            echo(f"  {config.id} failed: {err}")
-        entry["wall_s"] = round(time.monotonic() - started, 1)
-        entry["load_avg_1m"] = round(os.getloadavg()[0], 2)
-        _record(parent, config.id, entry)
+        children.append(Child(config.id, p.specs[config.id], run_dir, {"dir": str(run_dir.relative_to(parent))}))
+    run_children(children, p.quick, calibrate, cluster, report=_report,
+                 record=lambda key, entry: _record(parent, key, entry), echo=echo)
     return parent
+
+
+def _report(run_dir: Path, console: Console) -> None:
+    print_report(build_report(run_dir), console)
 
 
 def dry_run(p: Plan, echo=print) -> None:

@@ -1,6 +1,6 @@
 """Run a suite (suite/spec.py) into one parent directory: studies/<key>/ is each study's
 ordinary run directory (report, compare, distance and --resume take it as it is), run by
-study.run_child like sensitivity's configurations; suite.json names the suite and records
+study.run_children like sensitivity's configurations; suite.json names the suite and records
 each study's outcome and times; index.md/.html (suite/index.py) sum them up.
 
 Run again with `--resume PARENT`: complete studies are kept, an interrupted or failed one
@@ -10,17 +10,16 @@ is resumed, the rest run.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from rich.console import Console
 
-from congestlab.errors import CongestlabError, Interrupted, RunDirError
+from congestlab.errors import RunDirError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
 from congestlab.spec.sweep import expand
-from congestlab.study import child_status, run_child
+from congestlab.study import Child, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
 from congestlab.testbed import new_prefix
 
@@ -72,62 +71,37 @@ def open_parent(suite: SuiteSpec, members: list[SuiteMember], quick: bool, out: 
         raise RunDirError(f"{parent}: exists and is not empty; choose a new --out, or --resume a suite run")
     parent.mkdir(parents=True, exist_ok=True)
     state = fresh | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
-    _write_state(parent, state)
+    write_parent_state(parent / STATE, state)
     return parent
 
 
-def _write_state(parent: Path, state: dict) -> None:
-    tmp = parent / (STATE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    tmp.replace(parent / STATE)
-
-
 def record(parent: Path, key: str, entry: dict) -> None:
-    state = json.loads((parent / STATE).read_text())
+    path = parent / STATE
+    state = json.loads(path.read_text())
     runs = state.setdefault("runs", {})
     # a resumed study keeps what its earlier attempts took (the suite's total is their sum)
     earlier = runs.get(key) or {}
     entry["attempts_wall_s"] = [*earlier.get("attempts_wall_s", []), entry.get("wall_s", 0.0)]
     runs[key] = entry
-    _write_state(parent, state)
+    write_parent_state(path, state)
 
 
 def run_suite(suite: SuiteSpec, members: list[SuiteMember], quick: bool = False, out: Path | None = None,
               resume: Path | None = None, calibrate: bool = False, cluster: str | None = None,
               echo=print) -> tuple[Path, list[str]]:
-    """Every study not yet complete, in order; a study that fails is recorded and the suite
-    goes on; Ctrl-C/SIGTERM stop it. Returns the parent and the keys of failed studies."""
+    """Every study not yet complete, in order (study.run_children); a study that fails is
+    recorded and the suite goes on; Ctrl-C/SIGTERM stop it. Returns the parent and the keys
+    of failed studies."""
     parent = open_parent(suite, members, quick, out, resume)
     echo(f"suite run: {parent} ({len(members)} studies{', --quick' if quick else ''})")
-    failed = []
-    for i, member in enumerate(members, start=1):
-        run_dir = study_dir(parent, member)
-        status = child_status(run_dir)
-        if status == "complete":
-            echo(f"[{i}/{len(members)}] {member.key}: complete, kept")
-            continue
-        echo(f"[{i}/{len(members)}] {member.key}: " + ("resuming" if status else "running"))
-        started = time.monotonic()
-        entry = {"status": "running", "load_avg_1m_start": round(os.getloadavg()[0], 2)}
-        try:
-            console = Console()
-            run_child(member.spec, run_dir, quick, calibrate, cluster, console)
-            entry["wall_s"] = round(time.monotonic() - started, 1)
-            report0 = time.monotonic()
-            print_report(build_report(run_dir), console)
-            entry["report_s"] = round(time.monotonic() - report0, 1)
-            entry["status"] = "complete"
-        except Interrupted:
-            record(parent, member.key, entry | {"status": "interrupted",
-                                                "wall_s": round(time.monotonic() - started, 1)})
-            raise
-        except CongestlabError as err:
-            entry |= {"status": "failed", "error": str(err), "wall_s": round(time.monotonic() - started, 1)}
-            failed.append(member.key)
-            echo(f"  {member.key} failed: {err}")
-        entry["load_avg_1m"] = round(os.getloadavg()[0], 2)
-        record(parent, member.key, entry)
+    children = [Child(m.key, m.spec, study_dir(parent, m), {"status": "running"}) for m in members]
+    failed = run_children(children, quick, calibrate, cluster, report=_report,
+                          record=lambda key, entry: record(parent, key, entry), report_time_apart=True, echo=echo)
     return parent, failed
+
+
+def _report(run_dir: Path, console: Console) -> None:
+    print_report(build_report(run_dir), console)
 
 
 def dry_run(suite: SuiteSpec, members: list[SuiteMember], quick: bool, echo=print) -> None:

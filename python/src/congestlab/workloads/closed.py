@@ -11,10 +11,11 @@ server (leanweb): the `close` line of its event log for that peer (the log is fl
 from __future__ import annotations
 
 import ipaddress
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from congestlab.servers.lean_events import peer, read_events
 
 # ss's names of the states in which the server sends nothing more
 QUIET_STATES = {"TIME-WAIT", "FIN-WAIT-2", "CLOSED"}
@@ -68,27 +69,7 @@ def _kernel_closed(tb, conn: ServerConnection) -> bool:
 def _lean_closed(conn: ServerConnection) -> bool:
     want = (ipaddress.ip_address(conn.client_addr), conn.client_port)
     try:
-        with open(conn.log_path, "rb") as log:
-            log.seek(conn.log_offset)
-            text = log.read()
+        return any(peer(event.get("peer", "")) == want
+                   for event in read_events(conn.log_path, offset_bytes=conn.log_offset, kinds=("close",)))
     except OSError:
         return False
-    for line in text.splitlines():
-        if b'"close"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:  # a line still being written
-            continue
-        if event.get("event") == "close" and _peer(event.get("peer", "")) == want:
-            return True
-    return False
-
-
-def _peer(text: str) -> tuple | None:
-    """'10.0.0.10:43210' or '[fd00::a]:43210' (Rust's SocketAddr) -> (address, port)."""
-    host, _, port = text.rpartition(":")
-    try:
-        return ipaddress.ip_address(host.strip("[]")), int(port)
-    except ValueError:
-        return None
