@@ -20,6 +20,7 @@ from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
 from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
+from congestlab.spec.get_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand, longest_streaks, plan
@@ -62,6 +63,8 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
               f"  workloads {','.join(point.workloads)}  sets: {settings}")
+        for t in point.timeouts:
+            print(f"  # timeout {t['workload']}: {describe_timeout(t)}")
     streaks = longest_streaks(runs)
     print(f"# longest streak of one point: {streaks['point']} runs; of one server: {streaks['server']} runs")
     print("# run order (run: point#repetition round block): " + " ".join(

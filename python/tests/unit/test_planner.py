@@ -145,7 +145,9 @@ def test_plan_cli(tmp_path):
 
 def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     """rto's full run from its --quick units: a measured point keeps its time per repetition,
-    with the timeout waits scaled 45 s -> 120 s; the others take their experiment's mean."""
+    its timeout waits counted in GETs that ran into the quick timeout, each costing the full
+    point's own timeout (chosen per level: 10 s at 75, 97.6 s at 100, 104.3 s at 125 Mbit/s;
+    --quick 10 s and 45 s); the others take their experiment's mean."""
     spec = load_preset("rto")
     quick = expand(spec, quick=True)
     # every quick unit: 5 s restart, one 15 s warm-up, per repetition 20 s measuring + 10 s timeout wait
@@ -162,8 +164,22 @@ def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     warm = 15.0 * spec.warmup_s / quick[0].study.warmup_s  # (rto's quick keeps the warm-up: 60 s)
     first = full[quick[0].id]  # u0 of the quick run: 60 s per repetition (1 s of it bookkeeping), no timeouts
     assert tasks[f"u{first.unit}"] == pytest.approx(5 + warm + first.repetitions * 60)
-    second = full[quick[1].id]  # 30 s per repetition, 10 s of it waiting at 45 s -> 120 s
-    assert tasks[f"u{second.unit}"] == pytest.approx(5 + warm + second.repetitions * (20 + 10 * 120 / 45))
+
+    def timeout_s(point):
+        return point.study.workload("get").timeout_s
+
+    at_100 = next(p for p in quick if p.labels["level"] == "100")  # 10 s of waiting = 10/45 GETs per repetition
+    point = full[at_100.id]
+    assert (timeout_s(at_100), timeout_s(point)) == (45, 97.6)
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * (20 + 10 / 45 * 97.6))
+    at_75 = next(p for p in quick[1:] if p.labels["level"] == "75")  # one GET per repetition, 10 s both ways
+    point = full[at_75.id]
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * (20 + 10))
+    # a cell the quick run leaves out (125 Mbit/s): the experiment's mean count of timed-out GETs x 104.3 s
+    counts = [0.0] + [10 / timeout_s(p) for p in quick[1:]]
+    point = next(p for p in full.values() if p.experiment == "e1" and p.labels["level"] == "125")
+    rep_s = (1 + 59 + 20 * 11) / 12 + sum(counts) / len(counts) * 104.3  # bookkeeping + measuring + waits
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * rep_s)
     with pytest.raises(RunDirError, match="not a --quick run"):
         (tmp_path / "manifest.json").write_text(json.dumps(m | {"quick": False}))
         full_units(tmp_path, spec)
