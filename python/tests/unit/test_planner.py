@@ -202,3 +202,31 @@ def test_full_units_scale_warm_up_and_durations(tmp_path):
     point = next(p for p in expand(spec, quick=False) if p.id == quick_iperf.id)
     assert duration(point) >= 30
     assert tasks[f"u{point.unit}"] >= point.repetitions * (8.0 + 2.0 * duration(point) / 2)
+
+
+def test_full_estimate_of_a_single_quick_run_of_a_preset(tmp_path):
+    """`plan RUN --nodes N --full` on one --quick run of a preset (not a suite): the full run
+    estimated with the preset as this revision has it; a run of a spec file is refused."""
+    from congestlab.planner.suite_plan import estimate_full, plan_run_full
+
+    spec = load_preset("rto")
+    quick = expand(spec, quick=True)
+    units = {f"u{p.unit}": {"wall_s": 80.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0,
+                            "measure": 2 * 20.0, "timeout_wait": 2 * 10.0} for p in quick}
+    m = {"format_version": 2, "study": "rto", "preset": "rto", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "timing": {"wall_s": 1000.0},
+         "time_budget": {"wall_s": 1000.0, "categories_s": {"setup": 2.0, "teardown": 2.0, "analysis": 4.0},
+                         "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    got = plan_run_full(tmp_path, 8)
+    want = estimate_full("rto", tmp_path, spec, 8)
+    assert got.one_node_s == pytest.approx(want.one_node_s) and got.on_nodes.wall_s == pytest.approx(want.on_nodes.wall_s)
+    assert got.on_nodes.wall_s < got.one_node_s
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path), "--nodes", "8", "--full"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"rto's full run estimated from its --quick units: {got.one_node_s:.0f} s" in out.stdout
+    (tmp_path / "manifest.json").write_text(json.dumps(m | {"preset": None}))
+    bad = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path), "--nodes", "8", "--full"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 7 and "not a run of a preset" in bad.stderr and bad.stderr.count("\n") == 1
