@@ -147,6 +147,12 @@ def test_bad_timeout_settings_are_one_line(change, expected):
     assert expected in message and "workloads" in message
 
 
+def test_a_variant_turns_the_choice_off_with_an_explicit_fixed():
+    points = _points(SPEC + '[set]\n"workloads.get.timeout" = "fixed"\n')
+    assert {p.study.workload("get").timeout_s for p in points.values()} == {120}
+    assert all(p.timeouts == [] for p in points.values())
+
+
 def test_from_published_without_any_published_delay_is_refused():
     message = _refused(HEAD + 'published = [{ level = "low", nrt_mbps = 1.0 }]\n' + TOPOLOGY + CHOSEN + LEVELS)
     assert message.endswith('workloads.get.timeout: "from-published" but no published row has delay_ms or delay_s '

@@ -152,11 +152,12 @@ class GetWorkload(_Workload):
         if chosen and (self.timeout_margin is None or not self.timeout_reason):
             raise ValueError('timeout = "from-published" needs timeout_margin (the factor over the longest '
                              "published delay) and timeout_reason (why that factor)")
-        if not chosen:
+        if not chosen and "timeout" not in self.model_fields_set:
+            # a margin without the choice is a forgotten `timeout`; an explicit "fixed" (a variant's
+            # [set] turning the choice off) leaves the other fields unread
             given = [f for f in ("timeout_margin", "timeout_min_s", "timeout_reason") if getattr(self, f) is not None]
             if given:
-                raise ValueError(f'{given[0]} is only read with timeout = "from-published" (timeout is '
-                                 f'{self.timeout!r})')
+                raise ValueError(f'{given[0]} is only read with timeout = "from-published"')
         for name in self.timeout_published:
             if not name.endswith(("_ms", "_s")):
                 raise ValueError(f"timeout_published: {name!r} names no unit: a delay metric ends in _ms or _s")
