@@ -147,7 +147,7 @@ def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     """rto's full run from its --quick units: a measured point keeps its time per repetition,
     its timeout waits counted in GETs that ran into the quick timeout, each costing the full
     point's own timeout (chosen per level: 10 s at 75, 97.6 s at 100, 104.3 s at 125 Mbit/s;
-    --quick 10 s and 45 s); the others take their experiment's mean."""
+    --quick 10 s and 45 s); the others take the mean at their level, or their experiment's."""
     spec = load_preset("rto")
     quick = expand(spec, quick=True)
     # every quick unit: 5 s restart, one 15 s warm-up, per repetition 20 s measuring + 10 s timeout wait
@@ -179,6 +179,13 @@ def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     counts = [0.0] + [10 / timeout_s(p) for p in quick[1:]]
     point = next(p for p in full.values() if p.experiment == "e1" and p.labels["level"] == "125")
     rep_s = (1 + 59 + 20 * 11) / 12 + sum(counts) / len(counts) * 104.3  # bookkeeping + measuring + waits
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * rep_s)
+    # another experiment at a measured level (E5 at 75): the mean of the quick points at 75 (u0 among them)
+    at_75 = [0] + [i for i, p in enumerate(quick) if i and p.labels["level"] == "75"]
+    point = next(p for p in full.values() if p.experiment == "e5-modern" and p.labels["level"] == "75")
+    assert sum(1 for p in full.values() if p.unit == point.unit) == 1
+    rep_s = (1 + 59 + 20 * (len(at_75) - 1)) / len(at_75) + (len(at_75) - 1) / len(at_75) * timeout_s(point)
+    assert timeout_s(point) == 10
     assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * rep_s)
     with pytest.raises(RunDirError, match="not a --quick run"):
         (tmp_path / "manifest.json").write_text(json.dumps(m | {"quick": False}))

@@ -14,9 +14,12 @@ A full unit = its server starts + its warm-ups + for each of its points, its rep
   repetition that ran into it; each costs the full point's own timeout (rto: chosen per level
   from the published delays, spec/get_timeouts.py: 97.6 s at 100 Mbit/s against the quick's 45 s).
 
-A point the quick run did not measure takes the mean of its experiment's measured points
-(else the study's). This is an extrapolation: a point whose GETs time out only at levels the
-quick run leaves out (rto at 125 Mbit/s) is underestimated (docs/cluster-planning.md).
+A point the quick run did not measure takes the mean of the measured points at its level (its
+label on the axis of [levels]: the congestion condition, which decides whether GETs time
+out), of its experiment where it has some there, else of the study; a level the quick run
+leaves out takes its experiment's mean (else the study's). This is an extrapolation: a point
+whose GETs time out only at levels the quick run leaves out (rto at 125 Mbit/s) is
+underestimated (docs/cluster-planning.md).
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ def _duration_s(point: Point | None) -> float | None:
         return None
     times = [d for n in point.workloads if (d := getattr(point.study.workload(n), "duration_s", None))]
     return max(times) if times else None
+
+
+def _level(point: Point) -> str | None:
+    """The point's label on its experiment's axis of [levels], None without one."""
+    exp = next((e for e in point.study.experiments if e.name == point.experiment), None)
+    axis = next((a.name for a in exp.axes if a.levels), None) if exp else None
+    return point.labels.get(axis) if axis else None
 
 
 def _ratio(full: float | None, quick: float | None) -> float:
@@ -107,14 +117,21 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
         quick_by_experiment.setdefault(p.experiment, p)
     study_mean = _mean(list(costs.values()))
     by_experiment: dict[str, list[UnitCost]] = {}
+    by_level: dict[tuple[str | None, str], list[UnitCost]] = {}  # (experiment or None: any, level)
     for pid, cost in costs.items():
         if pid in quick_points:
-            by_experiment.setdefault(quick_points[pid].experiment, []).append(cost)
+            qp = quick_points[pid]
+            by_experiment.setdefault(qp.experiment, []).append(cost)
+            if (level := _level(qp)) is not None:
+                by_level.setdefault((qp.experiment, level), []).append(cost)
+                by_level.setdefault((None, level), []).append(cost)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
     for point in expand(spec, quick=False):
-        cost = costs.get(point.id) or (_mean(by_experiment[point.experiment]) if point.experiment in by_experiment
-                                       else study_mean)
+        level = _level(point)
+        similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
+                   or by_experiment.get(point.experiment))
+        cost = costs.get(point.id) or (_mean(similar) if similar else study_mean)
         # the quick point it is scaled from: the same one, else one of its experiment
         qp = quick_points.get(point.id) or quick_by_experiment.get(point.experiment)
         warm = cost.warmup_s * _ratio(point.study.warmup_s, qp.study.warmup_s if qp else None)
