@@ -24,6 +24,7 @@ from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
 from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
+from congestlab.spec.get_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand, longest_streaks, plan
@@ -66,6 +67,8 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
               f"  workloads {','.join(point.workloads)}  sets: {settings}")
+        for t in point.timeouts:
+            print(f"  # timeout {t['workload']}: {describe_timeout(t)}")
     streaks = longest_streaks(runs)
     print(f"# longest streak of one point: {streaks['point']} runs; of one server: {streaks['server']} runs")
     print("# run order (run: point#repetition round block): " + " ".join(
@@ -94,11 +97,14 @@ def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | N
 def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, calibrate: bool = False,
               preset: str | None = None, resume: Path | None = None, cluster: str | None = None,
               argv: list[str] | None = None, console: Console | None = None, repetitions: int | None = None,
-              runs: list[tuple[str, int]] | None = None, scheduler=None) -> Path:
+              runs: list[tuple[str, int]] | None = None, scheduler=None,
+              order_from: tuple[str, dict[str, float]] | None = None) -> Path:
     """Run `spec` into a run directory and return it: a new one under runs/ (or `out`, new or
     empty), or `resume`'s (only its repetitions without results run). `cluster`: the units
     of points run on a Ray cluster at this address (docs/cluster.md). `repetitions`, `runs`,
-    `scheduler`: as the Runner takes them (`--until-decisive`, congestlab/decisive/driver.py)."""
+    `scheduler`: as the Runner takes them (`--until-decisive`, congestlab/decisive/driver.py).
+    `order_from`: (a previous run, its task times): on a cluster, submit the longest first by
+    them (cluster/submit_order.py); without it, by planned repetitions."""
     if cluster is None:
         require_root()  # on a cluster, the nodes build the testbeds; the head only gathers
     if calibrate and spec.calibrate is None:
@@ -125,7 +131,7 @@ def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, cal
     if cluster is None:
         runner.run()
     else:
-        _run_on_cluster(runner, cluster, calibrate, console)
+        _run_on_cluster(runner, cluster, calibrate, console, order_from)
     return run_dir
 
 
@@ -215,7 +221,8 @@ def write_parent_state(path: Path, state: dict) -> None:
     tmp.replace(path)
 
 
-def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Console) -> None:
+def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Console,
+                    order_from: tuple[str, dict[str, float]] | None = None) -> None:
     """--cluster: the only place Ray is imported (an optional extra: .[cluster])."""
     try:
         from congestlab.cluster.driver import run_on_cluster  # imports ray
@@ -224,7 +231,8 @@ def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Cons
     console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
                   f"{len({p.unit for p, _ in runner.runs})} units")
     try:
-        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate)
+        previous_run, previous_s = order_from or (None, None)
+        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate, previous_s, previous_run)
     except CongestlabError as err:
         # The run directory already says how the run ended (cluster/driver.py). End the
         # process here: Ray's core worker aborts an interpreter exit (status 1) when an

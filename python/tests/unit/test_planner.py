@@ -145,7 +145,9 @@ def test_plan_cli(tmp_path):
 
 def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     """rto's full run from its --quick units: a measured point keeps its time per repetition,
-    with the timeout waits scaled 45 s -> 120 s; the others take their experiment's mean."""
+    its timeout waits counted in GETs that ran into the quick timeout, each costing the full
+    point's own timeout (chosen per level: 10 s at 75, 97.6 s at 100, 104.3 s at 125 Mbit/s;
+    --quick 10 s and 45 s); the others take the mean at their level, or their experiment's."""
     spec = load_preset("rto")
     quick = expand(spec, quick=True)
     # every quick unit: 5 s restart, one 15 s warm-up, per repetition 20 s measuring + 10 s timeout wait
@@ -162,8 +164,29 @@ def test_full_units_are_extrapolated_from_a_quick_run(tmp_path):
     warm = 15.0 * spec.warmup_s / quick[0].study.warmup_s  # (rto's quick keeps the warm-up: 60 s)
     first = full[quick[0].id]  # u0 of the quick run: 60 s per repetition (1 s of it bookkeeping), no timeouts
     assert tasks[f"u{first.unit}"] == pytest.approx(5 + warm + first.repetitions * 60)
-    second = full[quick[1].id]  # 30 s per repetition, 10 s of it waiting at 45 s -> 120 s
-    assert tasks[f"u{second.unit}"] == pytest.approx(5 + warm + second.repetitions * (20 + 10 * 120 / 45))
+
+    def timeout_s(point):
+        return point.study.workload("get").timeout_s
+
+    at_100 = next(p for p in quick if p.labels["level"] == "100")  # 10 s of waiting = 10/45 GETs per repetition
+    point = full[at_100.id]
+    assert (timeout_s(at_100), timeout_s(point)) == (45, 97.6)
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * (20 + 10 / 45 * 97.6))
+    at_75 = next(p for p in quick[1:] if p.labels["level"] == "75")  # one GET per repetition, 10 s both ways
+    point = full[at_75.id]
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * (20 + 10))
+    # a cell the quick run leaves out (125 Mbit/s): the experiment's mean count of timed-out GETs x 104.3 s
+    counts = [0.0] + [10 / timeout_s(p) for p in quick[1:]]
+    point = next(p for p in full.values() if p.experiment == "e1" and p.labels["level"] == "125")
+    rep_s = (1 + 59 + 20 * 11) / 12 + sum(counts) / len(counts) * 104.3  # bookkeeping + measuring + waits
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * rep_s)
+    # another experiment at a measured level (E5 at 75): the mean of the quick points at 75 (u0 among them)
+    at_75 = [0] + [i for i, p in enumerate(quick) if i and p.labels["level"] == "75"]
+    point = next(p for p in full.values() if p.experiment == "e5-modern" and p.labels["level"] == "75")
+    assert sum(1 for p in full.values() if p.unit == point.unit) == 1
+    rep_s = (1 + 59 + 20 * (len(at_75) - 1)) / len(at_75) + (len(at_75) - 1) / len(at_75) * timeout_s(point)
+    assert timeout_s(point) == 10
+    assert tasks[f"u{point.unit}"] == pytest.approx(5 + warm + point.repetitions * rep_s)
     with pytest.raises(RunDirError, match="not a --quick run"):
         (tmp_path / "manifest.json").write_text(json.dumps(m | {"quick": False}))
         full_units(tmp_path, spec)
@@ -186,3 +209,31 @@ def test_full_units_scale_warm_up_and_durations(tmp_path):
     point = next(p for p in expand(spec, quick=False) if p.id == quick_iperf.id)
     assert duration(point) >= 30
     assert tasks[f"u{point.unit}"] >= point.repetitions * (8.0 + 2.0 * duration(point) / 2)
+
+
+def test_full_estimate_of_a_single_quick_run_of_a_preset(tmp_path):
+    """`plan RUN --nodes N --full` on one --quick run of a preset (not a suite): the full run
+    estimated with the preset as this revision has it; a run of a spec file is refused."""
+    from congestlab.planner.suite_plan import estimate_full, plan_run_full
+
+    spec = load_preset("rto")
+    quick = expand(spec, quick=True)
+    units = {f"u{p.unit}": {"wall_s": 80.0, "runs": 2, "server_restart": 5.0, "warmup": 15.0,
+                            "measure": 2 * 20.0, "timeout_wait": 2 * 10.0} for p in quick}
+    m = {"format_version": 2, "study": "rto", "preset": "rto", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "timing": {"wall_s": 1000.0},
+         "time_budget": {"wall_s": 1000.0, "categories_s": {"setup": 2.0, "teardown": 2.0, "analysis": 4.0},
+                         "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    got = plan_run_full(tmp_path, 8)
+    want = estimate_full("rto", tmp_path, spec, 8)
+    assert got.one_node_s == pytest.approx(want.one_node_s) and got.on_nodes.wall_s == pytest.approx(want.on_nodes.wall_s)
+    assert got.on_nodes.wall_s < got.one_node_s
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path), "--nodes", "8", "--full"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"rto's full run estimated from its --quick units: {got.one_node_s:.0f} s" in out.stdout
+    (tmp_path / "manifest.json").write_text(json.dumps(m | {"preset": None}))
+    bad = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path), "--nodes", "8", "--full"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 7 and "not a run of a preset" in bad.stderr and bad.stderr.count("\n") == 1

@@ -22,11 +22,13 @@ from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cli import suite as suite_cli
 from congestlab.cluster.node import clean_work_dirs, work_parent  # (no Ray import there)
+from congestlab.cluster.submit_order import previous_times  # (no Ray import there)
 from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
 from congestlab.decisive.procedure import FIRST_LOOK
 from congestlab.doctor import diagnose
 from congestlab.errors import CongestlabError, SpecError, TraceError
 from congestlab.paths import REPO_ROOT
+from congestlab.planner.unit_times import run_times
 from congestlab.report import build_report
 from congestlab.report.data import RunData
 from congestlab.report.terminal import print_report
@@ -64,9 +66,15 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
 
 
 def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, calibrate: bool,
-             preset: str | None, resume: Path | None, cluster: str | None, decisive: "_Decisive") -> None:
+             preset: str | None, resume: Path | None, cluster: str | None, decisive: "_Decisive",
+             order_from: Path | None = None) -> None:
     if (decisive.max_repetitions is not None or decisive.budget_min is not None) and not decisive.on:
         raise SpecError("--max-repetitions/--budget-min", "go with --until-decisive")
+    if order_from is not None and cluster is None:
+        raise SpecError("--order-from", "orders a cluster run's tasks; go with --cluster")
+    previous = None
+    if order_from is not None:  # a finished run's unit times (planner/unit_times.py), read before anything runs
+        previous = (str(order_from), previous_times([(t.name, t.seconds) for t in run_times(order_from).tasks]))
     if dry_run:
         studies.dry_run(spec, quick)
         if decisive.on:
@@ -85,7 +93,7 @@ def _execute(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool, cali
                                      decisive.budget_min, console)
     else:
         run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
-                                    console=console)
+                                    console=console, order_from=previous)
     print_report(build_report(run_dir), console)
     if decisive.on:  # after the report: its verdicts are over every repetition at the default level
         for line in summary_lines(run_dir):
@@ -103,6 +111,8 @@ _UNTIL_HELP = ("add rounds, only to the points feeding undecided claims, until e
                "(group-sequential, docs/statistics.md)")
 _MAX_HELP = "--until-decisive: at most this many repetitions per point (default: twice the spec's)"
 _BUDGET_HELP = "--until-decisive: start no round that would end after this many minutes of the run"
+_ORDER_HELP = ("with --cluster: submit the tasks longest first by this finished run's unit times (default: by "
+               "their planned repetitions; docs/cluster-planning.md)")
 
 
 @app.command()
@@ -119,10 +129,11 @@ def run(
     until_decisive: bool = typer.Option(False, "--until-decisive", help=_UNTIL_HELP),
     max_repetitions: int = typer.Option(None, "--max-repetitions", min=2, max=1000, help=_MAX_HELP),
     budget_min: float = typer.Option(None, "--budget-min", min=0.1, help=_BUDGET_HELP),
+    order_from: Path = typer.Option(None, "--order-from", help=_ORDER_HELP),
 ) -> None:
     """Run a study spec on a fresh testbed, then analyze and report it."""
     _execute(studies.load_study(spec_path), quick, out, dry_run, calibrate, None, resume, cluster,
-             _Decisive(until_decisive, max_repetitions, budget_min))
+             _Decisive(until_decisive, max_repetitions, budget_min), order_from)
 
 
 @app.command()
@@ -141,6 +152,7 @@ def reproduce(
     until_decisive: bool = typer.Option(False, "--until-decisive", help=_UNTIL_HELP),
     max_repetitions: int = typer.Option(None, "--max-repetitions", min=2, max=1000, help=_MAX_HELP),
     budget_min: float = typer.Option(None, "--budget-min", min=0.1, help=_BUDGET_HELP),
+    order_from: Path = typer.Option(None, "--order-from", help=_ORDER_HELP),
 ) -> None:
     """Reproduce a study from its preset, or a suite of studies, e.g. `dissertation`
     (see `congestlab presets`; docs/suite.md)."""
@@ -148,12 +160,15 @@ def reproduce(
         if until_decisive or max_repetitions is not None or budget_min is not None:
             raise SpecError("--until-decisive", f"{name!r} is a suite; run its studies with --until-decisive one by one "
                             "(docs/suite.md)")
+        if order_from is not None:
+            raise SpecError("--order-from", f"{name!r} is a suite; its studies' tasks go longest first by their "
+                            "planned repetitions")
         suite_cli.reproduce_suite(name, quick, out, dry_run, calibrate, resume, cluster, seed_fit)
         return
     if seed_fit is not None:
         raise SpecError("--seed-fit", f"{name!r} is a study, not a suite; its variant is the preset {name}-seed-fit")
     _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster,
-             _Decisive(until_decisive, max_repetitions, budget_min))
+             _Decisive(until_decisive, max_repetitions, budget_min), order_from)
 
 
 app.command("suite")(suite_cli.suite)

@@ -11,7 +11,7 @@ import typer
 
 from congestlab.errors import CongestlabError
 from congestlab.planner.makespan import Schedule
-from congestlab.planner.suite_plan import plan_suite, plan_suite_full
+from congestlab.planner.suite_plan import plan_run_full, plan_suite, plan_suite_full
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
 from congestlab.runner import require_root
@@ -82,7 +82,7 @@ def plan(
                                   "print the error against its recorded wall time"),
     check_against: Path = typer.Option(None, "--check-against", help="a complete run of the same study on --nodes "
                                        "nodes: print the prediction's error against its recorded wall time"),
-    full: bool = typer.Option(False, "--full", help="a --quick suite run: estimate each study's full run from its "
+    full: bool = typer.Option(False, "--full", help="a --quick run or suite run: estimate each study's full run from its "
                               "quick units (an extrapolation; docs/cluster-planning.md)"),
 ) -> None:
     """Estimate the wall time on N nodes from finished runs' per-unit times: longest units
@@ -100,6 +100,13 @@ def plan(
                       f"on {nodes} (longest unit {max(t.seconds for t in e.tasks):.0f} s)")
             for s in skipped:
                 print(f"  skipped {s}")
+            continue
+        if full:
+            e = plan_run_full(run_dir, nodes, task_overhead_s)
+            print(f"{run_dir}: {e.key}'s full run estimated from its --quick units: {e.one_node_s:.0f} s "
+                  f"({e.one_node_s / 3600:.2f} h) on one node; {e.on_nodes.wall_s:.0f} s "
+                  f"({e.on_nodes.wall_s / 3600:.2f} h) on {nodes} nodes, {len(e.tasks)} units "
+                  f"(longest unit {max(t.seconds for t in e.tasks):.0f} s)")
             continue
         if (run_dir / SUITE_STATE).is_file():
             sp = plan_suite(run_dir, nodes, task_overhead_s)

@@ -23,6 +23,7 @@ import ray
 
 from congestlab import fidelity
 from congestlab.cluster.node import CHUNK_BYTES, run_unit
+from congestlab.cluster.submit_order import submission_order
 from congestlab.errors import ClusterError, Interrupted
 from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner import Runner
@@ -34,8 +35,13 @@ ATTEMPTS = 2  # the first, and one explicit re-submission
 
 
 class ClusterRun:
-    def __init__(self, runner: Runner, address: str, calibrate: bool = False, console=None):
+    def __init__(self, runner: Runner, address: str, calibrate: bool = False, console=None,
+                 previous_s: dict[str, float] | None = None, previous_run: str | None = None):
         self.head = runner
+        self.previous_s = previous_s  # a previous run's task times: submit longest first (cluster/submit_order.py)
+        self.previous_run = previous_run
+        self.submitted: dict[str, threading.Event] = {}  # set once a task is submitted (or will not be)
+        self.after: dict[str, threading.Event] = {}  # the event of the task submitted just before
         self.address = address
         self.calibrate = calibrate
         self.console = console
@@ -64,6 +70,16 @@ class ClusterRun:
         for point, rep in head.runs:
             key = f"u{point.unit}" + (f"r{rep}" if head.study.placement == "repetition" else "")
             units.setdefault(key, []).append((point.id, rep))
+        # longest first, one after another: Ray starts tasks waiting for a testbed in about the
+        # order they were submitted, so the longest do not start last
+        order = submission_order(units, self.previous_s)
+        self.record["submission"] = {
+            "by": f"unit times of {self.previous_run}" if self.previous_s else "planned repetitions",
+            "order": [{"task": o.task, "estimate": round(o.estimate, 3), "basis": o.basis} for o in order]}
+        units = {o.task: units[o.task] for o in order}
+        self.submitted = {unit: threading.Event() for unit in units}
+        keys = list(units)
+        self.after = {keys[i]: self.submitted[keys[i - 1]] for i in range(1, len(keys))}
         interrupted = False
         try:
             ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
@@ -167,6 +183,7 @@ class ClusterRun:
         try:
             self._attempts(unit, runs)
         finally:
+            self.submitted[unit].set()
             ended.set()
 
     def _attempts(self, unit: str, runs: list[tuple[str, int]]) -> None:
@@ -175,12 +192,17 @@ class ClusterRun:
             todo = [(p, r) for p, r in runs if not head.rep_complete(p, r)]
             if not todo or self.stopping.is_set():
                 return
+            previous = self.after.get(unit) if attempt == 1 else None
+            while previous is not None and not previous.wait(0.2):  # its turn in the submission order
+                if self.stopping.is_set():
+                    return
             tag = f"-s{self.session}{unit}a{attempt}"
             task = {"unit": unit, "attempt": attempt, "runs": [f"{p}#{r}" for p, r in todo],
                     "submitted_utc": utc_now(), "submitted_epoch_s": round(time.time(), 3)}
             with self.lock:
                 self.record["tasks"].append(task)
             gen = self.task.remote(head.study, head.quick, todo, tag, self.calibrate)
+            self.submitted[unit].set()
             with self.lock:
                 self.active[unit] = gen
             try:
@@ -292,5 +314,6 @@ def node_key(node: dict) -> str:
     return f"{node['hostname']}/{(node.get('node_id') or '')[:12]}"
 
 
-def run_on_cluster(runner: Runner, address: str, calibrate: bool = False) -> Path:
-    return ClusterRun(runner, address, calibrate).run()
+def run_on_cluster(runner: Runner, address: str, calibrate: bool = False, previous_s: dict[str, float] | None = None,
+                   previous_run: str | None = None) -> Path:
+    return ClusterRun(runner, address, calibrate, previous_s=previous_s, previous_run=previous_run).run()

@@ -10,11 +10,16 @@ A full unit = its server starts + its warm-ups + for each of its points, its rep
 - measuring plus the longest workload `duration_s` of the point, full minus quick (tcp-lab's
   iperf: 30 or 60 s instead of 2 s; its start and stop stay as measured); GETs have none
   and stay as measured;
-- timeout waits by the GET's `timeout_s`, full over quick (rto: 120 s over 45 s).
+- timeout waits: the quick run's waits over its point's GET timeout are the GETs per
+  repetition that ran into it; each costs the full point's own timeout (rto: chosen per level
+  from the published delays, spec/get_timeouts.py: 97.6 s at 100 Mbit/s against the quick's 45 s).
 
-A point the quick run did not measure takes the mean of its experiment's measured points
-(else the study's). This is an extrapolation: a point whose GETs time out only at levels the
-quick run leaves out (rto at 125 Mbit/s) is underestimated (docs/cluster-planning.md).
+A point the quick run did not measure takes the mean of the measured points at its level (its
+label on the axis of [levels]: the congestion condition, which decides whether GETs time
+out), of its experiment where it has some there, else of the study; a level the quick run
+leaves out takes its experiment's mean (else the study's). This is an extrapolation: a point
+whose GETs time out only at levels the quick run leaves out (rto at 125 Mbit/s) is
+underestimated (docs/cluster-planning.md).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ class UnitCost:
     warmup_s: float  # warm-up waits: once per unit, or per repetition when `warmup_per_rep`
     warmup_per_rep: bool
     measure_rep_s: float  # per repetition: measuring workloads
-    timeout_rep_s: float  # per repetition: waits for timeouts
+    timeouts_per_rep: float  # per repetition: GETs that ran into their timeout (waits / the quick GET timeout)
+    timeout_rep_s: float  # per repetition: waits for timeouts of a point without a GET timeout (kept as seconds)
     other_rep_s: float  # per repetition: the rest (captures, bookkeeping)
 
 
@@ -52,6 +58,13 @@ def _duration_s(point: Point | None) -> float | None:
         return None
     times = [d for n in point.workloads if (d := getattr(point.study.workload(n), "duration_s", None))]
     return max(times) if times else None
+
+
+def _level(point: Point) -> str | None:
+    """The point's label on its experiment's axis of [levels], None without one."""
+    exp = next((e for e in point.study.experiments if e.name == point.experiment), None)
+    axis = next((a.name for a in exp.axes if a.levels), None) if exp else None
+    return point.labels.get(axis) if axis else None
 
 
 def _ratio(full: float | None, quick: float | None) -> float:
@@ -78,15 +91,19 @@ def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
         qp = quick_points.get(point["id"])
         warm_each = qp.study.warmup_s if qp is not None else 0.0
         per_rep = bool(warm_each) and runs > 1 and warm >= 0.9 * runs * warm_each
-        out[point["id"]] = UnitCost(restart, warm / runs if per_rep else warm, per_rep, measure / runs,
-                                    waited / runs, (per["wall_s"] - warm - restart - measure - waited) / runs)
+        quick_timeout_s = _get_timeout_s(qp)
+        counted = waited / runs / quick_timeout_s if quick_timeout_s else 0.0
+        out[point["id"]] = UnitCost(restart, warm / runs if per_rep else warm, per_rep, measure / runs, counted,
+                                    0.0 if quick_timeout_s else waited / runs,
+                                    (per["wall_s"] - warm - restart - measure - waited) / runs)
     return out
 
 
 def _mean(costs: list[UnitCost]) -> UnitCost:
     return UnitCost(statistics.fmean(c.restart_s for c in costs), statistics.fmean(c.warmup_s for c in costs),
                     statistics.fmean(c.warmup_per_rep for c in costs) >= 0.5,
-                    statistics.fmean(c.measure_rep_s for c in costs), statistics.fmean(c.timeout_rep_s for c in costs),
+                    statistics.fmean(c.measure_rep_s for c in costs),
+                    statistics.fmean(c.timeouts_per_rep for c in costs), statistics.fmean(c.timeout_rep_s for c in costs),
                     statistics.fmean(c.other_rep_s for c in costs))
 
 
@@ -100,20 +117,27 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
         quick_by_experiment.setdefault(p.experiment, p)
     study_mean = _mean(list(costs.values()))
     by_experiment: dict[str, list[UnitCost]] = {}
+    by_level: dict[tuple[str | None, str], list[UnitCost]] = {}  # (experiment or None: any, level)
     for pid, cost in costs.items():
         if pid in quick_points:
-            by_experiment.setdefault(quick_points[pid].experiment, []).append(cost)
+            qp = quick_points[pid]
+            by_experiment.setdefault(qp.experiment, []).append(cost)
+            if (level := _level(qp)) is not None:
+                by_level.setdefault((qp.experiment, level), []).append(cost)
+                by_level.setdefault((None, level), []).append(cost)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
     for point in expand(spec, quick=False):
-        cost = costs.get(point.id) or (_mean(by_experiment[point.experiment]) if point.experiment in by_experiment
-                                       else study_mean)
+        level = _level(point)
+        similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
+                   or by_experiment.get(point.experiment))
+        cost = costs.get(point.id) or (_mean(similar) if similar else study_mean)
         # the quick point it is scaled from: the same one, else one of its experiment
         qp = quick_points.get(point.id) or quick_by_experiment.get(point.experiment)
         warm = cost.warmup_s * _ratio(point.study.warmup_s, qp.study.warmup_s if qp else None)
         full_d, quick_d = _duration_s(point), _duration_s(qp)
         rep_s = (cost.other_rep_s + cost.measure_rep_s + (full_d - quick_d if full_d and quick_d else 0.0)
-                 + cost.timeout_rep_s * _ratio(_get_timeout_s(point), _get_timeout_s(qp))
+                 + cost.timeouts_per_rep * (_get_timeout_s(point) or 0.0) + cost.timeout_rep_s
                  + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
         fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)

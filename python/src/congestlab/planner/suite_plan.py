@@ -14,7 +14,9 @@ from congestlab.errors import CongestlabError, RunDirError
 from congestlab.planner.full_estimate import full_units
 from congestlab.planner.makespan import Schedule, Task, lpt
 from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
+from congestlab.rundir import read_manifest
 from congestlab.spec import load_preset, load_spec
+from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import expand
 from congestlab.suite.run import STATE
 
@@ -63,10 +65,34 @@ class FullStudyEstimate:
     on_nodes: Prediction
 
 
+def estimate_full(key: str, run_dir: Path, spec: StudySpec, nodes: int,
+                  task_overhead_s: float | None = None) -> FullStudyEstimate:
+    """One study's full run estimated from its --quick run's units (planner/full_estimate.py):
+    on one node, and on `nodes` nodes with LPT."""
+    quick = run_times(run_dir)
+    tasks = full_units(run_dir, spec)
+    reps_ratio = (sum(p.repetitions for p in expand(spec, False))
+                  / max(1, sum(p.repetitions for p in expand(spec, True))))
+    full = RunTimes(run_dir, quick.study, "estimated from --quick", tasks, quick.per_testbed_s,
+                    quick.serial_s * reps_ratio, 0.0, False)
+    one = predict(full, 1)
+    return FullStudyEstimate(key, tasks, one.wall_s, predict(full, nodes, cluster=True, task_overhead_s=task_overhead_s))
+
+
+def plan_run_full(run_dir: Path, nodes: int, task_overhead_s: float | None = None) -> FullStudyEstimate:
+    """A single --quick run of a preset: its full run estimated with the preset as this
+    revision has it (as for a suite: today's timeouts and durations)."""
+    m = read_manifest(run_dir)
+    if not m.get("preset"):
+        raise RunDirError(f"{run_dir}: not a run of a preset (`congestlab reproduce PRESET --quick`); a full "
+                          "estimate needs the study's full spec")
+    return estimate_full(m["preset"], run_dir, load_preset(m["preset"]), nodes, task_overhead_s)
+
+
 def plan_suite_full(parent: Path, nodes: int, task_overhead_s: float | None = None
                     ) -> tuple[list[FullStudyEstimate], list[str]]:
-    """Each study's full run estimated from this --quick suite run's units
-    (planner/full_estimate.py): on one node, and on `nodes` nodes with LPT."""
+    """Each study's full run estimated from this --quick suite run's units, with each study's
+    spec as this revision has it (its preset or file)."""
     state = json.loads((Path(parent) / STATE).read_text())
     out, skipped = [], []
     for study in state.get("studies") or []:
@@ -74,16 +100,7 @@ def plan_suite_full(parent: Path, nodes: int, task_overhead_s: float | None = No
         source = study["source"]
         try:
             spec = load_spec(Path(source)) if source.endswith(".toml") else load_preset(source)
-            quick = run_times(run_dir)
-            tasks = full_units(run_dir, spec)
+            out.append(estimate_full(study["key"], run_dir, spec, nodes, task_overhead_s))
         except CongestlabError as err:
             skipped.append(f"{study['key']}: {err}")
-            continue
-        reps_ratio = (sum(p.repetitions for p in expand(spec, False))
-                      / max(1, sum(p.repetitions for p in expand(spec, True))))
-        full = RunTimes(run_dir, quick.study, "estimated from --quick", tasks, quick.per_testbed_s,
-                        quick.serial_s * reps_ratio, 0.0, False)
-        one = predict(full, 1)
-        out.append(FullStudyEstimate(study["key"], tasks, one.wall_s,
-                                     predict(full, nodes, cluster=True, task_overhead_s=task_overhead_s)))
     return out, skipped

@@ -103,6 +103,20 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   table the file gives replaces the preset's whole: a `[topology]` with a few keys lacks the
   rest (the error says so); change a few fields with `[set]`, e.g.
   `"topology.unshaped_at_or_above_bps" = 2e9`.
+- **GET timeouts from the published delays**: a `get` workload with
+  `timeout = "from-published"` waits at each point
+  `min(timeout_s, max(timeout_min_s, timeout_margin × D))`, where D is the longest delay the
+  study publishes at the point's level (its label on the axis of `[[levels]]`; the published
+  rows with that `level`, any experiment, the metrics in `timeout_published`, in ms or s by
+  their suffix). A point with no level axis, or a level with no published delay, keeps
+  `timeout_s`, which is also the most it waits (so a `[quick]` timeout still caps it).
+  `timeout_margin` (≥ 1) and `timeout_reason` are required: a published delay is a mean, and
+  the margin has to cover single GETs around it. The chosen value is an ordinary setting of
+  the point (`workloads.get.timeout_s`): `--dry-run` prints it with where it came from, and
+  the manifest records it per point (`points[].timeouts`: timeout, basis, level, the
+  published delay and its row, margin, floor, the declared timeout, the reason). A GET that
+  times out is a censored sample (docs/statistics.md); what a shorter timeout costs each
+  claim of chapter 4 is in docs/rto-study.md ("The GET's timeout").
 
 ## Reference
 """

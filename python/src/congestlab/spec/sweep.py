@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
+from congestlab.spec.get_timeouts import FROM_PUBLISHED, ChosenTimeout, choose
 from congestlab.spec.models import ExperimentSpec, StudySpec
 from congestlab.spec.workloads import BACKGROUND_KINDS
 
@@ -61,11 +62,13 @@ class Point:
     unit: int = 0  # points of one unit share their long-lived servers and background
     extra: dict = field(default_factory=dict)
     measured: list[str] = field(default_factory=list)  # the servers its workloads talk to (captured)
+    timeouts: list[dict] = field(default_factory=list)  # GET timeouts chosen from published delays (get_timeouts)
 
     def describe(self) -> dict:
-        return {"id": self.id, "experiment": self.experiment, "axes": self.labels, "settings": self.settings,
-                "servers": self.servers, "measured_servers": self.measured, "workloads": self.workloads,
-                "repetitions": self.repetitions, "unit": self.unit}
+        out = {"id": self.id, "experiment": self.experiment, "axes": self.labels, "settings": self.settings,
+               "servers": self.servers, "measured_servers": self.measured, "workloads": self.workloads,
+               "repetitions": self.repetitions, "unit": self.unit}
+        return out | ({"timeouts": self.timeouts} if self.timeouts else {})
 
 
 @dataclass(frozen=True)
@@ -136,11 +139,24 @@ def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: Experimen
         where = f"experiments.{exp.name}" + "".join(f" {n}={lab}" for n, lab in labels.items())
         resolved = _resolve(base, settings, where)
         workloads = exp.workloads or [w.name for w in resolved.workloads]
+        timeouts = _chosen_timeouts(resolved, exp, labels, workloads)
+        if timeouts:
+            settings |= {f"workloads.{t.workload}.timeout_s": t.timeout_s for t in timeouts}
+            resolved = _resolve(base, settings, where)
         servers = _servers_of(resolved, exp, workloads)
         point_id = ".".join([exp.name] + [f"{n}-{_UNSAFE.sub('_', lab)}" for n, lab in labels.items()])
         points.append(Point(point_id, exp.name, labels, settings, resolved, servers, workloads, repetitions,
-                            measured=list(servers)))
+                            measured=list(servers), timeouts=[t.describe() for t in timeouts]))
     return points
+
+
+def _chosen_timeouts(study: StudySpec, exp: ExperimentSpec, labels: dict[str, str],
+                     workloads: list[str]) -> list[ChosenTimeout]:
+    """The point's GET timeouts chosen from the published delays (spec/get_timeouts.py)."""
+    level_axis = next((a.name for a in exp.axes if a.levels), None)
+    level = labels.get(level_axis) if level_axis else None
+    return [choose(w, level, study.published) for name in workloads
+            if (w := study.workload(name)).kind == "get" and w.timeout == FROM_PUBLISHED]
 
 
 def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> StudySpec:

@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from congestlab.spec.addresses import check_subnets, host_ids
+from congestlab.spec.get_timeouts import FROM_PUBLISHED, has_published_delay
 
 if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec
@@ -93,6 +94,9 @@ def check_references(study: "StudySpec") -> None:
             for i, req in enumerate(w.requests):
                 host(req.client, f"{where}.requests[{i}].client")
                 server(req.server, f"{where}.requests[{i}].server", req.file_kib)
+            if w.timeout == FROM_PUBLISHED and not has_published_delay(study.published, w.timeout_published):
+                raise ValueError(f'{where}.timeout: "from-published" but no published row has '
+                                 f"{' or '.join(w.timeout_published)} (give them, or timeout = \"fixed\")")
         elif w.kind in ("http_load", "anma"):
             host(w.client, f"{where}.client")
             server(w.server, f"{where}.server", w.file_kib)

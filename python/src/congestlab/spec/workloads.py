@@ -128,7 +128,43 @@ class GetWorkload(_Workload):
     # with a fresh profile per request (traffic/chromium.py)
     client_kind: Literal["curl", "chromium"] = Field(
         default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
-    timeout_s: float = Field(default=30.0, gt=0, le=600)
+    timeout_s: float = Field(default=30.0, gt=0, le=600, description="give up after this long (with timeout = "
+                             "\"from-published\": the most it waits, and the wait at a level with no published delay)")
+    # the timeout per point from the seed's published delays (spec/get_timeouts.py)
+    timeout: Literal["fixed", "from-published"] = Field(
+        default="fixed", description="fixed: timeout_s everywhere; from-published: per point, timeout_margin x the "
+        "longest delay the study publishes at the point's level, at least timeout_min_s, at most timeout_s")
+    timeout_margin: float | None = Field(
+        default=None, ge=1, le=100, description="from-published: the factor over the longest published delay (a "
+        "published delay is a mean: the factor covers single GETs)")
+    timeout_min_s: float | None = Field(
+        default=None, gt=0, le=600, description="from-published: the shortest timeout chosen (a level whose "
+        "published delays are short)")
+    timeout_reason: str | None = Field(
+        default=None, min_length=1, description="from-published: why this margin (shown in the manifest)")
+    timeout_published: list[str] = Field(
+        default=["delay_ms", "delay_s"], min_length=1, description="from-published: the published metrics read as "
+        "delays, in ms or s by their name's suffix (_ms, _s)")
+
+    @model_validator(mode="after")
+    def _timeout_choice(self) -> "GetWorkload":
+        chosen = self.timeout == "from-published"
+        if chosen and (self.timeout_margin is None or not self.timeout_reason):
+            raise ValueError('timeout = "from-published" needs timeout_margin (the factor over the longest '
+                             "published delay) and timeout_reason (why that factor)")
+        if not chosen and "timeout" not in self.model_fields_set:
+            # a margin without the choice is a forgotten `timeout`; an explicit "fixed" (a variant's
+            # [set] turning the choice off) leaves the other fields unread
+            given = [f for f in ("timeout_margin", "timeout_min_s", "timeout_reason") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f'{given[0]} is only read with timeout = "from-published"')
+        for name in self.timeout_published:
+            if not name.endswith(("_ms", "_s")):
+                raise ValueError(f"timeout_published: {name!r} names no unit: a delay metric ends in _ms or _s")
+        if self.timeout_min_s is not None and self.timeout_min_s > self.timeout_s:
+            raise ValueError(f"timeout_min_s {self.timeout_min_s:g} exceeds timeout_s {self.timeout_s:g} (the most "
+                             "it waits)")
+        return self
 
 
 class IperfFlow(_Strict):
