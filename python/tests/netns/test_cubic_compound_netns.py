@@ -96,6 +96,13 @@ def test_tiny_cubic_compound_run_and_report_without_root(tmp_path):
     assert int(port["s1"]["connections"]) >= 2 and int(port["bts"]["connections"]) >= 1
     for row in port.values():
         assert 0 < float(row["nrt_throughput_mbps"]) <= float(row["captured_throughput_mbps"]) < 1000, row
+    # the preset's [capture] (docs/probes.md, "In the presets"): the bottleneck's queue within
+    # the 5 MB per repetition; no kernel probe (S1's port carries the stress load's connections)
+    probes = json.loads((run_dir / "points" / POINT / "r1" / "rep.json").read_text())["probes"]
+    assert probes["tcp_rows"] == 0 and probes["queue_rows"] > 0, probes
+    assert probes["truncated"] == probes["lost"] == 0 and probes["bytes"] <= 5_000_000, probes
+    series = run_dir / "results" / "series" / POINT / "r1"
+    assert (series / "bottleneck-queue.csv").stat().st_size > 0 and not list(series.glob("*-tcp_probe.csv"))
     background, = read_results(run_dir, "background")
     assert background["cls"] == "udp4" and float(background["requested_bps"]) == 10e6
 

@@ -6,6 +6,7 @@ tables it fills, Table 5's weights in force, and that nothing is left behind."""
 
 from __future__ import annotations
 
+import csv
 import json
 import tomllib
 from fractions import Fraction
@@ -60,6 +61,14 @@ def test_tiny_rto_run_keeps_the_background_across_lean_restarts_and_reports(tmp_
     for point in CELLS:
         rep = json.loads((run_dir / "points" / point / "r1" / "rep.json").read_text())
         assert set(rep["captures"]) == {"lean"}
+        # the preset's [capture] (docs/probes.md, "In the presets"): the lean server's own view
+        # from its log; no sampler (no kernel server is measured here) and no queue probe
+        assert "probes" not in rep
+        series = run_dir / "results" / "series" / point / "r1"
+        with (series / "lean-lean_log.csv").open() as fh:
+            events = {row["event"] for row in csv.DictReader(fh)}
+        assert "ack" in events, events
+        assert not (series / "bottleneck-queue.csv").exists()
 
     requests = {r["point_id"]: r for r in read_results(run_dir, "request")}
     assert set(requests) == set(CELLS), manifest["analysis"]
