@@ -119,3 +119,22 @@ def test_until_decisive_adds_rounds_only_where_undecided_and_resumes(tmp_path):
     entry = manifest["resumes"][-1]
     assert namespaces_with(prefix) == [] and namespaces_with(entry["prefix"]) == []
     assert processes_mentioning(str(run_dir)) == []
+
+
+def test_until_decisive_runs_later_rounds_in_the_same_session(tmp_path):
+    # rounds 4 and 5 follow the first look without a resume: each round is a new batch of the same
+    # testbed (runner/orchestrator.py _run_all), whose backgrounds' time bounds look ahead in it
+    spec = _spec(tmp_path)
+    run_dir = tmp_path / "run"
+    done = subprocess.run([CONGESTLAB, "run", str(spec), "--out", str(run_dir), "--until-decisive",
+                           "--max-repetitions", "5"], capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = _manifest(run_dir)
+    assert manifest["status"] == "complete", manifest.get("error")
+    seq = manifest["sequential"]
+    assert [x["round"] for x in seq["looks"]] == [3, 4, 5] and seq["stopped_by"] == "max-repetitions"
+    assert seq["looks"][-1]["n"][LEAN] == 5
+    reps = {(p.parent.parent.name, p.parent.name) for p in (run_dir / "points").glob("*/r*/rep.json")}
+    assert reps == {(APACHE, f"r{r}") for r in (1, 2, 3)} | {(LEAN, f"r{r}") for r in range(1, 6)}
+    assert namespaces_with(manifest["testbed"]["prefix"]) == []
+    assert processes_mentioning(str(run_dir)) == []

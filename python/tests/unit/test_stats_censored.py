@@ -269,6 +269,22 @@ def test_spending_boundaries_match_published_obrien_fleming_type():
     assert nominal_levels((1.0,), 0.025) == pytest.approx((0.025,))
 
 
+def test_nominal_levels_by_convolution_equal_the_dense_integration():
+    # values of the n x m matrix integration the convolution replaced (stats/sequential.py
+    # _transition): the same sum, so they agree to rounding; a skipped look (3, 5, 6) included
+    dense = {
+        (3 / 6, 4 / 6, 5 / 6, 1.0): (0.0015253227579889986, 0.005578925945564783, 0.012209037462594045,
+                                     0.02062511723126277),
+        (3 / 6, 5 / 6, 1.0): (0.0015253227579889986, 0.013588100790945669, 0.021017088477718816),
+    }
+    for fractions, levels in dense.items():
+        assert nominal_levels(fractions, 0.025) == pytest.approx(levels, rel=1e-9)
+    twenty = nominal_levels(tuple(r / 22 for r in range(3, 23)), 0.025)
+    assert twenty[0] == pytest.approx(1.2811169902704523e-09, rel=1e-6)
+    assert twenty[9] == pytest.approx(0.0019164024041362965, rel=1e-9)
+    assert twenty[-1] == pytest.approx(0.017130243980330907, rel=1e-9)
+
+
 def test_run_sequential_stops_at_the_first_decided_look():
     design = SequentialDesign(6, first_look=3)
     seen = []

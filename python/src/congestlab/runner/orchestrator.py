@@ -235,6 +235,7 @@ class Runner:
     def _run_all(self, tb: Testbed) -> None:
         batch = self.runs
         while batch:
+            self.runs = batch  # the runs to come: what Backgrounds.bound_s looks ahead in
             with run_progress(self.console, self.study.name, len(batch)) as (describe, advance):
                 for point, rep in batch:
                     describe(f"{point.id} #{rep}")
@@ -243,7 +244,13 @@ class Runner:
                     self.manifest["runs_done"] += 1
                     write_manifest(self.run_dir, self.manifest)
                     advance()
-            batch = self._next_batch() if self.scheduler is not None else []
+            if self.scheduler is None:
+                break
+            # a background's time bound reaches only to the end of its batch, and the look between
+            # rounds may take longer than its margin: stop them; the next round starts them again
+            # with their warm-up
+            self.backgrounds.stop_all(self._last_point)
+            batch = self._next_batch()
 
     def _next_batch(self) -> list[tuple[Point, int]]:
         """The scheduler's next runs not yet complete, in the study's order; recorded in the
