@@ -94,7 +94,9 @@ def check_references(study: "StudySpec") -> None:
             for i, req in enumerate(w.requests):
                 host(req.client, f"{where}.requests[{i}].client")
                 server(req.server, f"{where}.requests[{i}].server", req.file_kib)
-            if w.timeout == FROM_PUBLISHED and not has_published_delay(study.published, w.timeout_published):
+            # the study's [set] applies to every point, so a `timeout = "fixed"` there wins
+            timeout = study.set.get(f"{where}.timeout", w.timeout)
+            if timeout == FROM_PUBLISHED and not has_published_delay(study.published, w.timeout_published):
                 raise ValueError(f'{where}.timeout: "from-published" but no published row has '
                                  f"{' or '.join(w.timeout_published)} (give them, or timeout = \"fixed\")")
         elif w.kind in ("http_load", "anma"):
