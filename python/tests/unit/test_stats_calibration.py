@@ -133,6 +133,9 @@ def scenarios() -> list[Scenario]:
                  rules.HOLDS),
         Scenario("magnitude 4..23 %, truth +10 % in 3 cells", 100, [math.log1p(0.10)] * 3, 0.1, None, 6,
                  _magnitude, rules.FAILS),
+        # the range is an interval hypothesis: at its edge, "holds" is the wrong verdict
+        Scenario("magnitude 4..23 %, truth at the edge +23 % in 3 cells", 100, [math.log1p(0.23)] * 3, 0.05, None,
+                 6, _magnitude, rules.HOLDS),
         # the effect the estimate says 6 rounds detect with exactly 80 %: many claims, since the
         # realized share sits right at it (about 81 % over other seeds: the estimate is accurate)
         Scenario(f"direction, small effect {small:.3f} (6 rounds)", 1000, [small], 0.25, None, 6, _direction,

@@ -233,8 +233,11 @@ def test_holm_is_statsmodels_holm():
         assert rules.holm(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
 
 
-def test_magnitude_holds_when_every_ci_meets_the_range():
-    inside = rules.magnitude(effect(math.log1p(0.10), 0.03), 4, 23)
+def test_magnitude_holds_when_every_ci_lies_inside_the_range():
+    # a wide CI that meets the range but also covers 0 says nothing of the seed's magnitude
+    wide = rules.magnitude(effect(math.log1p(0.01), 0.1), 4, 23)
+    assert wide.verdict == rules.INCONCLUSIVE
+    inside = rules.magnitude(effect(math.log1p(0.10), 0.01), 4, 23)
     outside = rules.magnitude(effect(math.log1p(0.60), 0.03), 4, 23)
     assert inside.verdict == rules.HOLDS and outside.verdict == rules.FAILS
     # a CI just outside, unadjusted: not "holds"; Holm over many cells: not "does not hold" either

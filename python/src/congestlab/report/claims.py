@@ -15,8 +15,8 @@ compare   a <relation> b on the effect log(median a / median b) of the censored 
           model with the repetition as block (stats/compare.py). > and <: the CI excludes 0
           on the claimed side (stats.rules.direction). ~: TOST against +-margin_pct; >= / <=:
           non-inferiority, a at most margin_pct below / above b. `range_pct`: a/b - 1 lies in
-          the seed's range (magnitude: holds when the CI meets it, does not hold when it lies
-          wholly outside). `range`: a - b in the metric's unit lies in the range, on the
+          the seed's range (magnitude: holds when the CI lies inside it, does not hold when it
+          lies wholly outside, else inconclusive). `range`: a - b in the metric's unit lies in the range, on the
           differences paired by repetition (censored normal model). Cells with values <= 0
           have no ratio: Gehan's permutation test decides their direction; margins undecided.
 range     the cell's (geometric) median lies in [lo, hi]: a magnitude check of one cell.
@@ -60,7 +60,7 @@ from congestlab.stats import gehan, tobit
 from congestlab.stats.compare import Effect, compare, from_percent
 from congestlab.stats.power import rounds_needed_for_verdict
 from congestlab.stats.rules import (FAILS, HOLDS, INCONCLUSIVE, Verdict, at_least, at_most, best_changes, direction,
-                                    equivalence, every_cell, holm, magnitude)
+                                    equivalence, every_cell, holm, magnitude, range_p_values)
 from congestlab.stats.samples import COMPLETE, RIGHT, Cell
 from congestlab.stats.summary import mean_with_ci
 
@@ -357,15 +357,15 @@ def level_effect(cell: Cell) -> Effect:
 
 
 def _raw_magnitude(e: Effect, lo: float, hi: float, rule: str, alpha: float, label: str) -> Verdict:
-    """A range on the effect's own scale: consistent when the CI meets [lo, hi], outside when
-    it lies wholly above or below (as stats.rules.magnitude, without the log-ratio scale)."""
+    """A range on the effect's own scale: holds when the CI lies inside [lo, hi], does not hold
+    when it lies wholly above or below (as stats.rules.magnitude, without the log-ratio scale)."""
     if not e.determined:  # not weak: an undetermined range stays inconclusive under every_cell
         return Verdict(INCONCLUSIVE, rule, math.nan, (math.nan, math.nan), 1.0, 1.0, sum(e.n), sum(e.censored),
                        sum(e.invalid), alpha, label, e.note, kind="magnitude", effect=e)
-    p_out = min(e.p_above(hi), e.p_below(lo))
-    verdict = FAILS if p_out < alpha else HOLDS
-    return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_out, p_out, sum(e.n), sum(e.censored),
-                   sum(e.invalid), alpha, label, e.note, weak_holds=True, kind="magnitude", effect=e)
+    p_holds, p_fails = range_p_values(e, lo, hi)
+    verdict = FAILS if p_fails < alpha else HOLDS if p_holds < alpha else INCONCLUSIVE
+    return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_holds, p_fails, sum(e.n), sum(e.censored),
+                   sum(e.invalid), alpha, label, e.note, kind="magnitude", effect=e)
 
 
 # --- rules -----------------------------------------------------------------------------------
@@ -383,7 +383,7 @@ def _compare(ctx: _Context, check: CheckSpec, metric: MetricSpec, selection: Sel
         lo, hi = check.range
         e = paired_difference(a.cell, b.cell)
         v = _raw_magnitude(e, lo, hi, f"{name_a} − {name_b} within {lo:g}..{hi:g} {metric.unit} in every cell, "
-                           f"paired by repetition: the CI meets the range (reason: {check.reason})", alpha, label)
+                           f"paired by repetition: the CI lies inside the range (reason: {check.reason})", alpha, label)
         if e.determined:
             ci = e.ci(1 - 2 * alpha)
             ours += f"; difference {e.estimate:+.{metric.digits}f} [{_num(ci[0], metric.digits)}, " \
@@ -412,8 +412,8 @@ def _range(ctx: _Context, check: CheckSpec, metric: MetricSpec, selection: Selec
     ours = fmt_cell(ec.cell, metric.digits)
     if not ec.cell.n:
         return CheckResult(label, NOT_MEASURED, ours, "", "no samples", points=ec.points)
-    rule = (f"the median lies in {lo:g}..{hi:g} {metric.unit}: its CI meets the range; does not hold when the CI "
-            f"lies wholly outside (reason: {check.reason})")
+    rule = (f"the median lies in {lo:g}..{hi:g} {metric.unit}: its CI lies inside the range; does not hold when "
+            f"the CI lies wholly outside (reason: {check.reason})")
     if not ec.positive:
         v = _decided(INCONCLUSIVE, rule, ctx.alpha, ec.cell.n, "values <= 0: no log-normal median")
         return CheckResult(label, v.verdict, ours, "", numbers(v), v, ec.points)

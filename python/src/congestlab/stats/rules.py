@@ -12,13 +12,14 @@ equivalence    a ~ b within a margin m (%): TOST; holds when the CI lies inside
 at_most        a <= b, at most m % above it (non-inferiority where lower is better, e.g. a
                delay): holds when the CI lies below log(1+m); does not hold when above it.
 at_least       a >= b, at most m % below it: the mirror image.
-magnitude      the effect lies in [lo, hi] % (a seed's stated range): consistent when the CI
-               meets the range; outside when it lies wholly above hi or below lo.
+magnitude      the effect lies in [lo, hi] % (a seed's stated range): an interval hypothesis
+               like equivalence; holds when the CI lies inside [lo, hi]; does not hold when it
+               lies wholly above hi or below lo. A CI that merely meets the range (e.g. an
+               underpowered one that also covers 0) is inconclusive.
 
 A claim over several cells (`every_cell`) is an intersection–union test: it holds when every
 cell holds at `alpha`, unadjusted; it does not hold when some cell does not, after Holm's
-adjustment of the cells' "does not hold" p-values. A magnitude range holds when no cell is
-outside at `alpha` unadjusted.
+adjustment of the cells' "does not hold" p-values.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ class Verdict:
     alpha: float = ALPHA
     label: str = ""
     note: str = ""
-    weak_holds: bool = False        # magnitude: holds by not being outside
     cells: tuple["Verdict", ...] = field(default=())
     # what the power estimate needs (power.rounds_needed_for_verdict)
     kind: str = ""                  # greater, less, equivalence, at_most, at_least, magnitude
@@ -71,21 +71,20 @@ def _pct(x: float, digits: int) -> str:
     return "∞" if x == math.inf else "-∞" if x == -math.inf else f"{x:+.{digits}f} %"
 
 
-def _decide(p_holds: float, p_fails: float, alpha: float, weak_holds: bool = False) -> str:
-    """weak_holds (magnitude): p_holds is the cell's unadjusted "outside" p; holds when it is >= alpha."""
+def _decide(p_holds: float, p_fails: float, alpha: float) -> str:
     if p_fails < alpha:
         return FAILS
-    if (p_holds >= alpha) if weak_holds else (p_holds < alpha):
+    if p_holds < alpha:
         return HOLDS
     return INCONCLUSIVE
 
 
 def _verdict(e: Effect, p_holds: float, p_fails: float, rule: str, alpha: float, label: str, kind: str,
-             margin_pct: float = 0.0, weak_holds: bool = False) -> Verdict:
+             margin_pct: float = 0.0) -> Verdict:
     lo, hi = e.ci(1 - 2 * alpha)
-    return Verdict(_decide(p_holds, p_fails, alpha, weak_holds), rule,
+    return Verdict(_decide(p_holds, p_fails, alpha), rule,
                    to_percent(e.estimate) if e.determined else math.nan, (to_percent(lo), to_percent(hi)),
-                   p_holds, p_fails, sum(e.n), sum(e.censored), sum(e.invalid), alpha, label, e.note, weak_holds,
+                   p_holds, p_fails, sum(e.n), sum(e.censored), sum(e.invalid), alpha, label, e.note,
                    kind=kind, margin_pct=margin_pct, effect=e)
 
 
@@ -120,11 +119,16 @@ def at_least(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = ""
 
 def magnitude(e: Effect, lo_pct: float, hi_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     lo, hi = from_percent(lo_pct), from_percent(hi_pct)
-    p_fails = min(e.p_above(hi), e.p_below(lo))
     if not e.determined:
         return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label, "magnitude")
-    return _verdict(e, p_fails, p_fails, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %: the CI meets the range",
-                    alpha, label, "magnitude", weak_holds=True)
+    return _verdict(e, *range_p_values(e, lo, hi), f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %: the CI lies inside "
+                    "the range (does not hold: wholly outside)", alpha, label, "magnitude")
+
+
+def range_p_values(e: Effect, lo: float, hi: float) -> tuple[float, float]:
+    """(p_holds, p_fails) of "lo <= effect <= hi" on the effect's own scale: two one-sided tests
+    (above lo, below hi) for holds, as equivalence's TOST; wholly below lo or above hi for fails."""
+    return max(e.p_above(lo), e.p_below(hi)), min(e.p_below(lo), e.p_above(hi))
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -147,14 +151,14 @@ def every_cell(cells: list[Verdict], rule: str = "", alpha: float | None = None,
         raise StatsInputError("every_cell needs at least one cell")
     alpha = cells[0].alpha if alpha is None else alpha
     adjusted = holm([c.p_fails for c in cells])
-    cells = [replace(c, p_fails=p, verdict=_decide(c.p_holds, p, alpha, c.weak_holds)) for c, p in zip(cells, adjusted)]
+    cells = [replace(c, p_fails=p, verdict=_decide(c.p_holds, p, alpha)) for c, p in zip(cells, adjusted)]
     if any(c.verdict == FAILS for c in cells):
         verdict = FAILS
     elif all(c.verdict == HOLDS for c in cells):
         verdict = HOLDS
     else:
         verdict = INCONCLUSIVE
-    p_holds = max(c.p_holds for c in cells) if not any(c.weak_holds for c in cells) else 1.0
+    p_holds = max(c.p_holds for c in cells)
     rule = rule or f"in every cell ({len(cells)}): each cell at {alpha:g}, unadjusted; does not hold: Holm"
     return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_holds, min(adjusted), sum(c.n for c in cells),
                    sum(c.censored for c in cells), sum(c.invalid for c in cells), alpha, label,
