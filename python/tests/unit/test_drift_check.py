@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from congestlab.analysis.drift import ALPHA, drift_checks
+from congestlab.analysis.drift import ALPHA, drift_checks, drift_summary
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import expand, plan
 
@@ -51,3 +51,27 @@ def test_old_run_directories_without_a_recorded_order_get_no_check():
     manifest, rows = _run(0.5, 1)
     manifest.pop("run_order")
     assert drift_checks(manifest, rows) == ([], [])
+
+
+def test_a_reference_cell_that_cannot_be_compared_says_why():
+    manifest, rows = _run(0.0, 3)
+    # the reference unit's last block lost all but one GET per cell (e.g. stopped early)
+    late = [r for r in rows if r["point_id"].endswith("level-C0")]
+    keep_late = {(r["point_id"], r["family"]) for r in late}
+    units = {(o["point"], o["repetition"]): o["block"] for o in manifest["run_order"]}
+    seen: set = set()
+    trimmed = []
+    for r in rows:
+        key = (r["point_id"], r["family"])
+        if key in keep_late and units[(r["point_id"], r["repetition"])] == 2:
+            if key in seen:
+                continue
+            seen.add(key)
+        trimmed.append(r)
+    checks, entries = drift_checks(manifest, trimmed)
+    assert checks == [] and len(entries) == 6
+    assert all("too few GETs at the ends" in e["skipped"] for e in entries)
+    assert drift_summary(entries) == "6 not compared: too few GETs at the ends (5 and 1; 2 each needed)"
+    _, compared = drift_checks(*_run(0.0, 1))
+    assert drift_summary(compared).startswith("6 reference cells compared start vs end") and "none drifted" in \
+        drift_summary(compared)

@@ -34,12 +34,17 @@ def drift_checks(manifest: dict, request_rows: list[dict]) -> tuple[list[Check],
         if unit is None or references.get(row["experiment"]) != unit:
             continue
         ends.setdefault((row["point_id"], row["family"]), {}).setdefault(block, []).append(row)
-    entries = []
+    entries, skipped = [], []
     for (point_id, family), by_block in sorted(ends.items()):
         if set(by_block) != {1, 2}:
+            # e.g. a single round, or --until-decisive stopped the reference unit early
+            skipped.append({"point": point_id, "family": family, "metric": METRIC,
+                            "skipped": "the reference unit ran in one block only"})
             continue
         first, last = _cell(by_block[1]), _cell(by_block[2])
         if first.n < 2 or last.n < 2:
+            skipped.append({"point": point_id, "family": family, "metric": METRIC, "n": [first.n, last.n],
+                            "skipped": f"too few GETs at the ends ({first.n} and {last.n}; 2 each needed)"})
             continue
         effect = compare(last, first, blocked=False)
         p = min(1.0, 2 * min(effect.p_above(0.0), effect.p_below(0.0)))
@@ -54,7 +59,22 @@ def drift_checks(manifest: dict, request_rows: list[dict]) -> tuple[list[Check],
                     f"{e['point']} {e['family']}: {METRIC} changed {e['change_pct']} % from the first block to "
                     f"the last (p = {e['p_holm']:.3g})" if e["drifted"] else "")
               for e in entries]
-    return checks, entries
+    return checks, entries + skipped
+
+
+def drift_summary(entries: list[dict]) -> str:
+    """One line for the report: what the drift check compared, or why it could not."""
+    compared = [e for e in entries if "skipped" not in e]
+    skipped = [e for e in entries if "skipped" in e]
+    parts = []
+    if compared:
+        drifted = sum(e["drifted"] for e in compared)
+        parts.append(f"{len(compared)} reference cells compared start vs end (Holm, alpha {ALPHA:g}): "
+                     + (f"{drifted} drifted" if drifted else "none drifted"))
+    if skipped:
+        reasons = sorted({e["skipped"] for e in skipped})
+        parts.append(f"{len(skipped)} not compared: {'; '.join(reasons)}")
+    return "; ".join(parts)
 
 
 def _cell(rows: list[dict]) -> Cell:

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
@@ -252,6 +253,7 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "timing": m.get("timing") or {},
         "time_table": time_table(m),
         "problems": (m.get("analysis") or {}).get("problems") or [],
+        "drift": drift_summary((m.get("analysis") or {}).get("drift") or []),
         "results": [f"results/{k}.csv" for k in data.kinds_present()],
         "points": _point_files(run_dir, data),
         "claims_declared": bool(data.report.claims),
