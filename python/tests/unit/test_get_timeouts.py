@@ -15,29 +15,10 @@ from congestlab.runner.manifest import new_manifest
 from congestlab.spec.get_timeouts import CEILING, FLOOR, MARGIN, NO_DELAY, NO_LEVEL
 from congestlab.spec.loader import parse_spec
 from congestlab.spec.sweep import expand
+from spec_fixtures import TINY_TOPOLOGY, refused
 
 HEAD = 'name = "tmo"\n'
-TOPOLOGY = """
-[topology]
-switches = [
-  { name = "s0", subnet4 = "10.9.0.0/24", subnet6 = "fd00:9:0:0::/64" },
-  { name = "s1", subnet4 = "10.9.1.0/24", subnet6 = "fd00:9:0:1::/64" },
-]
-[[topology.nodes]]
-name = "r1"
-kind = "router"
-links = [{ switch = "s0", host_id = 1, rate_bps = 20_000_000 }, { switch = "s1", host_id = 1 }]
-[[topology.nodes]]
-name = "client"
-links = [{ switch = "s0" }]
-[[topology.nodes]]
-name = "server"
-links = [{ switch = "s1" }]
-[[servers]]
-name = "apache"
-kind = "apache"
-node = "server"
-"""
+TOPOLOGY = TINY_TOPOLOGY
 
 GET = """
 [[workloads]]
@@ -91,14 +72,6 @@ def _points(text: str, quick: bool = False) -> dict:
     return {p.id: p for p in expand(parse_spec(text, "x.toml"), quick=quick)}
 
 
-def _refused(text: str) -> str:
-    with pytest.raises(SpecError) as err:
-        parse_spec(text, "x.toml")
-    message = str(err.value)
-    assert "\n" not in message, message
-    return message
-
-
 def test_the_timeout_per_point_is_the_margin_over_the_longest_delay_at_its_level():
     points = _points(SPEC)
     chosen = {pid: (p.study.workload("get").timeout_s, p.timeouts[0]["basis"]) for pid, p in points.items()}
@@ -143,7 +116,7 @@ def test_a_fixed_timeout_sets_nothing_per_point():
     ('timeout = "soon"\n', 'timeout'),
 ])
 def test_bad_timeout_settings_are_one_line(change, expected):
-    message = _refused(HEAD + PUBLISHED + TOPOLOGY + GET + "timeout_s = 120\n" + change + LEVELS)
+    message = refused(HEAD + PUBLISHED + TOPOLOGY + GET + "timeout_s = 120\n" + change + LEVELS)
     assert expected in message and "workloads" in message
 
 
@@ -153,14 +126,14 @@ def test_a_variant_turns_the_choice_off_with_an_explicit_fixed():
     assert all(p.timeouts == [] for p in points.values())
 
 
-def test_from_published_without_any_published_delay_is_refused():
-    message = _refused(HEAD + 'published = [{ level = "low", nrt_mbps = 1.0 }]\n' + TOPOLOGY + CHOSEN + LEVELS)
+def test_from_published_without_any_published_delay_isrefused():
+    message = refused(HEAD + 'published = [{ level = "low", nrt_mbps = 1.0 }]\n' + TOPOLOGY + CHOSEN + LEVELS)
     assert message.endswith('workloads.get.timeout: "from-published" but no published row has delay_ms or delay_s '
                             '(give them, or timeout = "fixed")')
 
 
 def test_a_quick_timeout_below_the_floor_names_the_point():
-    message = _refused(SPEC.replace('"workloads.get.timeout_s" = 45', '"workloads.get.timeout_s" = 5'))
+    message = refused(SPEC.replace('"workloads.get.timeout_s" = 45', '"workloads.get.timeout_s" = 5'))
     assert "experiments.e level=low" in message and "timeout_min_s 10 exceeds timeout_s 5" in message
 
 

@@ -18,41 +18,15 @@ from congestlab.spec.loader import parse_spec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand
 from congestlab.testbed.layout import build_layout
+from spec_fixtures import TINY_TOPOLOGY, refused
 
 TINY = """
 name = "tiny"
-[topology]
-switches = [
-  { name = "s0", subnet4 = "10.9.0.0/24", subnet6 = "fd00:9:0:0::/64" },
-  { name = "s1", subnet4 = "10.9.1.0/24", subnet6 = "fd00:9:0:1::/64" },
-]
-[[topology.nodes]]
-name = "r1"
-kind = "router"
-links = [{ switch = "s0", host_id = 1, rate_bps = 20_000_000 }, { switch = "s1", host_id = 1 }]
-[[topology.nodes]]
-name = "client"
-links = [{ switch = "s0" }]
-[[topology.nodes]]
-name = "server"
-links = [{ switch = "s1" }]
-[[servers]]
-name = "apache"
-kind = "apache"
-node = "server"
-[[workloads]]
+""" + TINY_TOPOLOGY.lstrip("\n") + """[[workloads]]
 name = "get"
 kind = "get"
 requests = [{ client = "client", server = "apache" }]
 """
-
-
-def _refused(text: str) -> str:
-    with pytest.raises(SpecError) as err:
-        parse_spec(text, "x.toml")
-    message = str(err.value)
-    assert "\n" not in message, message
-    return message
 
 
 def test_the_tiny_spec_loads():
@@ -60,8 +34,8 @@ def test_the_tiny_spec_loads():
 
 
 @pytest.mark.parametrize("second", ['name = "nginx"\nkind = "nginx"', 'name = "apache2"\nkind = "apache"'])
-def test_two_servers_on_one_node_and_port_are_refused(second):
-    message = _refused(TINY + f'[[servers]]\n{second}\nnode = "server"\n')
+def test_two_servers_on_one_node_and_port_arerefused(second):
+    message = refused(TINY + f'[[servers]]\n{second}\nnode = "server"\n')
     name = second.split('"')[1]
     assert f"servers.{name}.port: 80 on node 'server' is already servers.apache's port" in message, message
 
@@ -70,22 +44,22 @@ def test_two_servers_on_one_node_with_their_own_ports_load():
     parse_spec(TINY + '[[servers]]\nname = "nginx"\nkind = "nginx"\nnode = "server"\nport = 8080\n', "x.toml")
 
 
-def test_a_sweep_moving_a_server_onto_another_servers_port_is_refused():
+def test_a_sweep_moving_a_server_onto_another_servers_port_isrefused():
     text = TINY + ('[[servers]]\nname = "nginx"\nkind = "nginx"\nnode = "server"\nport = 8080\n'
                    '[[experiments]]\nname = "main"\n'
                    'axes = [{ name = "p", fields = ["servers.nginx.port"], values = [8080, 80] }]\n')
-    message = _refused(text)
+    message = refused(text)
     assert "experiments.main p=80" in message and "servers.nginx.port: 80 on node 'server'" in message, message
 
 
-def test_two_lean_servers_on_one_user_stack_node_are_refused():
-    message = _refused('extends = "ipv6"\nname = "x"\n[set]\n"servers.leanmodern.node" = "bare"\n')
+def test_two_lean_servers_on_one_user_stack_node_arerefused():
+    message = refused('extends = "ipv6"\nname = "x"\n[set]\n"servers.leanmodern.node" = "bare"\n')
     assert "servers.leanmodern.node: node 'bare' already has lean server 'lean'" in message, message
 
 
 def test_two_lean_servers_on_one_node_and_port_are_refused_however_the_port_is_given():
     text = 'extends = "ipv6"\nname = "x"\n[set]\n"servers.leanmodern.node" = "bare"\n"servers.leanmodern.port" = 8080\n'
-    assert "servers.leanmodern.node" in _refused(text)
+    assert "servers.leanmodern.node" in refused(text)
 
 
 @pytest.mark.parametrize("old, new, field", [
@@ -95,26 +69,26 @@ def test_two_lean_servers_on_one_node_and_port_are_refused_however_the_port_is_g
     ('subnet6 = "fd00:9:0:1::/64"', 'subnet6 = "fd00:9:0:0::/64"', "topology.switches.s1.subnet6: fd00:9::/64 "
                                                                    "overlaps switch s0's"),
 ])
-def test_overlapping_subnets_are_refused(old, new, field):
-    assert field in _refused(TINY.replace(old, new))
+def test_overlapping_subnets_arerefused(old, new, field):
+    assert field in refused(TINY.replace(old, new))
 
 
-def test_a_host_id_used_twice_on_a_switch_is_refused():
+def test_a_host_id_used_twice_on_a_switch_isrefused():
     text = TINY.replace('name = "server"\nlinks = [{ switch = "s1" }]',
                         'name = "server"\nlinks = [{ switch = "s1", host_id = 1 }]')
-    message = _refused(text)
+    message = refused(text)
     assert "topology.nodes.server.links.s1.host_id: 1 gives 10.9.1.1, already node r1's address" in message
 
 
-def test_a_given_host_id_that_an_earlier_default_took_is_refused():
+def test_a_given_host_id_that_an_earlier_default_took_isrefused():
     text = TINY.replace('links = [{ switch = "s0" }]', 'links = [{ switch = "s0", host_id = 100 }]').replace(
         'name = "r1"\nkind = "router"\nlinks = [{ switch = "s0", host_id = 1,', 'name = "r1"\nkind = "router"\n'
         'links = [{ switch = "s0",')
-    assert "topology.nodes.client.links.s0.host_id: 100 gives 10.9.0.100, already node r1's" in _refused(text)
+    assert "topology.nodes.client.links.s0.host_id: 100 gives 10.9.0.100, already node r1's" in refused(text)
 
 
-def test_a_default_host_id_that_does_not_fit_a_small_subnet_is_refused():
-    message = _refused(TINY.replace('"10.9.1.0/24"', '"10.9.1.0/29"'))
+def test_a_default_host_id_that_does_not_fit_a_small_subnet_isrefused():
+    message = refused(TINY.replace('"10.9.1.0/24"', '"10.9.1.0/29"'))
     assert "topology.nodes.server.links.s1.host_id: 100 (not given" in message and "10.9.1.0/29" in message
 
 
@@ -135,22 +109,22 @@ def test_the_layout_gets_the_addresses_the_spec_checked():
       'requests = [{ client = "client", server = "apache" }]\ntimeout_s = nan'),
      "workloads.get.timeout_s: nan is not a finite number"),
 ])
-def test_non_finite_numbers_are_refused(edit, field):
+def test_non_finite_numbers_arerefused(edit, field):
     old, new = edit
     text = new + TINY if not old else TINY.replace(old, new)
     assert text != TINY
-    assert field in _refused(text)
+    assert field in refused(text)
 
 
-def test_non_finite_numbers_in_free_tables_are_refused():
+def test_non_finite_numbers_in_free_tables_arerefused():
     knob = 'extends = "ipv6"\nname = "x"\n[set]\n"servers.lean.knobs.rto_alpha" = nan\n'
-    assert "set.servers.lean.knobs.rto_alpha: nan is not a finite number" in _refused(knob)
+    assert "set.servers.lean.knobs.rto_alpha: nan is not a finite number" in refused(knob)
     axis = TINY + '[[experiments]]\nname = "main"\naxes = [{ name = "d", fields = ["warmup_s"], values = [1.0, nan] }]\n'
-    assert "experiments.main.axes.d.values.1: nan is not a finite number" in _refused(axis)
+    assert "experiments.main.axes.d.values.1: nan is not a finite number" in refused(axis)
 
 
 def test_extends_with_a_partial_table_hints_at_set():
-    message = _refused('extends = "ipv6"\nname = "x"\n[topology]\nunshaped_at_or_above_bps = 2_000_000_000\n')
+    message = refused('extends = "ipv6"\nname = "x"\n[topology]\nunshaped_at_or_above_bps = 2_000_000_000\n')
     assert "topology.switches: Field required" in message
     assert 'under [set] as dotted field paths, e.g. "topology.unshaped_at_or_above_bps" = 2000000000' in message
     # the hint's advice works
@@ -160,7 +134,7 @@ def test_extends_with_a_partial_table_hints_at_set():
 
 
 def test_a_missing_field_without_extends_gets_no_hint():
-    message = _refused(TINY[:TINY.index("[[workloads]]")])
+    message = refused(TINY[:TINY.index("[[workloads]]")])
     assert "workloads: Field required" in message and "[set]" not in message, message
 
 
