@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from congestlab.errors import SpecError
 from congestlab.runner.manifest import new_manifest
 from congestlab.spec.get_timeouts import CEILING, FLOOR, MARGIN, NO_DELAY, NO_LEVEL
 from congestlab.spec.loader import parse_spec

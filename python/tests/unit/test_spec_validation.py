@@ -11,7 +11,6 @@ from importlib import metadata
 
 import pytest
 
-from congestlab.errors import SpecError
 from congestlab.paths import REPO_ROOT
 from congestlab.spec import load_preset, load_spec, preset_names
 from congestlab.spec.loader import parse_spec
