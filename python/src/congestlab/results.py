@@ -17,6 +17,10 @@ from congestlab.errors import RunDirError
 # (spec/sweep.py plan; empty for run directories from before the manifest recorded the order)
 COMMON_COLUMNS = ["point_id", "experiment", "repetition", "round", "block", "run_index"]
 
+# the run design's columns of a measured GET (workloads/get.py): an axis of that name would be
+# overwritten by them in results/request.csv, so spec validation refuses such axes
+DESIGN_COLUMNS = ["family_pair", "family_position", "family_order", "previous_closed", "previous_wait_ms"]
+
 KIND_COLUMNS: dict[str, list[str]] = {
     # the measured GETs, from the capture at the server's port (analysis/)
     "request": [
@@ -28,7 +32,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
         # the run design (workloads/get.py): the families of one request in one repetition are
         # one pair; their order; whether the previous GET's connection had closed at its server
         # when this one started, and how long this one waited for it
-        "pair", "family_position", "family_order", "previous_closed", "previous_wait_ms",
+        *DESIGN_COLUMNS,
     ],
     # every connection on a server's port during the repetition (stress, load and measured)
     "port": [

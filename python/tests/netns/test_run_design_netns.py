@@ -66,7 +66,7 @@ def test_two_servers_interleave_and_each_get_waits_for_the_previous_to_close(tmp
     # the two families of one repetition: one pair, positions 0 and 1, in the recorded order
     pairs: dict[str, list[dict]] = {}
     for r in rows:
-        pairs.setdefault(r["pair"], []).append(r)
+        pairs.setdefault(r["family_pair"], []).append(r)
     assert len(pairs) == 8
     for members in pairs.values():
         assert [m["family_position"] for m in members] == ["0", "1"]

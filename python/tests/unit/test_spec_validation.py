@@ -211,3 +211,19 @@ def test_version_prints_the_package_version_and_git_revision():
     assert proc.stdout.startswith(f"congestlab {metadata.version('congestlab')} (git {head.stdout.strip()}"), \
         proc.stdout
     assert len(proc.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["round", "block", "family_pair", "previous_closed"])
+def test_an_axis_named_like_a_column_the_run_writes_is_refused(name):
+    spec = TINY.replace('[[workloads]]', f'[[experiments]]\nname = "e"\naxes = [{{ name = "{name}", '
+                        'fields = ["workloads.get.timeout_s"], values = [10, 20] }]\n[[workloads]]')
+    assert "reserved column name" in refused(spec)
+
+
+def test_no_preset_axis_shares_a_name_with_the_run_design_columns():
+    # cubic-compound's axis `pair` was once overwritten by the GET's own pair id in request.csv
+    from congestlab.results import DESIGN_COLUMNS
+    for name in preset_names():
+        study = load_preset(name)
+        axes = {a.name for e in study.experiments for a in e.axes}
+        assert not axes & set(DESIGN_COLUMNS), (name, axes & set(DESIGN_COLUMNS))

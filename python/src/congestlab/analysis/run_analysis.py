@@ -221,7 +221,7 @@ def _request_base(row: dict, spec: dict) -> dict:
             "client_port": row.get("client_port"), "timeout_s": _timeout_s(spec, row.get("workload")),
             "start_ts": row.get("start_ts"), "curl_time_ms": round(row.get("time_total_s", 0) * 1e3, 3),
             "client_kind": row.get("client_kind", "curl")} | {
-            key: row.get(key) for key in ("pair", "family_position", "family_order", "previous_closed",
+            key: row.get(key) for key in ("family_pair", "family_position", "family_order", "previous_closed",
                                           "previous_wait_ms")}
 
 

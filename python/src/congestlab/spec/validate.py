@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from congestlab.results import COMMON_COLUMNS, DESIGN_COLUMNS
 from congestlab.spec.addresses import check_subnets, host_ids
 from congestlab.spec.get_timeouts import FROM_PUBLISHED, has_published_delay
 
@@ -126,7 +127,7 @@ def check_references(study: "StudySpec") -> None:
         if len(set(axis_names)) != len(axis_names):
             raise ValueError(f"{where}: axis names must be unique")
         for axis in exp.axes:
-            if axis.name in ("point_id", "experiment", "repetition"):
+            if axis.name in (*COMMON_COLUMNS, *DESIGN_COLUMNS):
                 raise ValueError(f"{where}.axes: {axis.name!r} is a reserved column name")
             for level in axis.levels:
                 if level not in levels:

@@ -97,7 +97,7 @@ class GetRunner(Measuring):
                 "server_kind": server.spec.kind, "client": req.client, "family": family, "file_kib": req.file_kib,
                 "client_kind": self.spec.client_kind, "client_addr": client_addr,
                 "start_ts": start, "end_ts": end, "client_port": result.local_port,
-                "pair": f"{ctx.point_id}#{repetition}.{index}", "family_position": position,
+                "family_pair": f"{ctx.point_id}#{repetition}.{index}", "family_position": position,
                 "family_order": ",".join(families), "previous_closed": closed, "previous_wait_ms": waited_ms}
                 | vars(result)))
             previous = ServerConnection(req.server, server.spec.node, server.port, client_addr, result.local_port,
