@@ -6,6 +6,7 @@ interpolation, and the lean log in the same shape."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -350,6 +351,12 @@ def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
     (rep_dir / "probes" / "queue-probe.csv").write_text("nonsense\n")
     problems = _write_probe_series(series, rep_dir, info, {"spec": {}}, {}, {})
     assert len(problems) == 1 and "not a queue probe recording" in problems[0]
+    log.unlink()  # a lean server that left no log: a problem naming it, not a silently missing series
+    (rep_dir / "probes" / "queue-probe.csv").unlink()
+    shutil.rmtree(series)
+    problems = _write_probe_series(series, rep_dir, info, manifest, {("lean", "i1"): log}, {})
+    assert problems == [f"lean series: {log}: missing, so no lean-lean_log.csv"]
+    assert not (series / "lean-lean_log.csv").exists()
 
 
 def test_probe_cost_counts_the_start_up_once_per_sampler(tmp_path):

@@ -153,7 +153,7 @@ def _write_probe_series(series_dir: Path, rep_dir: Path, info: dict, manifest: d
     """The servers' own view and the queues, on the capture's clock (analysis/sender_series.py,
     queue_series.py): from the sampler's recording in probes/, and with kernel_probe on, from
     each lean server's log inside the capture's span. Returns the problems (a bad recording
-    costs its series, not the analysis)."""
+    or a missing log costs its series, not the analysis)."""
     problems = []
     raw = rep_dir / RAW_DIR
     if (raw / CLOCK_FILE).exists():
@@ -170,7 +170,10 @@ def _write_probe_series(series_dir: Path, rep_dir: Path, info: dict, manifest: d
     span = _capture_span_s(info)
     for server, instance in (info.get("servers") or {}).items():
         log = lean.get((server, instance))
-        if not kernel_probe or log is None or span is None or not log.exists():
+        if not kernel_probe or log is None or span is None:
+            continue
+        if not log.exists():  # said, not skipped: a plot without the server's view must say why
+            problems.append(f"lean series: {log}: missing, so no {server}-lean_log.csv")
             continue
         try:
             if log not in lean_rows_by_log:
