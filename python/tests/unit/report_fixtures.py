@@ -195,3 +195,16 @@ def anma_run(repetitions: int = 1, seed: int = 4) -> RunBuilder:
                 for fam, rec in rows.items():
                     b.add("anma", {"server": server, "pattern": pattern}, rep, workload="anma", family=fam, **rec)
     return b
+
+
+def get_outcome_row(delay, repetition: int, timeout_s: float = 0.45) -> dict:
+    """A measured GET's request row: `delay` in ms (complete), "timeout" (timed out at
+    timeout_s) or "invalid" (an HTTP 500)."""
+    row = dict(client="c", family="v4", file_kib=320, timeout_s=timeout_s, start_ts=1000.0 + repetition)
+    if delay == "timeout":
+        row.update(outcome="timed_out", ok=False, error=f"timed out after {timeout_s:g} s")
+    elif delay == "invalid":
+        row.update(outcome="invalid", ok=False, error="HTTP 500")
+    else:
+        row.update(outcome="complete", ok=True, delay_ms=delay)
+    return row

@@ -3,6 +3,10 @@ refusal check that spec tests share."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from congestlab.errors import SpecError
@@ -38,3 +42,9 @@ def refused(text: str) -> str:
     message = str(err.value)
     assert "\n" not in message, message
     return message
+
+
+def dry_run(spec: Path) -> subprocess.CompletedProcess:
+    """`congestlab run SPEC --dry-run` in a subprocess, as a user types it."""
+    return subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
+                          capture_output=True, text=True)

@@ -5,8 +5,6 @@ choice per level (margin, floor, ceiling, no published delay, no level axis), th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,7 +12,7 @@ from congestlab.runner.manifest import new_manifest
 from congestlab.spec.get_timeouts import CEILING, FLOOR, MARGIN, NO_DELAY, NO_LEVEL
 from congestlab.spec.loader import parse_spec
 from congestlab.spec.sweep import expand
-from spec_fixtures import TINY_TOPOLOGY, refused
+from spec_fixtures import TINY_TOPOLOGY, dry_run, refused
 
 HEAD = 'name = "tmo"\n'
 TOPOLOGY = TINY_TOPOLOGY
@@ -153,8 +151,7 @@ def test_the_manifest_records_each_points_timeout():
 def test_dry_run_prints_each_points_timeout_and_its_source(tmp_path):
     spec = tmp_path / "tmo.toml"
     spec.write_text(SPEC)
-    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
-                         capture_output=True, text=True)
+    out = dry_run(spec)
     assert out.returncode == 0, out.stderr
     assert ("# timeout get: 50 s = margin x longest published delay: 2.5 x 20 s published (experiment e, "
             "level mid), at least 10 s, at most 120 s") in out.stdout

@@ -10,7 +10,7 @@ import pytest
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, fit_shapes, seed_agrees
 from congestlab.report.data import RunData
 from congestlab.spec.report import CheckSpec, MetricSpec, ReportSpec, upgrade_stored_claims
-from report_fixtures import RunBuilder, request_run
+from report_fixtures import RunBuilder, get_outcome_row, request_run
 
 METRICS = {
     "throughput_mbps": {"kind": "request", "column": "nrt_throughput_mbps", "unit": "Mbit/s"},
@@ -120,13 +120,9 @@ def _outcome_run(tmp_path, cells: dict[str, list], claim: dict) -> RunData:
     b = RunBuilder("ipv6", ["server"], {"metrics": CENSORED_METRICS, "claims": [claim]})
     for server, reps in cells.items():
         for rep, d in enumerate(reps, start=1):
-            row = dict(client="c", family="v4", file_kib=320, timeout_s=0.45, start_ts=1000.0 + rep)
-            if d == "timeout":
-                row.update(outcome="timed_out", ok=False, error="timed out after 0.45 s")
-            elif d == "invalid":
-                row.update(outcome="invalid", ok=False, error="HTTP 500")
-            else:
-                row.update(outcome="complete", ok=True, delay_ms=d, nrt_throughput_mbps=320 * 8.192 / d)
+            row = get_outcome_row(d, rep)
+            if row["outcome"] == "complete":
+                row["nrt_throughput_mbps"] = 320 * 8.192 / d
             b.add("request", {"server": server}, rep, server=server, **row)
     return RunData(b.write(tmp_path / "run"))
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from report_fixtures import RunBuilder, realistic_ipv6, request_run, tcplab_run
+from report_fixtures import RunBuilder, get_outcome_row, realistic_ipv6, request_run, tcplab_run
 
 from congestlab.report.compare import adjust, compare_runs, difference
 from congestlab.report.data import EngineCell
@@ -92,14 +92,7 @@ def _outcome_run(path, delays: list) -> Path:
     """One cell of GETs: a delay in ms (complete), "timeout" (at 0.45 s) or "invalid" per repetition."""
     b = RunBuilder("ipv6", ["server"], CENSORED_DELAY)
     for rep, d in enumerate(delays, start=1):
-        row = dict(client="c", family="v4", file_kib=320, timeout_s=0.45, start_ts=1000.0 + rep)
-        if d == "timeout":
-            row.update(outcome="timed_out", ok=False, error="timed out after 0.45 s")
-        elif d == "invalid":
-            row.update(outcome="invalid", ok=False, error="HTTP 500")
-        else:
-            row.update(outcome="complete", ok=True, delay_ms=d)
-        b.add("request", {"server": "lean"}, rep, server="lean", **row)
+        b.add("request", {"server": "lean"}, rep, server="lean", **get_outcome_row(d, rep))
     return b.write(path)
 
 

@@ -17,7 +17,7 @@ from congestlab.spec.loader import parse_spec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand
 from congestlab.testbed.layout import build_layout
-from spec_fixtures import TINY_TOPOLOGY, refused
+from spec_fixtures import TINY_TOPOLOGY, dry_run, refused
 
 TINY = """
 name = "tiny"
@@ -149,8 +149,7 @@ def test_every_preset_and_example_spec_loads():
 def test_cli_refuses_a_port_clash_in_one_line_exit_2(tmp_path):
     bad = tmp_path / "clash.toml"
     bad.write_text(TINY + '[[servers]]\nname = "nginx"\nkind = "nginx"\nnode = "server"\n')
-    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(bad), "--dry-run"],
-                          capture_output=True, text=True)
+    proc = dry_run(bad)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "servers.nginx.port" in lines[0] and not proc.stdout, proc.stderr
@@ -163,8 +162,7 @@ FAST = TINY.replace("rate_bps = 20_000_000", "rate_bps = 1e17, queue_packets = 5
 def test_a_link_at_or_above_the_unshaped_rate_is_a_dry_run_warning(tmp_path):
     spec = tmp_path / "fast.toml"
     spec.write_text(FAST)
-    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
-                          capture_output=True, text=True)
+    proc = dry_run(spec)
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stdout.splitlines() if line.startswith("# warning:")]
     assert warnings == ["# warning: topology.nodes.r1.links.s0.rate_bps = 1e+17 is at or above "
@@ -177,8 +175,7 @@ def test_a_link_at_or_above_the_unshaped_rate_is_a_dry_run_warning(tmp_path):
 def test_a_shaped_link_gives_no_warning(tmp_path):
     spec = tmp_path / "ok.toml"
     spec.write_text(TINY)
-    proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "run", str(spec), "--dry-run"],
-                          capture_output=True, text=True)
+    proc = dry_run(spec)
     assert proc.returncode == 0 and "# warning" not in proc.stdout and "htb" in proc.stdout, proc.stdout
 
 
