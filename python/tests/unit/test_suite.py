@@ -140,6 +140,42 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
     assert study_dir(parent, studies[1]) == parent / "studies" / "anma"
 
 
+def test_only_runs_the_named_studies_now_and_resume_runs_the_rest(tmp_path, monkeypatch):
+    suite, studies = _two_study_suite(tmp_path)
+    ran = []
+
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
+        ran.append(spec.name)
+        _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
+        return run_dir
+
+    monkeypatch.setattr(study, "run_child", fake_run_child)
+    monkeypatch.setattr(suite_run, "print_report", lambda *a: None)
+    parent, failed = run_suite(suite, studies, out=tmp_path / "p", only=["anma"], echo=lambda *_: None)
+    assert ran == ["anma"] and failed == []
+    assert list(json.loads((parent / STATE).read_text())["runs"]) == ["anma"]
+    rows = {s["key"]: s for s in build_index(parent).studies}
+    assert rows["ipv6"]["status"] == "not run" and rows["anma"]["status"] == "complete"
+    ran.clear()
+    run_suite(suite, studies, resume=parent, echo=lambda *_: None)  # the rest; anma is kept
+    assert ran == ["ipv6"]
+    with pytest.raises(SpecError, match="not a study of this suite.*ipv6, anma"):
+        run_suite(suite, studies, out=tmp_path / "q", only=["rto"], echo=lambda *_: None)
+    with pytest.raises(SpecError, match="named twice"):
+        run_suite(suite, studies, out=tmp_path / "q", only=["anma", "anma"], echo=lambda *_: None)
+    assert not (tmp_path / "q").exists()  # a refused --only leaves no directory behind
+
+
+def test_only_in_the_dry_run_and_refused_on_a_study():
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "dissertation", "--dry-run",
+                          "--only", "ipv6", "--only", "anma"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[1] for line in out.stdout.splitlines() if line.startswith("[study]")] == ["ipv6:", "anma:"]
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "ipv6", "--dry-run", "--only", "x"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a suite" in out.stderr
+
+
 def test_resume_refuses_another_suite_or_quick_and_out_refuses_a_used_directory(tmp_path):
     suite, studies = _two_study_suite(tmp_path)
     parent = open_parent(suite, studies, True, tmp_path / "p", None)

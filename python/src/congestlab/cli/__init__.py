@@ -153,6 +153,7 @@ def reproduce(
     max_repetitions: int = typer.Option(None, "--max-repetitions", min=2, max=1000, help=_MAX_HELP),
     budget_min: float = typer.Option(None, "--budget-min", min=0.1, help=_BUDGET_HELP),
     order_from: Path = typer.Option(None, "--order-from", help=_ORDER_HELP),
+    only: list[str] = typer.Option(None, "--only", help=suite_cli.ONLY_HELP),
 ) -> None:
     """Reproduce a study from its preset, or a suite of studies, e.g. `dissertation`
     (see `congestlab presets`; docs/suite.md)."""
@@ -163,8 +164,10 @@ def reproduce(
         if order_from is not None:
             raise SpecError("--order-from", f"{name!r} is a suite; its studies' tasks go longest first by their "
                             "planned repetitions")
-        suite_cli.reproduce_suite(name, quick, out, dry_run, calibrate, resume, cluster, seed_fit)
+        suite_cli.reproduce_suite(name, quick, out, dry_run, calibrate, resume, cluster, seed_fit, only)
         return
+    if only:
+        raise SpecError("--only", f"{name!r} is a study, not a suite; --only picks studies of a suite")
     if seed_fit is not None:
         raise SpecError("--seed-fit", f"{name!r} is a study, not a suite; its variant is the preset {name}-seed-fit")
     _execute(studies.load_study(preset=name), quick, out, dry_run, calibrate, name, resume, cluster,

@@ -16,32 +16,41 @@ from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
 from congestlab.runner import require_root
 from congestlab.suite.index import build_index
-from congestlab.suite.run import dry_run, run_suite
+from congestlab.study import child_status
+from congestlab.suite.run import dry_run, run_suite, selected, study_dir
 from congestlab.suite.spec import SuiteSpec, is_suite, load_suite, members, suite_names  # noqa: F401 (cli/__init__)
 from congestlab.suite.run import STATE as SUITE_STATE
 
 
+ONLY_HELP = ("a suite: run only this study now (repeatable; the others wait for a later --resume), e.g. "
+             "--only rto")
+
+
 def execute_suite(suite: SuiteSpec, base: Path | None, quick: bool, out: Path | None, dry: bool, calibrate: bool,
-                  resume: Path | None, cluster: str | None, seed_fit: bool | None) -> None:
+                  resume: Path | None, cluster: str | None, seed_fit: bool | None,
+                  only: list[str] | None = None) -> None:
     studies = members(suite, base, seed_fit)
     if dry:
-        dry_run(suite, studies, quick)
+        dry_run(suite, selected(studies, only), quick)
         return
     if cluster is None:
         require_root()
-    parent, failed = run_suite(suite, studies, quick, out, resume, calibrate, cluster)
+    parent, failed = run_suite(suite, studies, quick, out, resume, calibrate, cluster, only)
     index = build_index(parent)
     print(f"suite index: {index.markdown_path}  (also {index.html_path.name}); "
           f"{index.total_wall_s} s of runs")
     if failed:
         raise CongestlabError(f"{len(failed)} of {len(studies)} studies did not complete ({', '.join(failed)}); "
                               f"continue with --resume {parent}")
+    waiting = [m.key for m in studies if child_status(study_dir(parent, m)) != "complete"]
+    if waiting:
+        print(f"not yet run: {', '.join(waiting)}; continue with --resume {parent}")
 
 
 def reproduce_suite(name: str, quick: bool, out: Path | None, dry: bool, calibrate: bool, resume: Path | None,
-                    cluster: str | None, seed_fit: bool | None) -> None:
+                    cluster: str | None, seed_fit: bool | None, only: list[str] | None = None) -> None:
     suite, base = load_suite(name=name)
-    execute_suite(suite, base, quick, out, dry, calibrate, resume, cluster, seed_fit)
+    execute_suite(suite, base, quick, out, dry, calibrate, resume, cluster, seed_fit, only)
 
 
 def suite(
@@ -54,10 +63,11 @@ def suite(
     cluster: str = typer.Option(None, "--cluster", help="run each study's units on a Ray cluster (docs/cluster.md)"),
     seed_fit: bool = typer.Option(None, "--seed-fit/--no-seed-fit", help="also each study's seed-fit variant "
                                   "(default: the suite's seed_fit)"),
+    only: list[str] = typer.Option(None, "--only", help=ONLY_HELP),
 ) -> None:
     """Run several studies as one: a sub-run per study and one index report (docs/suite.md)."""
     spec, base = load_suite(path=suite_path)
-    execute_suite(spec, base, quick, out, dry_run_, calibrate, resume, cluster, seed_fit)
+    execute_suite(spec, base, quick, out, dry_run_, calibrate, resume, cluster, seed_fit, only)
 
 
 def suite_report(parent: Path = typer.Argument(..., help="a suite run's parent directory")) -> None:

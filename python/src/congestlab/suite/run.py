@@ -4,7 +4,8 @@ study.run_children like sensitivity's configurations; suite.json names the suite
 each study's outcome and times; index.md/.html (suite/index.py) sum them up.
 
 Run again with `--resume PARENT`: complete studies are kept, an interrupted or failed one
-is resumed, the rest run.
+is resumed, the rest run. `only` runs a subset now (e.g. one chapter a night); the others
+wait for a later `--resume` and the index shows them as not run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from congestlab.errors import RunDirError
+from congestlab.errors import RunDirError, SpecError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
 from congestlab.spec.sweep import expand
@@ -86,15 +87,31 @@ def record(parent: Path, key: str, entry: dict) -> None:
     write_parent_state(path, state)
 
 
+def selected(members: list[SuiteMember], only: list[str] | None) -> list[SuiteMember]:
+    """The studies `--only` names, in the suite's order (all without it); an unknown or
+    repeated name is a SpecError."""
+    if not only:
+        return members
+    keys = [m.key for m in members]
+    for name in only:
+        if name not in keys:
+            raise SpecError("--only", f"{name!r} is not a study of this suite (its studies: {', '.join(keys)})")
+        if only.count(name) > 1:
+            raise SpecError("--only", f"{name!r} is named twice")
+    return [m for m in members if m.key in only]
+
+
 def run_suite(suite: SuiteSpec, members: list[SuiteMember], quick: bool = False, out: Path | None = None,
               resume: Path | None = None, calibrate: bool = False, cluster: str | None = None,
-              echo=print) -> tuple[Path, list[str]]:
-    """Every study not yet complete, in order (study.run_children); a study that fails is
-    recorded and the suite goes on; Ctrl-C/SIGTERM stop it. Returns the parent and the keys
-    of failed studies."""
+              only: list[str] | None = None, echo=print) -> tuple[Path, list[str]]:
+    """Every study not yet complete, in order (study.run_children), or those of them `only`
+    names; a study that fails is recorded and the suite goes on; Ctrl-C/SIGTERM stop it.
+    Returns the parent and the keys of failed studies."""
+    now = selected(members, only)
     parent = open_parent(suite, members, quick, out, resume)
-    echo(f"suite run: {parent} ({len(members)} studies{', --quick' if quick else ''})")
-    children = [Child(m.key, m.spec, study_dir(parent, m), {"status": "running"}) for m in members]
+    echo(f"suite run: {parent} ({len(members)} studies{', --quick' if quick else ''}"
+         + (f"; now only {', '.join(m.key for m in now)}" if only else "") + ")")
+    children = [Child(m.key, m.spec, study_dir(parent, m), {"status": "running"}) for m in now]
     failed = run_children(children, quick, calibrate, cluster, report=_report,
                           record=lambda key, entry: record(parent, key, entry), report_time_apart=True, echo=echo)
     return parent, failed
