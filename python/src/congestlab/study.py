@@ -27,7 +27,7 @@ from congestlab.spec import load_preset, load_spec
 from congestlab.spec.get_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import expand, longest_streaks, plan
+from congestlab.spec.sweep import expand, experiment_passes, longest_streaks, plan, rounds_per_pass
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.namespaces import list_namespaces, owner_alive
 
@@ -63,6 +63,10 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
     runs = [(r.point, r.repetition) for r in planned]
     print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
           f"{' (--quick)' if quick else ''}")
+    if spec.order != "sequential":
+        passes, per_pass = experiment_passes(points), rounds_per_pass(points)
+        print("# passes (rounds per pass): " + ", ".join(
+            f"{exp} {passes[exp]} ({'+'.join(map(str, per_pass[exp]))})" for exp in passes))
     for point in points:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
