@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from spine_helpers import namespaces_with, write_mini_spec
+from spine_helpers import mini_spec_text, namespaces_with, write_mini_spec
 
 from congestlab.spec.loader import load_spec
 from congestlab.spec.sweep import expand, longest_streaks, plan
@@ -85,3 +85,32 @@ def test_two_servers_interleave_and_each_get_waits_for_the_previous_to_close(tmp
             spans = _connections(pcap, ports[pcap.stem])
             assert len(spans) == 2, (pcap, spans)
             assert spans[0][1] <= spans[1][0], (pcap, spans)
+
+
+def test_one_pass_visits_each_unit_once_and_the_drift_check_says_why_it_skipped(tmp_path):
+    """`passes = 1` (the presets' --quick): each unit's rounds in one visit, one warm-up per
+    unit at most, every run in block 1; the drift check lists the reference cells as not
+    compared because of the one pass, and the report says so."""
+    spec_path = tmp_path / "mini.toml"
+    spec_path.write_text(mini_spec_text(2).replace("repetitions = 2\n", "repetitions = 2\npasses = 1\n", 1))
+    run_dir = tmp_path / "run"
+    done = subprocess.run([CONGESTLAB, "run", str(spec_path), "--out", str(run_dir)], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and not namespaces_with(manifest["testbed"]["prefix"])
+    study = load_spec(spec_path)
+    assert study.passes == 1 and manifest["run_passes"] == {"main": 1}
+    assert manifest["run_order"] == [r.describe() for r in plan(expand(study), study.order, study.seed)]
+    units = [r["unit"] for r in manifest["run_order"]]
+    assert {r["block"] for r in manifest["run_order"]} == {1}
+    assert [u for i, u in enumerate(units) if not i or u != units[i - 1]] == sorted(set(units), key=units.index)
+    warmup_s = study.warmup_s
+    assert all(u["warmup"] <= warmup_s + 0.5 for u in manifest["time_budget"]["units"].values()), \
+        manifest["time_budget"]["units"]
+    with open(run_dir / "results" / "request.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 16 and {r["block"] for r in rows} == {"1"}
+    drift = manifest["analysis"]["drift"]
+    assert drift and all(e["skipped"].startswith("one pass (passes = 1)") for e in drift)
+    assert "not compared: one pass (passes = 1)" in (run_dir / "report.md").read_text()

@@ -255,8 +255,12 @@ def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(pr
             checked += 1
     udp_starts = [p.id for i, (p, _) in enumerate(runs) if
                   block_backgrounds(p).get("udp") != (block_backgrounds(runs[i - 1][0]).get("udp") if i else None)]
-    # the last start is in `different` (its mirrored order ends at level C1), then kept through 6 more units
-    assert udp_starts[-1].startswith("different.") and udp_starts[-1].split(".")[2] == "level-C1"
+    # the last start is in `different`, at the level its order ends with (the mirrored order of
+    # the full run ends at C1, where it began; the quick's one pass at its last level), then kept
+    # through the competing and four-server units
+    last_level = [p.labels["level"] for p, _ in runs if p.experiment == "different"][-1]
+    assert last_level == ("C3" if quick else "C1")
+    assert udp_starts[-1].startswith("different.") and udp_starts[-1].split(".")[2] == f"level-{last_level}"
     assert checked > 18
 
 

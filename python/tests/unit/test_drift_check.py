@@ -75,3 +75,37 @@ def test_a_reference_cell_that_cannot_be_compared_says_why():
     _, compared = drift_checks(*_run(0.0, 1))
     assert drift_summary(compared).startswith("6 reference cells compared start vs end") and "none drifted" in \
         drift_summary(compared)
+
+
+def _one_pass_run(passes: int, repetitions: int, recorded_passes: bool = True):
+    study = load_preset("ipv6").model_copy(update={"passes": passes, "repetitions": repetitions})
+    points = expand(study)
+    runs = plan(points, study.order, study.seed)
+    manifest = {"points": [{"id": p.id, "experiment": p.experiment} for p in points], "order": study.order,
+                "run_order": [r.describe() for r in runs]}
+    if recorded_passes:
+        manifest["run_passes"] = {"main": passes}
+    rows = [{"point_id": r.point.id, "experiment": r.point.experiment, "repetition": r.repetition, "family": f,
+             "timeout_s": 30, "outcome": "complete", "delay_ms": 100.0 + r.repetition} for r in runs for f in ("v4", "v6")]
+    return manifest, rows
+
+
+def test_one_pass_says_the_drift_check_was_skipped_and_why():
+    checks, entries = drift_checks(*_one_pass_run(1, 4))
+    assert checks == [] and len(entries) == 6  # the reference unit's 3 servers x 2 families, none compared
+    assert drift_summary(entries) == ("6 not compared: one pass (passes = 1): the reference unit ran once, so the "
+                                      "run's start and end were not compared")
+    # a single round in two passes, and a second pass that did not run (--until-decisive), say so
+    _, single = drift_checks(*_one_pass_run(2, 1))
+    assert {e["skipped"] for e in single} == {"the reference unit has a single round: nothing at the run's end "
+                                              "to compare it with"}
+    manifest, rows = _one_pass_run(2, 6)
+    blocks = {(o["point"], o["repetition"]): o["block"] for o in manifest["run_order"]}
+    stopped = [r for r in rows if blocks[(r["point_id"], r["repetition"])] == 1]
+    _, entries = drift_checks(manifest, stopped)
+    assert {e["skipped"] for e in entries} == {"the reference unit's second pass did not run (e.g. "
+                                               "--until-decisive stopped it early)"}
+    # sequential: its own reason
+    manifest, rows = _one_pass_run(1, 4)
+    manifest["order"] = "sequential"
+    assert "order = sequential" in drift_summary(drift_checks(manifest, rows)[1])

@@ -17,7 +17,7 @@ from congestlab.planner.full_estimate import full_units
 from congestlab.planner.makespan import Task, lpt
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.spec import load_preset
-from congestlab.spec.sweep import expand
+from congestlab.spec.sweep import expand, plan
 
 DATA = Path(__file__).parent / "data"
 
@@ -237,3 +237,36 @@ def test_full_estimate_of_a_single_quick_run_of_a_preset(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "congestlab.cli", "plan", str(tmp_path), "--nodes", "8", "--full"],
                          capture_output=True, text=True)
     assert bad.returncode == 7 and "not a run of a preset" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path):
+    """A quick run in one pass (cubic-compound's [quick] passes = 1) visits each unit once; the
+    full run's two mirrored passes visit each unit twice but the turning one: the full estimate
+    prices each visit with the quick's per-visit server start and warm-up (planner/full_estimate.py)."""
+    from congestlab.planner.full_estimate import unit_visits
+
+    assert unit_visits([0, 0, 1, 2, 2, 1, 0]) == {0: 2, 1: 2, 2: 1}
+    spec = load_preset("cubic-compound")
+    quick = expand(spec, quick=True)
+    order = [r.describe() for r in plan(quick, spec.order, spec.seed)]
+    assert set(unit_visits([r["unit"] for r in order]).values()) == {1}  # the quick's one pass
+    # every quick unit: 2 s of server start, one 20 s warm-up, 2 repetitions of 10 s
+    units = {f"u{p.unit}": {"wall_s": 42.0, "runs": 2, "server_restart": 2.0, "warmup": 20.0, "measure": 20.0}
+             for p in quick}
+    m = {"format_version": 2, "study": "cubic-compound", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "run_order": order, "timing": {"wall_s": 1.0},
+         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    full = expand(spec, quick=False)
+    visits = unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+    assert sorted(set(visits.values())) == [1, 2]  # the turning unit of each experiment runs its halves at once
+    warm = 20.0 * spec.warmup_s / quick[0].study.warmup_s  # 60 s over the quick's 20 s
+    for unit, n in visits.items():
+        reps = sum(p.repetitions for p in full if p.unit == unit)
+        assert tasks[f"u{unit}"] == pytest.approx(n * (2.0 + warm) + reps * 10.0)
+    # recorded without an order (before the run design): once per unit, as before
+    (tmp_path / "manifest.json").write_text(json.dumps({k: v for k, v in m.items() if k != "run_order"}))
+    once = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    assert all(once[f"u{u}"] == pytest.approx(2.0 + warm + sum(p.repetitions for p in full if p.unit == u) * 10.0)
+               for u in visits)

@@ -96,3 +96,56 @@ def test_a_unit_with_several_points_never_repeats_a_point_back_to_back():
         for a, b in zip(runs, runs[1:]):
             if a.point.unit == b.point.unit and len({r.point.id for r in runs if r.point.unit == a.point.unit}) > 1:
                 assert a.point.id != b.point.id
+
+
+def test_one_pass_visits_each_unit_once_in_the_first_pass_order():
+    """passes = 1: the same runs, each unit's rounds in one visit (one warm-up), block 1."""
+    study = load_preset("cubic-compound")
+    two = plan(expand(study), study.order, study.seed)
+    one_study = study.model_copy(update={"passes": 1})
+    one = plan(expand(one_study), one_study.order, one_study.seed)
+    assert sorted((r.point.id, r.repetition) for r in one) == sorted((r.point.id, r.repetition) for r in two)
+    assert {r.block for r in one} == {1}
+    units = _blocks([r.point.unit for r in one])
+    assert len(units) == len(set(units)) == 18  # one visit per unit (two passes: 2 x 18 - 4 turning units)
+    assert len(_blocks([r.point.unit for r in two])) == 32
+    first_pass = [u for u, b in _blocks([(r.point.unit, r.block) for r in two]) if b == 1]
+    assert units == first_pass  # the reference unit still first in each experiment
+    for unit in units:  # rounds in order within the visit
+        reps = [r.repetition for r in one if r.point.unit == unit]
+        assert reps == sorted(reps)
+
+
+def test_shipped_quick_runs_use_one_pass_where_a_pass_would_hold_fewer_than_two_rounds():
+    """The presets' rule (docs/spec.md, "Order"): --quick in one pass where two passes would
+    give a unit fewer than 2 rounds in a pass; the full runs keep the default two passes."""
+    from congestlab.spec import preset_names
+    from congestlab.spec.sweep import experiment_passes, rounds_per_pass
+
+    checked = 0
+    for name in preset_names():
+        study = load_preset(name)
+        if study.order == "sequential":
+            continue
+        assert set(experiment_passes(expand(study)).values()) == {2}, name
+        quick = expand(study, quick=True)
+        two_pass = expand(study.model_copy(update={"quick": study.quick.model_copy(
+            update={"set": {k: v for k, v in study.quick.set.items() if k != "passes"}})}), quick=True)
+        short = any(min(r) < 2 for r in rounds_per_pass(two_pass).values())
+        assert set(experiment_passes(quick).values()) == ({1} if short else {2}), name
+        checked += 1
+    assert checked >= 6  # anma, cubic-compound(-seed-fit), ipv6(-seed-fit), rto(-seed-fit)
+
+
+def test_one_pass_keeps_until_decisive_rounds_and_resume_subsets_in_plan_order():
+    """--until-decisive plans its most rounds (Runner `repetitions=`) and takes one round at a
+    time out of the planned order; with one pass that order runs a unit's rounds together."""
+    study = load_preset("cubic-compound").model_copy(update={"passes": 1})
+    points = expand(study, quick=True)
+    for p in points:
+        p.repetitions = 6
+    runs = plan(points, study.order, study.seed)
+    assert {r.block for r in runs} == {1}
+    round_3 = [(r.point.id, r.repetition) for r in runs if r.repetition == 3]
+    assert len(round_3) == 18 and [r.point.unit for r in runs if r.repetition == 3] == \
+        _blocks([r.point.unit for r in runs])

@@ -149,6 +149,7 @@ def test_cli_dry_run_prints_every_point(tmp_path):
     assert proc.returncode == 0, proc.stderr
     points = [line for line in proc.stdout.splitlines() if line.startswith("[point] ")]
     assert len(points) == 8 and "# 8 points, 24 runs" in proc.stdout
+    assert "# passes (rounds per pass): weights 2 (2+1), paired 2 (2+1)" in proc.stdout
 
 
 def test_cli_schema_is_json_schema():
@@ -179,3 +180,22 @@ def test_example_user_spec_extends_a_preset():
     assert [p.id for p in expand(spec, quick=True)] == [
         "weights.weight-W1.level-C0", "weights.weight-W1.level-C1B", "weights.weight-W5.level-C0",
         "weights.weight-W5.level-C1B"]
+
+
+def test_passes_per_experiment_and_not_on_an_axis():
+    """`passes` is set for the study, an experiment or [quick]; an axis may not move it."""
+    from congestlab.spec.sweep import experiment_passes
+
+    per_experiment = USER_SPEC.replace('set = { "workloads.get.requests.0.server" = "apache" }',
+                                       'set = { passes = 1, "workloads.get.requests.0.server" = "apache" }', 1)
+    assert experiment_passes(expand(parse_spec(_user_text(per_experiment), "user.toml"))) == \
+        {"weights": 2, "paired": 1}
+    quick = USER_SPEC.replace("repetitions = 1\n", "repetitions = 1\nset = { passes = 1 }\n", 1)
+    assert experiment_passes(expand(parse_spec(_user_text(quick), "user.toml"), quick=True)) == {"weights": 1}
+    on_axis = USER_SPEC.replace('{ name = "rate", fields = ["nodes.r1.links.s0.rate_bps"], values = [50_000_000, '
+                                '100_000_000] }', '{ name = "p", fields = ["passes"], values = [1, 2] }')
+    assert on_axis != USER_SPEC
+    with pytest.raises(SpecError, match="not on an axis"):
+        parse_spec(_user_text(on_axis), "user.toml")
+    with pytest.raises(SpecError, match="passes"):
+        parse_spec(_user_text().replace("repetitions = 3\n", "repetitions = 3\npasses = 3\n", 1), "user.toml")

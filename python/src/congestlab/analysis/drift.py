@@ -1,9 +1,11 @@
 """The drift check: the reference unit of each experiment (its first declared point's unit)
-runs in the first block and again in the last (the mirrored order, spec/sweep.py plan). Its
-GET delays from the two ends are compared per point and family with the stats engine (the
-censored log-normal model, stats/compare.py; a timed-out GET is censored at its timeout);
-a Holm-adjusted two-sided p below ALPHA flags the run: the machine changed between its start
-and its end, so every comparison across time in it deserves doubt."""
+runs in the first block and again in the last (the mirrored order of `passes = 2`,
+spec/sweep.py plan). Its GET delays from the two ends are compared per point and family with
+the stats engine (the censored log-normal model, stats/compare.py; a timed-out GET is
+censored at its timeout); a Holm-adjusted two-sided p below ALPHA flags the run: the machine
+changed between its start and its end, so every comparison across time in it deserves doubt.
+A reference cell that cannot be compared is listed with the reason (`skipped`): one pass, a
+single round, a second pass that did not run, too few GETs at an end."""
 
 from __future__ import annotations
 
@@ -34,12 +36,15 @@ def drift_checks(manifest: dict, request_rows: list[dict]) -> tuple[list[Check],
         if unit is None or references.get(row["experiment"]) != unit:
             continue
         ends.setdefault((row["point_id"], row["family"]), {}).setdefault(block, []).append(row)
+    planned_blocks: dict[int, set[int]] = {}
+    for run in order:
+        planned_blocks.setdefault(run["unit"], set()).add(run["block"])
     entries, skipped = [], []
     for (point_id, family), by_block in sorted(ends.items()):
         if set(by_block) != {1, 2}:
-            # e.g. a single round, or --until-decisive stopped the reference unit early
-            skipped.append({"point": point_id, "family": family, "metric": METRIC,
-                            "skipped": "the reference unit ran in one block only"})
+            experiment = experiment_of.get(point_id, "")
+            reason = _one_block_reason(manifest, experiment, planned_blocks.get(references.get(experiment), set()))
+            skipped.append({"point": point_id, "family": family, "metric": METRIC, "skipped": reason})
             continue
         first, last = _cell(by_block[1]), _cell(by_block[2])
         if first.n < 2 or last.n < 2:
@@ -60,6 +65,18 @@ def drift_checks(manifest: dict, request_rows: list[dict]) -> tuple[list[Check],
                     f"the last (p = {e['p_holm']:.3g})" if e["drifted"] else "")
               for e in entries]
     return checks, entries + skipped
+
+
+def _one_block_reason(manifest: dict, experiment: str, planned: set[int]) -> str:
+    """Why the reference unit has GETs from one block only."""
+    if manifest.get("order") == "sequential":
+        return "order = sequential: the reference unit ran once, so the run's start and end were not compared"
+    if (manifest.get("run_passes") or {}).get(experiment) == 1:
+        return ("one pass (passes = 1): the reference unit ran once, so the run's start and end were not "
+                "compared")
+    if planned == {1}:
+        return "the reference unit has a single round: nothing at the run's end to compare it with"
+    return "the reference unit's second pass did not run (e.g. --until-decisive stopped it early)"
 
 
 def drift_summary(entries: list[dict]) -> str:

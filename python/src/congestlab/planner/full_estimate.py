@@ -4,9 +4,14 @@ starts, the warm-ups, and per repetition the measuring, the waits for timeouts a
 A full unit = its server starts + its warm-ups + for each of its points, its repetitions x
 (the rest + measuring + timeout waits), each part scaled by what --quick changes:
 
+- server starts and warm-ups per visit of the unit (its stretches of consecutive runs in the
+  order: the quick's recorded `run_order`, the full run's planned one), so a quick run in one
+  pass prices a full run in two mirrored passes (docs/spec.md, "Order") with each unit's
+  starts and warm-ups twice; a quick run recorded without `run_order` counts as visiting its
+  units as often as the full run does;
 - warm-ups by the full `warmup_s` over the quick one (cubic-compound: 60 s over 20 s); a
   unit whose quick run waited a warm-up every repetition (a background per point) pays it
-  every repetition, else once;
+  every repetition, else once per visit;
 - measuring plus the longest workload `duration_s` of the point, full minus quick (tcp-lab's
   iperf: 30 or 60 s instead of 2 s; its start and stop stay as measured); GETs have none
   and stay as measured;
@@ -31,13 +36,13 @@ from congestlab.errors import RunDirError
 from congestlab.planner.makespan import Task
 from congestlab.rundir import read_manifest
 from congestlab.spec.models import StudySpec
-from congestlab.spec.sweep import Point, expand
+from congestlab.spec.sweep import Point, expand, plan
 
 
 @dataclass
 class UnitCost:
-    restart_s: float  # server (re)starts, once per unit
-    warmup_s: float  # warm-up waits: once per unit, or per repetition when `warmup_per_rep`
+    restart_s: float  # server (re)starts, per visit of the unit (per unit without a recorded order)
+    warmup_s: float  # warm-up waits: per visit (as restart_s), or per repetition when `warmup_per_rep`
     warmup_per_rep: bool
     measure_rep_s: float  # per repetition: measuring workloads
     timeouts_per_rep: float  # per repetition: GETs that ran into their timeout (waits / the quick GET timeout)
@@ -71,6 +76,16 @@ def _ratio(full: float | None, quick: float | None) -> float:
     return full / quick if full and quick else 1.0
 
 
+def unit_visits(units_in_order: list[int]) -> dict[int, int]:
+    """How often each unit is visited in a run order: its stretches of consecutive runs (each
+    starts the unit's servers, and its background where that is not kept from the unit before)."""
+    visits: dict[int, int] = {}
+    for i, unit in enumerate(units_in_order):
+        if not i or units_in_order[i - 1] != unit:
+            visits[unit] = visits.get(unit, 0) + 1
+    return visits
+
+
 def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
     """Point id -> the costs the quick run measured for it (its unit's, shared by its points)."""
     m = read_manifest(run_dir)
@@ -80,6 +95,7 @@ def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
     if not units:
         raise RunDirError(f"{run_dir}: has no time budget per unit (recorded before it)")
     quick_points = {p.id: p for p in expand(spec, quick=True)}
+    visits = unit_visits([run["unit"] for run in m.get("run_order") or []])
     out = {}
     for point in m.get("points") or []:
         per = units.get(f"u{point.get('unit', 0)}")
@@ -87,13 +103,18 @@ def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
             continue
         runs = per["runs"]
         warm, restart = per.get("warmup", 0.0), per.get("server_restart", 0.0)
+        seen = visits.get(point.get("unit", 0), 0)
+        if seen:  # per visit (below, a per-repetition warm-up is told apart on the whole)
+            restart, fixed_warm = restart / seen, warm / seen
+        else:
+            fixed_warm = warm
         measure, waited = per.get("measure", 0.0), per.get("timeout_wait", 0.0)
         qp = quick_points.get(point["id"])
         warm_each = qp.study.warmup_s if qp is not None else 0.0
         per_rep = bool(warm_each) and runs > 1 and warm >= 0.9 * runs * warm_each
         quick_timeout_s = _get_timeout_s(qp)
         counted = waited / runs / quick_timeout_s if quick_timeout_s else 0.0
-        out[point["id"]] = UnitCost(restart, warm / runs if per_rep else warm, per_rep, measure / runs, counted,
+        out[point["id"]] = UnitCost(restart, warm / runs if per_rep else fixed_warm, per_rep, measure / runs, counted,
                                     0.0 if quick_timeout_s else waited / runs,
                                     (per["wall_s"] - warm - restart - measure - waited) / runs)
     return out
@@ -111,6 +132,10 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
     costs = quick_costs(run_dir, spec)
     if not costs:
         raise RunDirError(f"{run_dir}: no unit of the quick run has a measured time")
+    full_points = expand(spec, quick=False)
+    # a quick run recorded with its order gives costs per visit: the full run pays them per visit
+    per_visit = bool(read_manifest(run_dir).get("run_order"))
+    full_visits = unit_visits([r.point.unit for r in plan(full_points, spec.order, spec.seed)])
     quick_points = {p.id: p for p in expand(spec, quick=True)}
     quick_by_experiment: dict[str, Point] = {}
     for p in quick_points.values():
@@ -127,7 +152,7 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
                 by_level.setdefault((None, level), []).append(cost)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
-    for point in expand(spec, quick=False):
+    for point in full_points:
         level = _level(point)
         similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
                    or by_experiment.get(point.experiment))
@@ -141,5 +166,6 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
                  + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
         fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)
+        fixed *= full_visits[point.unit] if per_visit else 1
         fixed_of[point.unit] = max(fixed_of.get(point.unit, 0.0), fixed)
     return [Task(f"u{u}", s + fixed_of[u]) for u, s in units.items()]

@@ -43,7 +43,7 @@ from congestlab.runner.time_budget import (ANALYSIS, SERVER_RESTART, SETUP, TEAR
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import Point, expand, longest_streaks, plan
+from congestlab.spec.sweep import Point, expand, experiment_passes, longest_streaks, plan
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
 from congestlab.traffic.http_request import curl_version
@@ -97,6 +97,8 @@ class Runner:
         # the planned order of the whole study (a cluster node's or resume's subset runs in it)
         self.manifest["run_order"] = [r.describe() for r in self.plan]
         self.manifest["run_order_streaks"] = longest_streaks(self.all_runs)
+        if study.order != "sequential":  # each experiment's passes: one visit per unit, or two mirrored
+            self.manifest["run_passes"] = experiment_passes(self.points)
         self.cc = CongestionControls(self)
         self.servers = Servers(self)
         self.backgrounds = Backgrounds(self)

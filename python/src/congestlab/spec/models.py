@@ -286,6 +286,10 @@ class StudySpec(Strict):
         default="interleaved", description="interleaved: compared servers side by side, repetitions shuffled per "
         "round, mirrored blocks, seeded family order; sequential: the seeds' own order (see Order above)")
     seed: int = Field(default=1, description="seed of the interleaved order and of the families' order")
+    passes: Literal[1, 2] = Field(
+        default=2, description="interleaved: 2 = each unit's rounds in two visits, the second pass mirrored (ABBA; "
+        "the drift check compares the reference unit's ends); 1 = one visit per unit, one warm-up (no drift check, "
+        "no mirror); also per experiment (`set`) and in [quick] (see Order above)")
     placement: Literal["unit", "repetition"] = Field(
         default="unit", description="with --cluster: unit = a unit's repetitions on one node (a cell is compared "
         "on one machine); repetition = each repetition round is its own task, spread over the nodes")

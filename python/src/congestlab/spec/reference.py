@@ -68,27 +68,40 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   - *Within a unit*: the repetitions go round-robin over its points, shuffled per round
     with `seed`, and spread so the same point, or the same measured server, never runs
     twice in a row where the round has a choice (the ipv6 preset: longest streak 1).
-  - *Blocks*: where the background or a server's settings change (a new warm-up), the
-    units of an experiment run in two passes of half their rounds each, the second in the
-    reverse order of the first (mirrored blocks: A B … B A, so a linear drift weighs on
-    every unit alike). Units of one level run next to each other, so chapter 3's Apache
-    and "IIS" (one server, another congestion control) run ABBA within each level, each
-    block with its warm-up.
-  - *Drift check*: the experiment's first declared point's unit opens the first pass and
-    closes the second; its GET delays at the two ends are compared (stats engine, Holm,
-    α = 0.01) and a difference is flagged in the manifest's fidelity checks
-    (`drift_<point>_<family>`) and its `analysis.drift`.
+  - *Blocks* (`passes = 2`, the default): where the background or a server's settings
+    change (a new warm-up), the units of an experiment run in two passes of half their
+    rounds each, the second in the reverse order of the first (mirrored blocks: A B … B A,
+    so a linear drift weighs on every unit alike). Units of one level run next to each
+    other, so chapter 3's Apache and "IIS" (one server, another congestion control) run
+    ABBA within each level, each block with its warm-up.
+  - *One pass* (`passes = 1`): each unit runs all its rounds in one visit, in the first
+    pass's order (A B …): one warm-up and one server start per unit instead of two, but no
+    mirror (a drift of the machine lines up with the order of the units) and no drift
+    check. The rule is a setting, not a consequence of the repetitions, because the two
+    passes still balance the units against a linear drift at one round per pass (A B B A);
+    what one round per pass loses is the drift check, whose ends then hold one round's GETs
+    (it needs 2 per end). The shipped presets set `passes = 1` in their `[quick]` (fewer
+    than 2 rounds in a pass: a quick look, whose verdicts at n = 2 or 3 are mostly
+    inconclusive anyway) and keep 2 for their full runs. `passes` may be set for the study,
+    for one experiment (its `set`) or in `[quick]`'s `set`; not on an axis. `--dry-run`
+    prints each experiment's passes and its rounds per pass.
+  - *Drift check* (two passes): the experiment's first declared point's unit opens the first
+    pass and closes the second; its GET delays at the two ends are compared (stats engine,
+    Holm, α = 0.01) and a difference is flagged in the manifest's fidelity checks
+    (`drift_<point>_<family>`) and its `analysis.drift`. A reference cell that cannot be
+    compared is listed there with why (one pass, a single round, a second pass that did
+    not run, fewer than 2 GETs at an end), and the report says so in one line.
   - *GETs*: each GET starts only after the previous GET's connection has closed at its
     server (kernel server: its socket; lean server: its log's `close` event; at most 10 s),
     recorded per GET (`previous_closed`, `previous_wait_ms`) and checked per repetition
     (`get_previous_closed`). A request's families go in an order drawn per repetition
-    from `seed` (`family_order`, `family_position`) and form one `pair`; every result row
-    carries `round` (the points of a unit measured side by side), `block` (1 or 2: which
-    pass) and `run_index`.
+    from `seed` (`family_order`, `family_position`) and form one `family_pair`; every
+    result row carries `round` (the points of a unit measured side by side), `block` (1 or
+    2: which pass) and `run_index`.
   - `order = "sequential"` keeps the seeds' own order: one server at a time, each point's
     repetitions back to back, units in declared order, families in declared order.
   `--dry-run` prints the order (with its longest streaks of one point and one server); the
-  manifest records it (`run_order`, `run_order_streaks`).
+  manifest records it (`run_order`, `run_order_streaks`, `run_passes`).
 - **Servers** run while a point's workloads name them (plus an experiment's `servers`), and
   are restarted when a point changes their settings. Between points the testbed is
   reconfigured in place: link rates, queues, token buckets, delay/jitter/loss, sysctls and

@@ -13,12 +13,17 @@ those servers running, so compared servers are measured side by side in time.
 
 Order ("interleaved"): within a unit, repetitions go round-robin over its points, shuffled
 per round with the study's seed, never the same point or server set twice in a row where
-the unit has a choice. The units of an experiment run in two passes of half their rounds
-each, the second pass in the reverse order of the first (a mirrored, ABBA-like block order:
-a linear drift of the machine weighs on every unit alike; the turning unit runs its halves
-back to back). The experiment's first declared point's unit opens the first pass and closes
-the second: its two ends give the drift check (analysis/drift.py). "sequential" runs each
-point's repetitions back to back, units in declared order (the seeds' own order).
+the unit has a choice. With `passes = 2` (the default) the units of an experiment run in two
+passes of half their rounds each, the second pass in the reverse order of the first (a
+mirrored, ABBA-like block order: a linear drift of the machine weighs on every unit alike;
+the turning unit runs its halves back to back). The experiment's first declared point's unit
+opens the first pass and closes the second: its two ends give the drift check
+(analysis/drift.py). With `passes = 1` each unit runs all its rounds in one visit, in the
+first pass's order: one warm-up per unit, no mirror and no drift check (a --quick of 1 or 2
+rounds per pass buys neither). `passes` is read from the points (the study's, an
+experiment's `set` or [quick]'s), so it may differ between experiments but not within one.
+"sequential" runs each point's repetitions back to back, units in declared order (the
+seeds' own order).
 """
 
 from __future__ import annotations
@@ -104,7 +109,21 @@ def expand(study: StudySpec, quick: bool = False) -> list[Point]:
     if dupes:
         raise SweepError("axes", f"two points get the id {dupes[0]!r}; make the axis labels distinct")
     _assign_units(points, together=study.order != "sequential")
+    experiment_passes(points)  # one number per experiment (raises otherwise)
     return points
+
+
+def experiment_passes(points: list[Point]) -> dict[str, int]:
+    """Each experiment's `passes`, as its points resolve it (the study's, its experiment's
+    `set`, [quick]'s `set`); an axis that moves it is refused: a unit's visits follow from it."""
+    found: dict[str, set[int]] = {}
+    for point in points:
+        found.setdefault(point.experiment, set()).add(point.study.passes)
+    for experiment, values in found.items():
+        if len(values) > 1:
+            raise SweepError(f"experiments.{experiment}", f"its points ask for passes {sorted(values)}; set `passes` "
+                             "for the study, the experiment or [quick], not on an axis")
+    return {experiment: values.pop() for experiment, values in found.items()}
 
 
 def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: ExperimentSpec, quick: bool) -> list[Point]:
@@ -253,12 +272,13 @@ def plan(points: list[Point], order: str = "interleaved", seed: int = 1) -> list
     if order == "sequential":
         visits = [(unit, [], 1) for unit in by_unit]
     else:
+        passes = experiment_passes(points)
         by_experiment: dict[str, list[int]] = {}
         for unit, members in by_unit.items():
             by_experiment.setdefault(members[0].experiment, []).append(unit)
         for experiment, units in by_experiment.items():
             first_pass = _first_pass(units, by_unit, seed, experiment)
-            halves = {u: _halves(max(p.repetitions for p in by_unit[u])) for u in units}
+            halves = {u: _halves(max(p.repetitions for p in by_unit[u]), passes[experiment]) for u in units}
             visits += [(u, halves[u][0], 1) for u in first_pass]
             visits += [(u, halves[u][1], 2) for u in reversed(first_pass) if halves[u][1]]
     runs: list[PlannedRun] = []
@@ -276,9 +296,25 @@ def plan(points: list[Point], order: str = "interleaved", seed: int = 1) -> list
     return runs
 
 
-def _halves(rounds: int) -> tuple[list[int], list[int]]:
-    first = (rounds + 1) // 2
+def _halves(rounds: int, passes: int = 2) -> tuple[list[int], list[int]]:
+    """A unit's rounds in its first and second pass (one pass: all in the first)."""
+    first = rounds if passes == 1 else (rounds + 1) // 2
     return list(range(1, first + 1)), list(range(first + 1, rounds + 1))
+
+
+def rounds_per_pass(points: list[Point]) -> dict[str, tuple[int, ...]]:
+    """Per experiment, its units' fewest rounds in each pass it runs (interleaved order), e.g.
+    (1, 1) for 2 repetitions in two passes: what --dry-run shows beside `passes`."""
+    passes = experiment_passes(points)
+    rounds: dict[str, list[int]] = {}
+    by_unit: dict[int, list[Point]] = {}
+    for point in points:
+        by_unit.setdefault(point.unit, []).append(point)
+    for members in by_unit.values():
+        experiment = members[0].experiment
+        rounds.setdefault(experiment, []).append(max(p.repetitions for p in members))
+    return {experiment: tuple(len(half) for half in _halves(min(r), passes[experiment]) if half)
+            for experiment, r in rounds.items()}
 
 
 def _first_pass(units: list[int], by_unit: dict[int, list[Point]], seed: int, experiment: str) -> list[int]:
