@@ -11,10 +11,15 @@ BACKGROUND_TOLERANCE_PCT = 3.0
 @dataclass
 class Check:
     name: str
-    ok: bool
+    ok: bool | None  # None: not checked (the data cannot decide it; message says why)
     value: float | str | None
     expected: str
     message: str = ""
+
+
+def failed(check: Check | dict) -> bool:
+    """A check that ran and failed (a check not checked is no warning)."""
+    return (check.get("ok", True) if isinstance(check, dict) else check.ok) is False
 
 
 def read_cpu_jiffies() -> tuple[int, int]:
@@ -56,9 +61,29 @@ def qdisc_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, di
     return delta
 
 
+def background_min_window_s(measured_bytes: float | None, requested_bps: float,
+                            tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> float | None:
+    """The shortest window over which a background's achieved rate says something about the
+    background rather than about the measured transfer beside it (docs/statistics.md, "A
+    background's rate needs a long enough window"). A rate-driven TCP background yields the bottleneck to a measured
+    transfer and delivers what it held back once the transfer ends; what a window cannot
+    absorb is the backlog of its last repetition, at most that repetition's measured bytes.
+    Spread over the window it must stay within the tolerance:
+    window >= 8 x measured bytes / (requested rate x tolerance). None when the measured bytes
+    are not known in advance (then every window is checked)."""
+    if measured_bytes is None or requested_bps <= 0:
+        return None
+    return 8 * measured_bytes / (requested_bps * tolerance_pct / 100)
+
+
 def background_check(name: str, requested_bps: float, achieved_bps: float,
-                     tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> Check:
+                     tolerance_pct: float = BACKGROUND_TOLERANCE_PCT, window_s: float | None = None,
+                     min_window_s: float | None = None) -> Check:
     dev = (achieved_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
+    if window_s is not None and min_window_s is not None and window_s < min_window_s:
+        return Check(f"background_rate_{name}", None, round(dev, 2),
+                     f"within ±{tolerance_pct:g} % over >= {min_window_s:.2f} s",
+                     f"not checked: window {window_s:.2f} s < {min_window_s:.2f} s")
     ok = abs(dev) <= tolerance_pct
     msg = "" if ok else (f"{name}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
                          f"({dev:+.1f} %, beyond ±{tolerance_pct:g} %)")

@@ -68,7 +68,7 @@ class _PointShape(_Loose):
 
 class _CheckShape(_Loose):
     name: str
-    ok: bool
+    ok: bool | None  # None: not checked (fidelity.Check)
 
 
 class _FidelityShape(_Loose):

@@ -148,7 +148,7 @@ class ClusterRun:
         budget["categories_s"][ANALYSIS] = round(budget["categories_s"].get(ANALYSIS, 0.0) + analysis_s, 3)
         manifest["time_budget"] = budget | {"node_seconds_s": budget["wall_s"], "wall_s": manifest["timing"]["wall_s"]}
         manifest["fidelity"] = {"checks": fidelity.checks_to_json(head.checks),
-                                "warnings": [c.message for c in head.checks if not c.ok]}
+                                "warnings": [c.message for c in head.checks if fidelity.failed(c)]}
         self._finish("complete", None)
         return head.run_dir
 
