@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass
 
 BACKGROUND_TOLERANCE_PCT = 3.0
@@ -92,3 +93,63 @@ def background_check(name: str, requested_bps: float, achieved_bps: float,
 
 def checks_to_json(checks: list[Check]) -> list[dict]:
     return [asdict(c) for c in checks]
+
+
+def checks_from_json(rows: list[dict]) -> list[Check]:
+    return [Check(r["name"], r["ok"], r.get("value"), r.get("expected", ""), r.get("message", "")) for r in rows]
+
+
+SHOWN_IDS = 3  # a summary names this many of the repetitions over the limit
+
+
+def _drift_us(check: Check) -> float:
+    """A repetition's clock drift in µs (runs before the value was µs stored ns beside "<= 1 ms")."""
+    value = float(check.value)
+    return value / 1000 if check.expected.endswith("1 ms") else value
+
+
+def _clock_drift_summary(rows: list[Check]) -> Check:
+    """probe_clock_drift over the run: worst and median |drift|, how many repetitions beyond the
+    limit and which (runner/captures.py records one per repetition)."""
+    drifts = [abs(_drift_us(c)) for c in rows]
+    over = [c.name.split("@", 1)[1] for c in rows if c.ok is False]
+    worst, median = max(drifts), statistics.median(drifts)
+    limit = rows[0].expected.replace(" 1 ms", " 1000 µs")
+    text = f"worst {worst:.3f} µs, median {median:.3f} µs over {len(rows)} repetitions; "  # ns resolution
+    if not over:
+        return Check("probe_clock_drift", True, round(worst, 3), f"{limit} in each repetition",
+                     text + "none beyond the limit")
+    named = ", ".join(over[:SHOWN_IDS]) + (f" and {len(over) - SHOWN_IDS} more" if len(over) > SHOWN_IDS else "")
+    return Check("probe_clock_drift", False, round(worst, 3), f"{limit} in each repetition",
+                 text + f"{len(over)} beyond the limit ({named}): the real-time clock moved against the "
+                 "monotonic one there, so their series' alignment is interpolated across the jump")
+
+
+# checks recorded once per repetition that a run shows as one summary row (each repetition's row
+# stays in rep.json and in the manifest's fidelity.per_repetition)
+PER_RUN_SUMMARIES = {"probe_clock_drift": _clock_drift_summary}
+
+
+def fold_per_run(checks: list[Check]) -> tuple[list[Check], list[Check]]:
+    """(the checks with one summary row per kind of PER_RUN_SUMMARIES, where its first
+    repetition's row was; the repetitions' rows it replaced)."""
+    groups: dict[str, list[Check]] = {}
+    shown: list[Check | str] = []
+    for c in checks:
+        kind, _, where = c.name.partition("@")
+        if kind in PER_RUN_SUMMARIES and where:
+            if kind not in groups:
+                shown.append(kind)
+            groups.setdefault(kind, []).append(c)
+        else:
+            shown.append(c)
+    folded = [PER_RUN_SUMMARIES[c](groups[c]) if isinstance(c, str) else c for c in shown]
+    return folded, [c for rows in groups.values() for c in rows]
+
+
+def manifest_section(checks: list[Check]) -> dict:
+    """The manifest's `fidelity`: the checks (per-run summaries folded in), the failed ones'
+    messages, and the repetitions' rows behind the summaries."""
+    shown, per_repetition = fold_per_run(checks)
+    return {"checks": checks_to_json(shown), "warnings": [c.message for c in shown if failed(c)],
+            "per_repetition": checks_to_json(per_repetition)}

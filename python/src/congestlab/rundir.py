@@ -74,6 +74,7 @@ class _CheckShape(_Loose):
 class _FidelityShape(_Loose):
     checks: list[_CheckShape] = []
     warnings: list[str] = []
+    per_repetition: list[_CheckShape] = []  # the rows behind per-run summaries (fidelity.fold_per_run)
 
 
 class _SpecShape(_Loose):

@@ -167,8 +167,7 @@ class Runner:
             "machine_cpu_busy_pct": round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1),
         }
         self._record_budget(wall)
-        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
-                                     "warnings": [c.message for c in self.checks if fidelity.failed(c)]}
+        self.manifest["fidelity"] = fidelity.manifest_section(self.checks)
         self.manifest["status"] = "complete"
         self.manifest["finished_utc"] = utc_now()
         if self._resume_entry is not None:
@@ -215,7 +214,7 @@ class Runner:
         self.manifest["error"] = message
         if self._resume_entry is not None:
             self._resume_entry |= {"finished_utc": utc_now(), "status": status}
-        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
+        self.manifest["fidelity"] = fidelity.manifest_section(self.checks)
         self._record_budget(time.monotonic() - self.budget.started)
         write_manifest(self.run_dir, self.manifest)
 
