@@ -66,9 +66,10 @@ def background_min_window_s(measured_bytes: float | None, requested_bps: float,
                             tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> float | None:
     """The shortest window over which a background's achieved rate says something about the
     background rather than about the measured transfer beside it (docs/statistics.md, "A
-    background's rate needs a long enough window"). A rate-driven TCP background yields the bottleneck to a measured
-    transfer and delivers what it held back once the transfer ends; what a window cannot
-    absorb is the backlog of its last repetition, at most that repetition's measured bytes.
+    background's rate needs a long enough window"). A rate-driven TCP background yields the
+    bottleneck to a measured transfer and delivers what it held back once the transfer ends;
+    what a window cannot absorb is the backlog of its last repetition, at most that
+    repetition's measured bytes.
     Spread over the window it must stay within the tolerance:
     window >= 8 x measured bytes / (requested rate x tolerance). None when the measured bytes
     are not known in advance (then every window is checked)."""
@@ -103,7 +104,8 @@ SHOWN_IDS = 3  # a summary names this many of the repetitions over the limit
 
 
 def _drift_us(check: Check) -> float:
-    """A repetition's clock drift in µs (runs before the value was µs stored ns beside "<= 1 ms")."""
+    """A repetition's clock drift in µs (a run recorded before the value was in µs stored ns,
+    expected "|drift| <= 1 ms")."""
     value = float(check.value)
     return value / 1000 if check.expected.endswith("1 ms") else value
 
