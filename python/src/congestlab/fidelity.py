@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass
 
 BACKGROUND_TOLERANCE_PCT = 3.0
@@ -11,10 +12,15 @@ BACKGROUND_TOLERANCE_PCT = 3.0
 @dataclass
 class Check:
     name: str
-    ok: bool
+    ok: bool | None  # None: not checked (the data cannot decide it; message says why)
     value: float | str | None
     expected: str
     message: str = ""
+
+
+def failed(check: Check | dict) -> bool:
+    """A check that ran and failed (a check not checked is no warning)."""
+    return (check.get("ok", True) if isinstance(check, dict) else check.ok) is False
 
 
 def read_cpu_jiffies() -> tuple[int, int]:
@@ -56,9 +62,30 @@ def qdisc_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, di
     return delta
 
 
+def background_min_window_s(measured_bytes: float | None, requested_bps: float,
+                            tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> float | None:
+    """The shortest window over which a background's achieved rate says something about the
+    background rather than about the measured transfer beside it (docs/statistics.md, "A
+    background's rate needs a long enough window"). A rate-driven TCP background yields the
+    bottleneck to a measured transfer and delivers what it held back once the transfer ends;
+    what a window cannot absorb is the backlog of its last repetition, at most that
+    repetition's measured bytes.
+    Spread over the window it must stay within the tolerance:
+    window >= 8 x measured bytes / (requested rate x tolerance). None when the measured bytes
+    are not known in advance (then every window is checked)."""
+    if measured_bytes is None or requested_bps <= 0:
+        return None
+    return 8 * measured_bytes / (requested_bps * tolerance_pct / 100)
+
+
 def background_check(name: str, requested_bps: float, achieved_bps: float,
-                     tolerance_pct: float = BACKGROUND_TOLERANCE_PCT) -> Check:
+                     tolerance_pct: float = BACKGROUND_TOLERANCE_PCT, window_s: float | None = None,
+                     min_window_s: float | None = None) -> Check:
     dev = (achieved_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
+    if window_s is not None and min_window_s is not None and window_s < min_window_s:
+        return Check(f"background_rate_{name}", None, round(dev, 2),
+                     f"within ±{tolerance_pct:g} % over >= {min_window_s:.2f} s",
+                     f"not checked: window {window_s:.2f} s < {min_window_s:.2f} s")
     ok = abs(dev) <= tolerance_pct
     msg = "" if ok else (f"{name}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
                          f"({dev:+.1f} %, beyond ±{tolerance_pct:g} %)")
@@ -67,3 +94,64 @@ def background_check(name: str, requested_bps: float, achieved_bps: float,
 
 def checks_to_json(checks: list[Check]) -> list[dict]:
     return [asdict(c) for c in checks]
+
+
+def checks_from_json(rows: list[dict]) -> list[Check]:
+    return [Check(r["name"], r["ok"], r.get("value"), r.get("expected", ""), r.get("message", "")) for r in rows]
+
+
+SHOWN_IDS = 3  # a summary names this many of the repetitions over the limit
+
+
+def _drift_us(check: Check) -> float:
+    """A repetition's clock drift in µs (a run recorded before the value was in µs stored ns,
+    expected "|drift| <= 1 ms")."""
+    value = float(check.value)
+    return value / 1000 if check.expected.endswith("1 ms") else value
+
+
+def _clock_drift_summary(rows: list[Check]) -> Check:
+    """probe_clock_drift over the run: worst and median |drift|, how many repetitions beyond the
+    limit and which (runner/captures.py records one per repetition)."""
+    drifts = [abs(_drift_us(c)) for c in rows]
+    over = [c.name.split("@", 1)[1] for c in rows if c.ok is False]
+    worst, median = max(drifts), statistics.median(drifts)
+    limit = rows[0].expected.replace(" 1 ms", " 1000 µs")
+    text = f"worst {worst:.3f} µs, median {median:.3f} µs over {len(rows)} repetitions; "  # ns resolution
+    if not over:
+        return Check("probe_clock_drift", True, round(worst, 3), f"{limit} in each repetition",
+                     text + "none beyond the limit")
+    named = ", ".join(over[:SHOWN_IDS]) + (f" and {len(over) - SHOWN_IDS} more" if len(over) > SHOWN_IDS else "")
+    return Check("probe_clock_drift", False, round(worst, 3), f"{limit} in each repetition",
+                 text + f"{len(over)} beyond the limit ({named}): the real-time clock moved against the "
+                 "monotonic one there, so their series' alignment is interpolated across the jump")
+
+
+# checks recorded once per repetition that a run shows as one summary row (each repetition's row
+# stays in rep.json and in the manifest's fidelity.per_repetition)
+PER_RUN_SUMMARIES = {"probe_clock_drift": _clock_drift_summary}
+
+
+def fold_per_run(checks: list[Check]) -> tuple[list[Check], list[Check]]:
+    """(the checks with one summary row per kind of PER_RUN_SUMMARIES, where its first
+    repetition's row was; the repetitions' rows it replaced)."""
+    groups: dict[str, list[Check]] = {}
+    shown: list[Check | str] = []
+    for c in checks:
+        kind, _, where = c.name.partition("@")
+        if kind in PER_RUN_SUMMARIES and where:
+            if kind not in groups:
+                shown.append(kind)
+            groups.setdefault(kind, []).append(c)
+        else:
+            shown.append(c)
+    folded = [PER_RUN_SUMMARIES[c](groups[c]) if isinstance(c, str) else c for c in shown]
+    return folded, [c for rows in groups.values() for c in rows]
+
+
+def manifest_section(checks: list[Check]) -> dict:
+    """The manifest's `fidelity`: the checks (per-run summaries folded in), the failed ones'
+    messages, and the repetitions' rows behind the summaries."""
+    shown, per_repetition = fold_per_run(checks)
+    return {"checks": checks_to_json(shown), "warnings": [c.message for c in shown if failed(c)],
+            "per_repetition": checks_to_json(per_repetition)}

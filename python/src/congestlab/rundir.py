@@ -68,12 +68,13 @@ class _PointShape(_Loose):
 
 class _CheckShape(_Loose):
     name: str
-    ok: bool
+    ok: bool | None  # None: not checked (fidelity.Check)
 
 
 class _FidelityShape(_Loose):
     checks: list[_CheckShape] = []
     warnings: list[str] = []
+    per_repetition: list[_CheckShape] = []  # the rows behind per-run summaries (fidelity.fold_per_run)
 
 
 class _SpecShape(_Loose):

@@ -101,6 +101,10 @@ def test_tiny_run_gives_aligned_series_and_leaves_no_bpf(tmp_path, within):
     assert sorted(n for _, n in recordings.values()) == list(range(1, len(recordings) + 1)), recordings
     checks = {c["name"].split("@")[0]: c for c in manifest["fidelity"]["checks"]}
     assert checks["probe_complete"]["ok"] and checks["probe_clock_drift"]["ok"]
+    # the clock drift: one row for the run, each repetition's row kept beside it
+    assert [c["name"] for c in manifest["fidelity"]["checks"]].count("probe_clock_drift") == 1
+    per_rep = [c for c in manifest["fidelity"]["per_repetition"] if c["name"].startswith("probe_clock_drift@")]
+    assert len(per_rep) == len(recordings) and all(abs(c["value"]) < 1000 for c in per_rep)
     assert prog_ids and not any(_prog_alive(i) for i in prog_ids)
     assert namespaces_with(manifest["testbed"]["prefix"]) == []
     assert processes_mentioning(str(run_dir)) == []

@@ -111,3 +111,59 @@ def test_udp_from_is_one_sweepable_field_beside_per_class_reverse():
     point = expand(load_preset("ipv6"), quick=True)[2]
     data = point.study.model_dump(mode="json")
     assert get_field(apply(data, {"workloads.bg.udp_from": "source"}), "workloads.bg.udp_from") == "source"
+
+
+def _runner_with_sink_log(tmp_path, workload, window_s: float, deficit_pct: float, measured_bytes: float):
+    """An MGEN runner whose one sink log shows its flows `deficit_pct` short of their rates
+    over a window of `window_s` that held `measured_bytes` of measured requests."""
+    runner = MgenRunner(workload, ctx=None, log_dir=tmp_path)
+    flows = runner.flows
+    start = 36000.0  # 10:00:00 UTC
+    lines = []
+    for f in flows:
+        bytes_due = f.rate_bps / 8 * window_s * (1 - deficit_pct / 100)
+        count = max(1, round(bytes_due / f.payload_bytes))
+        for k in range(count):
+            ts = start + (k + 0.5) * window_s / count
+            hh, rem = divmod(ts, 3600)
+            mm, ss = divmod(rem, 60)
+            lines.append(f"{int(hh):02d}:{int(mm):02d}:{ss:09.6f} RECV proto>TCP flow>{f.flow_id} seq>{k} src>a/1 "
+                         f"dst>b/{f.port} sent>00:00:00.0 size>{f.payload_bytes} \n")
+    log = tmp_path / "bg-v4-sink.drc"
+    log.write_text("".join(sorted(lines)))
+    runner.sink_logs = [(log, flows)]
+    day0 = 86400 * 20000  # an epoch at UTC midnight
+    runner.open_window(measured_bytes)
+    runner.span_epoch_s = [day0 + start, day0 + start + window_s]
+    return runner
+
+
+def test_a_background_window_too_short_for_its_measured_bytes_is_not_checked(tmp_path):
+    # --until-decisive's late rounds: a unit ran one repetition (two 320 KiB GETs, 0.45 s) and
+    # the GETs' own share of the bottleneck lowered the background's rate by 4 %
+    bg = LEVELS["C1B"]
+    get_bytes = 2 * 320 * 1024
+    check = _runner_with_sink_log(tmp_path, bg, 0.45, 4.0, get_bytes).lifetime_checks()[0]
+    minimum_s = 8 * get_bytes / (75e6 * 0.03)  # 2.33 s: one repetition's bytes are 3 % of 75 Mbit/s
+    assert check.ok is None
+    assert check.message == f"not checked: window 0.45 s < {minimum_s:.2f} s"
+    assert check.value == pytest.approx(-4.0, abs=0.5)
+
+
+def test_a_background_short_over_a_long_enough_window_fails(tmp_path):
+    check = _runner_with_sink_log(tmp_path, LEVELS["C1B"], 5.0, 4.0, 2 * 320 * 1024).lifetime_checks()[0]
+    assert check.ok is False and "beyond ±3 %" in check.message
+    fine = _runner_with_sink_log(tmp_path, LEVELS["C4B"], 5.0, 1.0, 2 * 320 * 1024).lifetime_checks()[0]
+    assert fine.ok is True and fine.message == ""
+
+
+def test_a_window_whose_measured_bytes_are_unknown_is_checked(tmp_path):
+    check = _runner_with_sink_log(tmp_path, LEVELS["C1B"], 0.45, 4.0, None).lifetime_checks()[0]
+    assert check.ok is False
+
+
+def test_a_repetition_of_ipv6_moves_two_320_kib_files():
+    from congestlab.runner.orchestrator import _measured_bytes
+
+    point = next(p for p in expand(load_preset("ipv6")) if p.labels["level"] == "C1B")
+    assert _measured_bytes(point.study, point) == 2 * 320 * 1024

@@ -214,3 +214,18 @@ def test_only_timed_out_gets_are_censored_invalid_ones_are_counted(tmp_path):
         assert "| 100 | 2000 [2000, ∞] (1/2 censored); mean 2000 [-∞, ∞] (n=2); 1 invalid |" in md, md
         assert "| 100 | 2000; mean 2000; 2 invalid |" in md, md
         assert "k invalid = excluded and counted" in md
+
+
+def test_a_fidelity_check_not_checked_reads_so_and_is_no_warning(tmp_path):
+    builder = RunBuilder("s", ["level"], {})
+    builder.fidelity = {"checks": [
+        {"name": "background_rate_bg@main.level-C1B", "ok": None, "value": -3.8,
+         "expected": "within ±3 % over >= 2.33 s", "message": "not checked: window 0.44 s < 2.33 s"},
+        {"name": "background_rate_bg@main.level-C4B", "ok": False, "value": -4.1, "expected": "within ±3 %",
+         "message": "bg: background achieved 95.9 of 100.00 Mbit/s"}], "warnings": []}
+    report = build_report(builder.write(tmp_path / "run"))
+    md = report.markdown_path.read_text()
+    assert "| background_rate_bg@main.level-C1B | not checked | -3.8 |" in md
+    assert "| background_rate_bg@main.level-C4B | **NO** |" in md
+    html = report.html_path.read_text()
+    assert html.count('class="bad"') == 1 and ">not checked<" in html

@@ -112,6 +112,10 @@ def _magnitude(effects, alpha):
     return rules.every_cell([rules.magnitude(e, 4.0, 23.0, alpha) for e in effects])
 
 
+def _magnitude_one(effects, alpha):
+    return rules.magnitude(effects[0], 4.0, 23.0, alpha)
+
+
 def scenarios() -> list[Scenario]:
     sd_pair = 0.25 * math.sqrt(2)
     small = power.detectable_distance(6, sd_pair, FIRST_LOOK)     # what 6 rounds detect with 80 %
@@ -123,6 +127,11 @@ def scenarios() -> list[Scenario]:
     eq_sd_pair = 0.05 * math.sqrt(2)
     eq_rounds = power.rounds_needed(eq_sd_pair, equivalence=(0.0, math.log1p(0.10)), first_look=FIRST_LOOK)
     margin = math.log1p(0.10)
+    # a seed's range 4..23 %, the truth in its middle (on the log scale): the rounds the interval's
+    # power (TOST) asks for at sigma 0.05
+    lo, hi = math.log1p(0.04), math.log1p(0.23)
+    range_mid = (lo + hi) / 2
+    range_rounds = power.rounds_needed(eq_sd_pair, interval=(range_mid, lo, hi), first_look=FIRST_LOOK)
     return [
         Scenario("direction, no effect", 250, [0.0], 0.25, None, 8, _direction, rules.HOLDS),
         Scenario("direction, no effect, censored", 200, [0.0], 0.25, 0.3, 8, _direction, rules.HOLDS),
@@ -150,6 +159,9 @@ def scenarios() -> list[Scenario]:
         Scenario("direction, no effect, 75 % censored", 150, [0.0], 0.25, -0.26, 8, _direction, rules.HOLDS),
         Scenario("direction, a's GETs nearly all time out (effect 1.5)", 100, [1.5], 0.25, 0.5, 10, _direction,
                  rules.FAILS, rules.HOLDS, promised=False),
+        # last in the list: the scenarios before it keep their seeds
+        Scenario(f"magnitude 4..23 %, truth in the middle +{math.expm1(range_mid):.1%} ({range_rounds} rounds)", 150,
+                 [range_mid], 0.05, None, range_rounds, _magnitude_one, rules.FAILS, rules.HOLDS),
     ]
 
 

@@ -389,6 +389,50 @@ def test_an_inconclusive_verdict_says_the_rounds_it_needs():
     assert power.rounds_needed_for_verdict(rules.direction(effect(0.5, 0.05))) is None  # decided
 
 
+def test_an_inconclusive_magnitude_range_says_the_rounds_it_needs():
+    a = Cell.of([118.0, 95.0, 135.0], blocks=[1, 2, 3])
+    b = Cell.of([100.0, 90.0, 125.0], blocks=[1, 2, 3])
+    e = compare(a, b)
+    lo, hi = math.log1p(0.04), math.log1p(0.23)
+    inside = rules.magnitude(e, 4.0, 23.0)
+    assert inside.verdict == rules.INCONCLUSIVE and lo < e.estimate < hi
+    need = power.rounds_needed_for_verdict(inside)
+    assert need == power.rounds_needed(e.sd_pair, interval=(e.estimate, lo, hi)) and need > 3
+    # the estimate outside the range: "does not hold" is within reach, a one-sided test beyond hi
+    above = rules.magnitude(e, 1.0, 5.0)
+    assert above.verdict == rules.INCONCLUSIVE and e.estimate > math.log1p(0.05)
+    assert power.rounds_needed_for_verdict(above) == power.rounds_needed(
+        e.sd_pair, distance=e.estimate - math.log1p(0.05))
+    # over cells, the most any undecided cell needs, as for the other rules
+    assert power.rounds_needed_for_verdict(rules.every_cell([inside, above])) == max(
+        need, power.rounds_needed_for_verdict(above))
+    # the equivalence band is the symmetric interval
+    assert power.power_equivalence(8, 0.02, 0.1, 0.07, 0.01) == power.power_interval(8, 0.02, -0.1, 0.1, 0.07, 0.01)
+
+
+def test_interval_power_matches_simulated_tost():
+    """power_interval against the TOST itself on simulated paired log differences (sigma known)."""
+    rng = np.random.default_rng(11)
+    lo, hi, sd, level = math.log1p(0.04), math.log1p(0.23), 0.05 * math.sqrt(2), 0.0125
+    mid = (lo + hi) / 2
+    for rounds, truth in ((6, mid), (11, mid), (16, lo + 0.3 * (hi - lo)), (30, lo + 0.3 * (hi - lo))):
+        d = rng.normal(truth, sd, (20000, rounds))
+        se = d.std(axis=1, ddof=1) / math.sqrt(rounds)
+        tc = st.t.isf(level, rounds - 1)
+        holds = ((d.mean(axis=1) - lo) / se > tc) & ((d.mean(axis=1) - hi) / se < -tc)
+        stated = power.power_interval(rounds, truth, lo, hi, sd, level)
+        assert holds.mean() >= stated - 0.01, (rounds, truth, holds.mean(), stated)  # a lower bound
+        if stated >= 0.6:  # where a need is decided (80 %) the bound is tight; far below it, loose
+            assert holds.mean() <= stated + 0.05, (rounds, truth, holds.mean(), stated)
+    need = power.rounds_needed(sd, interval=(mid, lo, hi))
+    d = rng.normal(mid, sd, (20000, need))
+    level = power.final_level(need)
+    se = d.std(axis=1, ddof=1) / math.sqrt(need)
+    tc = st.t.isf(level, need - 1)
+    holds = ((d.mean(axis=1) - lo) / se > tc) & ((d.mean(axis=1) - hi) / se < -tc)
+    assert holds.mean() >= power.POWER
+
+
 def test_bad_designs_and_mixed_censoring_are_one_line_errors():
     with pytest.raises(StatsInputError, match="first look"):
         SequentialDesign(2, first_look=3)

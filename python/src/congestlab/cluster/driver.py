@@ -147,8 +147,7 @@ class ClusterRun:
         budget = merge_budgets(t["time_budget"] for t in self.record["tasks"] if t.get("time_budget"))
         budget["categories_s"][ANALYSIS] = round(budget["categories_s"].get(ANALYSIS, 0.0) + analysis_s, 3)
         manifest["time_budget"] = budget | {"node_seconds_s": budget["wall_s"], "wall_s": manifest["timing"]["wall_s"]}
-        manifest["fidelity"] = {"checks": fidelity.checks_to_json(head.checks),
-                                "warnings": [c.message for c in head.checks if not c.ok]}
+        manifest["fidelity"] = fidelity.manifest_section(head.checks)
         self._finish("complete", None)
         return head.run_dir
 
@@ -158,7 +157,7 @@ class ClusterRun:
             manifest["status"] = status
             if error:
                 manifest["error"] = error
-                manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.head.checks)}
+                manifest["fidelity"] = fidelity.manifest_section(self.head.checks)
             manifest["finished_utc"] = utc_now()
             entry = self.head._resume_entry
             if entry is not None:
@@ -283,8 +282,11 @@ class ClusterRun:
                 manifest.setdefault(k, node_manifest[k])
         if "prefix" in node_manifest.get("testbed", {}):
             manifest["testbed"] = node_manifest["testbed"] | {"built_on": key}
-        head.checks += [fidelity.Check(c["name"], c["ok"], c["value"], c["expected"], c.get("message", ""))
-                        for c in node_manifest.get("fidelity", {}).get("checks", [])]
+        # a node's per-run summaries are folded again over the whole run from its repetitions' rows
+        node_fidelity = node_manifest.get("fidelity", {})
+        head.checks += [c for c in fidelity.checks_from_json(node_fidelity.get("checks", []))
+                        if c.name not in fidelity.PER_RUN_SUMMARIES]
+        head.checks += fidelity.checks_from_json(node_fidelity.get("per_repetition", []))
         write_manifest(run_dir, manifest)
 
     def _flag_mixed_nodes(self) -> None:

@@ -361,11 +361,11 @@ def _raw_magnitude(e: Effect, lo: float, hi: float, rule: str, alpha: float, lab
     when it lies wholly above or below (as stats.rules.magnitude, without the log-ratio scale)."""
     if not e.determined:  # not weak: an undetermined range stays inconclusive under every_cell
         return Verdict(INCONCLUSIVE, rule, math.nan, (math.nan, math.nan), 1.0, 1.0, sum(e.n), sum(e.censored),
-                       sum(e.invalid), alpha, label, e.note, kind="magnitude", effect=e)
+                       sum(e.invalid), alpha, label, e.note, kind="magnitude", interval=(lo, hi), effect=e)
     p_holds, p_fails = range_p_values(e, lo, hi)
     verdict = FAILS if p_fails < alpha else HOLDS if p_holds < alpha else INCONCLUSIVE
     return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_holds, p_fails, sum(e.n), sum(e.censored),
-                   sum(e.invalid), alpha, label, e.note, kind="magnitude", effect=e)
+                   sum(e.invalid), alpha, label, e.note, kind="magnitude", interval=(lo, hi), effect=e)
 
 
 # --- rules -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
+from congestlab.fidelity import checks_from_json, checks_to_json, fold_per_run
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
@@ -244,7 +245,8 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "sections": [s for s in sections if s.tables or s.figures],
         "empty_plots": [p.id for p in data.report.plots
                         if not any(f.id == p.id for s in sections for f in s.figures)],
-        "fidelity_checks": fidelity.get("checks") or [],
+        # a run stored before the per-run summaries has a row per repetition: folded here too
+        "fidelity_checks": checks_to_json(fold_per_run(checks_from_json(fidelity.get("checks") or []))[0]),
         "settings": _settings(spec),
         "environment": m.get("environment") or {},
         "tools": m.get("tools") or {},

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab import fidelity
-from congestlab.capture.probes import (CLOCK_FILE, RAW_DIR, QueueTarget, SockTarget, clprobe_control_argv,
-                                       netns_inode, read_clock, read_reply, recording_commands, stop_summary)
+from congestlab.capture.probes import (CLOCK_FILE, DRIFT_LIMIT_NS, RAW_DIR, QueueTarget, SockTarget,
+                                       clprobe_control_argv, netns_inode, read_clock, read_reply, recording_commands,
+                                       stop_summary)
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
 from congestlab.errors import RunDirError, ToolError
 from congestlab.runner.host import pause_if_asked
@@ -213,7 +214,8 @@ def probe_checks(info: dict) -> list[fidelity.Check]:
         fidelity.Check("probe_complete", complete, f"lost {probe['lost']}, over the cap {probe['truncated']}",
                        "0 and 0", "" if complete else "the sampler dropped rows (ring buffer full or "
                        "[capture] probe_max_bytes reached): its series have gaps"),
-        fidelity.Check("probe_clock_drift", probe["drift_ok"], probe["drift_ns"], "|drift| <= 1 ms",
+        fidelity.Check("probe_clock_drift", probe["drift_ok"], round(probe["drift_ns"] / 1000, 3),
+                       f"|drift| <= {DRIFT_LIMIT_NS / 1000:g} µs",
                        "" if probe["drift_ok"] else "the real-time clock moved against the monotonic one during "
                        "the repetition: the series' alignment is interpolated across it"),
     ]

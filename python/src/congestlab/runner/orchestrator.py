@@ -169,8 +169,7 @@ class Runner:
             "machine_cpu_busy_pct": round(fidelity.cpu_busy_pct(cpu0, fidelity.read_cpu_jiffies()), 1),
         }
         self._record_budget(wall)
-        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks),
-                                     "warnings": [c.message for c in self.checks if not c.ok]}
+        self.manifest["fidelity"] = fidelity.manifest_section(self.checks)
         self.manifest["status"] = "complete"
         self.manifest["finished_utc"] = utc_now()
         if self._resume_entry is not None:
@@ -217,7 +216,7 @@ class Runner:
         self.manifest["error"] = message
         if self._resume_entry is not None:
             self._resume_entry |= {"finished_utc": utc_now(), "status": status}
-        self.manifest["fidelity"] = {"checks": fidelity.checks_to_json(self.checks)}
+        self.manifest["fidelity"] = fidelity.manifest_section(self.checks)
         self._record_budget(time.monotonic() - self.budget.started)
         write_manifest(self.run_dir, self.manifest)
 
@@ -314,8 +313,9 @@ class Runner:
                 with self.budget.phase(WARMUP, unit):
                     time.sleep(study.warmup_s)
             backgrounds = self.backgrounds.runners() + point_backgrounds
+            measured_bytes = _measured_bytes(study, point)
             for bg in backgrounds:
-                bg.open_window()
+                bg.open_window(measured_bytes)
             measure0 = self.budget.clock()
             records, checks, window = self._measure(ctx, point, rep, rep_path)
             self.budget.split_measure(self.budget.clock() - measure0, timed_out_seconds(records, window), unit)
@@ -402,3 +402,18 @@ class Runner:
         result = analyze_run(self.run_dir, self.manifest)
         self.manifest["analysis"] = result.summary
         self.checks += result.checks
+
+
+def _measured_bytes(study: StudySpec, point: Point) -> float | None:
+    """The most bytes the point's measuring workloads move in one repetition (None: one of
+    them cannot say): bounds what a background yields to them in a window."""
+    total = 0.0
+    for name in point.workloads:
+        spec = study.workload(name)
+        if is_background(spec):
+            continue
+        size = runner_for(spec).bytes_per_run(spec)
+        if size is None:
+            return None
+        total += size
+    return total

@@ -8,6 +8,8 @@ import json
 import statistics
 from pathlib import Path
 
+from congestlab.fidelity import failed
+
 COMPARED = [
     ("delay_ms", "delay (ms)"),
     ("nrt_throughput_mbps", "NRT throughput (Mbit/s)"),
@@ -107,7 +109,7 @@ def failed_checks(emu_dir: Path) -> list[str]:
     except (OSError, ValueError):
         return ["no readable manifest.json"]
     return [c.get("message") or c.get("name", "?") for c in manifest.get("fidelity", {}).get("checks", [])
-            if not c.get("ok", True)]
+            if failed(c)]
 
 
 def _cell(value: float | None, digits: int = 3) -> str:

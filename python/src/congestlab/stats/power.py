@@ -4,6 +4,8 @@ Power at n rounds is that of the last look's test at its nominal level (sequenti
 paired t-test on log values, noncentral t with n - 1 degrees of freedom, the within-round sd of a
 log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so this is a lower
 bound. Censoring costs information: the rounds are divided by the share of completed samples.
+An interval hypothesis (equivalence's band, a seed's magnitude range) is decided "holds" by two
+one-sided tests (TOST); its power is that of both at once, from the same noncentral t.
 """
 
 from __future__ import annotations
@@ -44,30 +46,41 @@ def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) 
     return float(nct.sf(t.isf(level, df), df, distance / se))
 
 
-def power_equivalence(rounds: int, effect: float, margin: float, sd_pair: float, level: float) -> float:
-    """P(TOST decides "holds") when the truth is `effect` and the band +-margin (log scale); a lower bound."""
+def power_interval(rounds: int, effect: float, lo: float, hi: float, sd_pair: float, level: float) -> float:
+    """P(TOST decides "holds": the CI inside [lo, hi]) when the truth is `effect`, on the
+    effect's own scale. Both one-sided tests must reject; P(A and B) >= P(A) + P(B) - 1, so
+    this is a lower bound (tight once the interval is several standard errors wide)."""
 
     if rounds < 2 or not sd_pair > 0:
         return 0.0
     df = rounds - 1
     se = sd_pair / math.sqrt(rounds)
     tc = t.isf(level, df)
-    return max(0.0, float(nct.sf(tc, df, (effect + margin) / se) + nct.cdf(-tc, df, (effect - margin) / se) - 1))
+    return max(0.0, float(nct.sf(tc, df, (effect - lo) / se) + nct.cdf(-tc, df, (effect - hi) / se) - 1))
+
+
+def power_equivalence(rounds: int, effect: float, margin: float, sd_pair: float, level: float) -> float:
+    """P(TOST decides "holds") when the truth is `effect` and the band +-margin (log scale); a lower bound."""
+    return power_interval(rounds, effect, -margin, margin, sd_pair, level)
 
 
 def rounds_needed(sd_pair: float, distance: float | None = None, equivalence: tuple[float, float] | None = None,
                   censored_fraction: float = 0.0, first_look: int = 3, alpha: float = ALPHA,
-                  power: float = POWER) -> int | None:
+                  power: float = POWER, interval: tuple[float, float, float] | None = None) -> int | None:
     """The fewest rounds (max_rounds of a design) whose power reaches `power`; None beyond CAP_ROUNDS.
-    Give `distance` (the truth's distance beyond a one-sided threshold, log scale) or
-    `equivalence` = (effect, margin) on the log scale."""
+    Give `distance` (the truth's distance beyond a one-sided threshold, log scale),
+    `equivalence` = (effect, margin) on the log scale, or `interval` = (effect, lo, hi) on the
+    effect's own scale (a magnitude range)."""
     if not 0 <= censored_fraction < 1:
         return None
+    if equivalence is not None:
+        interval = (equivalence[0], -equivalence[1], equivalence[1])
+
     def reached(n: int) -> bool:
         level = final_level(n, first_look, alpha)
         if distance is not None:
             return power_one_sided(n, distance, sd_pair, level) >= power
-        return power_equivalence(n, equivalence[0], equivalence[1], sd_pair, level) >= power
+        return power_interval(n, *interval, sd_pair, level) >= power
 
     if not reached(CAP_ROUNDS):
         return None
@@ -86,19 +99,22 @@ def detectable_distance(rounds: int, sd_pair: float, first_look: int = 3, alpha:
 
 
 def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look: int = 3,
-                      alpha: float = ALPHA, power: float = POWER) -> int | None:
+                      alpha: float = ALPHA, power: float = POWER,
+                      interval: tuple[float, float] | None = None) -> int | None:
     """The rounds an undecided check needs if the truth were its current estimate.
-    rule: "greater", "less", "equivalence", "at_most", "at_least" (margins as in rules.py)."""
+    rule: "greater", "less", "equivalence", "at_most", "at_least" (margins as in rules.py), or
+    "magnitude" with `interval` = (lo, hi) on the effect's own scale (Verdict.interval)."""
     if not e.determined or not math.isfinite(e.sd_pair):
         return None
     n = sum(e.n)
     cf = sum(e.censored) / n if n else 0.0
     est, m = e.estimate, from_percent(margin_pct)
-    if rule == "equivalence":
-        if abs(est) < m:
-            return rounds_needed(e.sd_pair, equivalence=(est, m), censored_fraction=cf, first_look=first_look,
+    if rule in ("equivalence", "magnitude"):
+        lo, hi = (-m, m) if rule == "equivalence" else interval
+        if lo < est < hi:  # "holds" is the verdict within reach: both one-sided tests must reject
+            return rounds_needed(e.sd_pair, interval=(est, lo, hi), censored_fraction=cf, first_look=first_look,
                                  alpha=alpha, power=power)
-        distance = abs(est) - m
+        distance = lo - est if est <= lo else est - hi  # "does not hold": wholly outside
     else:
         threshold = {"greater": 0.0, "less": 0.0, "at_most": m, "at_least": from_percent(-margin_pct)}[rule]
         distance = abs(est - threshold)
@@ -110,13 +126,15 @@ def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look:
 
 def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER) -> int | None:
     """The rounds an inconclusive verdict needs: its own, or for a claim over cells the most any
-    undecided cell needs. None when decided, when a cell's need is unknown (no estimate, a
-    magnitude range, "the best changes"), or beyond CAP_ROUNDS."""
+    undecided cell needs. None when decided, when a cell's need is unknown (no estimate, "the
+    best changes"), or beyond CAP_ROUNDS."""
     if v.verdict != INCONCLUSIVE:
         return None
     if v.cells:
         needs = [rounds_needed_for_verdict(c, first_look, power) for c in v.cells if c.verdict == INCONCLUSIVE]
         return None if not needs or None in needs else max(needs)
-    if v.effect is None or v.kind not in ("greater", "less", "equivalence", "at_most", "at_least"):
+    if v.effect is None or v.kind not in ("greater", "less", "equivalence", "at_most", "at_least", "magnitude"):
         return None
-    return rounds_needed_for(v.effect, v.kind, v.margin_pct, first_look, v.alpha, power)
+    if v.kind == "magnitude" and v.interval is None:
+        return None
+    return rounds_needed_for(v.effect, v.kind, v.margin_pct, first_look, v.alpha, power, v.interval)

@@ -54,6 +54,7 @@ class Verdict:
     # what the power estimate needs (power.rounds_needed_for_verdict)
     kind: str = ""                  # greater, less, equivalence, at_most, at_least, magnitude
     margin_pct: float = 0.0
+    interval: tuple[float, float] | None = None  # magnitude: [lo, hi] on the effect's own scale
     effect: Effect | None = field(default=None, compare=False, repr=False)
 
     def text(self, digits: int = 1) -> str:
@@ -80,12 +81,12 @@ def _decide(p_holds: float, p_fails: float, alpha: float) -> str:
 
 
 def _verdict(e: Effect, p_holds: float, p_fails: float, rule: str, alpha: float, label: str, kind: str,
-             margin_pct: float = 0.0) -> Verdict:
+             margin_pct: float = 0.0, interval: tuple[float, float] | None = None) -> Verdict:
     lo, hi = e.ci(1 - 2 * alpha)
     return Verdict(_decide(p_holds, p_fails, alpha), rule,
                    to_percent(e.estimate) if e.determined else math.nan, (to_percent(lo), to_percent(hi)),
                    p_holds, p_fails, sum(e.n), sum(e.censored), sum(e.invalid), alpha, label, e.note,
-                   kind=kind, margin_pct=margin_pct, effect=e)
+                   kind=kind, margin_pct=margin_pct, interval=interval, effect=e)
 
 
 def direction(e: Effect, greater: bool = True, alpha: float = ALPHA, label: str = "") -> Verdict:
@@ -120,9 +121,10 @@ def at_least(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = ""
 def magnitude(e: Effect, lo_pct: float, hi_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     lo, hi = from_percent(lo_pct), from_percent(hi_pct)
     if not e.determined:
-        return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label, "magnitude")
+        return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label, "magnitude",
+                        interval=(lo, hi))
     return _verdict(e, *range_p_values(e, lo, hi), f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %: the CI lies inside "
-                    "the range (does not hold: wholly outside)", alpha, label, "magnitude")
+                    "the range (does not hold: wholly outside)", alpha, label, "magnitude", interval=(lo, hi))
 
 
 def range_p_values(e: Effect, lo: float, hi: float) -> tuple[float, float]:

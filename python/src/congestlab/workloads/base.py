@@ -76,8 +76,9 @@ class Background(_WorkloadRunner):
     @abstractmethod
     def start(self) -> None: ...
 
-    def open_window(self) -> None:
-        """A measuring window begins now (a runner may note where its logs stand)."""
+    def open_window(self, measured_bytes: float | None = None) -> None:
+        """A measuring window begins now (a runner may note where its logs stand); the
+        window's measured workloads move at most `measured_bytes` (None: not known)."""
 
     @abstractmethod
     def measure(self, window_epoch_s: tuple[float, float]) -> tuple[list[Record], list[Check]]:
@@ -105,6 +106,12 @@ class Measuring(_WorkloadRunner):
     def time_bound_s(cls, spec, study) -> float:
         """How long run() may take at most (bounds the background's own lifetime)."""
         return 60.0
+
+    @classmethod
+    def bytes_per_run(cls, spec) -> float | None:
+        """The most bytes one run moves, when known before it runs (a background's rate
+        check needs it, fidelity.background_min_window_s); None: not known."""
+        return None
 
 
 class OneClientOneServer:

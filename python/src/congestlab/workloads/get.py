@@ -108,6 +108,11 @@ class GetRunner(Measuring):
             ctx.previous_get["conn"] = previous
 
     @classmethod
+    def bytes_per_run(cls, spec) -> float | None:
+        """Every request's file once per family (the responses; the requests are small)."""
+        return float(sum(r.file_kib * 1024 * len(r.families) for r in spec.requests))
+
+    @classmethod
     def time_bound_s(cls, spec, study) -> float:
         browser_s = STARTUP_ALLOWANCE_S + 2 * CLOSE_GRACE_S if spec.client_kind == "chromium" else 0.0
         return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + browser_s + study.gap_s

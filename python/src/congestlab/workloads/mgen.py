@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
-from congestlab.fidelity import Check, background_check
+from congestlab.fidelity import Check, background_check, background_min_window_s
 from congestlab.traffic.mgen import (
     CLASSES,
     Flow,
@@ -44,6 +44,8 @@ class MgenRunner(Background):
         self.sink_logs: list[tuple[Path, list[Flow]]] = []
         self.window_offsets: dict[Path, int] = {}
         self.span_epoch_s: list[float] = []  # first window's start, last window's end
+        # the most bytes one window's measured workloads move (None: not known for some window)
+        self.measured_bytes: float | None = 0.0
 
     def _groups(self):
         """(pair, reversed, flows): reversed classes run from the pair's sink to its source."""
@@ -100,7 +102,9 @@ class MgenRunner(Background):
             raise ToolError(["mgen"], -1, f"MGEN sink on {node} did not listen on {sorted(tcp_ports)}")
         time.sleep(0.1)  # UDP sockets: nothing to poll, give the sink a moment
 
-    def open_window(self) -> None:
+    def open_window(self, measured_bytes: float | None = None) -> None:
+        if self.measured_bytes is not None:
+            self.measured_bytes = None if measured_bytes is None else max(self.measured_bytes, measured_bytes)
         self.window_offsets = {log: (log.stat().st_size if log.exists() else 0) for log, _ in self.sink_logs}
 
     def measure(self, window_epoch_s: tuple[float, float]) -> tuple[list[Record], list[Check]]:
@@ -139,7 +143,10 @@ class MgenRunner(Background):
         rates = self._rates((self.span_epoch_s[0], self.span_epoch_s[1]), {})
         requested = sum(f.rate_bps for f in self.flows)
         achieved = sum(r.achieved_bps for r in rates)
-        return [background_check(self.spec.name, requested, achieved, self.spec.tolerance_pct)]
+        tolerance = self.spec.tolerance_pct
+        return [background_check(self.spec.name, requested, achieved, tolerance,
+                                 window_s=self.span_epoch_s[1] - self.span_epoch_s[0],
+                                 min_window_s=background_min_window_s(self.measured_bytes, requested, tolerance))]
 
     def stop(self) -> None:
         sources = [p for stem, p in self.procs if stem.endswith("source")]
