@@ -265,7 +265,9 @@ def _run_dir(tmp_path: Path, lean: bool = True) -> Path:
     logs.mkdir(parents=True)
     _write_log(logs / "leanweb.jsonl", _log_lines())
     kind = "lean" if lean else "apache"
-    manifest = {"format_version": 2, "status": "complete", "study": "t", "spec": {"servers": []},
+    table6 = {"t6": {"kind": "rto_bins", "column": "samples"}}  # the report reads the replay (replay_wanted)
+    manifest = {"format_version": 2, "status": "complete", "study": "t",
+                "spec": {"servers": [], "report": {"metrics": table6}},
                 "axes": ["server"], "points": [{"id": "main.server-lean", "experiment": "main",
                                                 "axes": {"server": "lean"}}],
                 "servers": {"lean": [{"instance": "i1", "kind": kind, "port": 80, "log_dir": "logs/servers/lean-i1"}]}}
@@ -336,3 +338,16 @@ def test_analyze_adds_replay_rows_and_the_log_check_and_survives_a_corrupt_log(t
     result = analyze_run(run, manifest)
     assert "rto_replay" not in result.summary
     assert any("leanweb.jsonl:4: not a leanweb log line" in p for p in result.summary["problems"])
+
+
+def test_analyze_replays_only_for_a_report_that_reads_the_replay(tmp_path):
+    from congestlab.analysis.run_analysis import analyze_run
+
+    run = _run_dir(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["spec"]["report"]["metrics"] = {"delay": {"kind": "request", "column": "delay_s"}}
+    result = analyze_run(run, manifest)
+    assert not result.rows["rto_bins"] and not result.rows["rto_samples"] and "rto_replay" not in result.summary
+    assert "congestlab rto-replay RUN" in result.summary["rto_replay_skipped"]
+    (check,) = [c for c in result.checks if c.name == "retransmissions_pcap_vs_log_lean"]
+    assert check.ok  # the lean log is still checked against the capture

@@ -124,7 +124,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
             outcomes[outcome] += 1
             rows["request"].append(out)
-    replay = _rto_replay(run_dir, manifest, rows, problems) if lean else None
+    replay = _rto_replay(run_dir, manifest, rows, problems) if lean and replay_wanted(manifest) else None
     for kind, kind_rows in rows.items():
         if kind_rows or kind == "request" and raw_requests:
             write_results(run_dir, kind, axes, kind_rows)
@@ -141,6 +141,9 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                "drift": drift_entries, "analysis_s": round(time.monotonic() - start, 3)}
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
+    elif lean and not replay_wanted(manifest):
+        summary["rto_replay_skipped"] = ("no rto_* metric in the study's report; `congestlab rto-replay RUN` "
+                                         "writes results/rto_*.csv")
     return AnalysisResult(summary, checks, rows)
 
 
@@ -376,6 +379,14 @@ def _lean_log_checks(by_server: dict[str, list[tuple]]) -> list[Check]:
                             f"{agreeing}/{compared_total}",
                             "every connection at the lean server's port: pcap count == leanweb log count", message))
     return checks
+
+
+def replay_wanted(manifest: dict) -> bool:
+    """Whether the study's report reads the RTO replay's tables (a metric of kind rto_*). A
+    lean server that serves load, not one GET, gives millions of samples: anma's full run
+    152 MB of rto_samples.csv and minutes of CPU that no table of its report reads."""
+    metrics = ((manifest.get("spec") or {}).get("report") or {}).get("metrics") or {}
+    return any(str(m.get("kind", "")).startswith("rto_") for m in metrics.values() if isinstance(m, dict))
 
 
 def _rto_replay(run_dir: Path, manifest: dict, rows: dict[str, list[dict]], problems: list[str]):
