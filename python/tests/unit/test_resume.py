@@ -68,3 +68,33 @@ def test_a_run_resumes_across_a_changed_quick_table_or_a_new_default_field():
     assert not same_run_spec(older, spec.model_copy(update={"passes": 1}), quick=False)
     assert not same_run_spec(stored | {"seed": 2}, spec, quick=False)
     assert not same_run_spec(None, spec, quick=False)
+
+
+def test_sigterm_during_the_analysis_marks_the_run_interrupted_and_keeps_its_budget(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    import pytest
+
+    from congestlab.errors import Interrupted
+
+    spec, run_dir, first, _ = _stored(tmp_path)
+    first.runs = []  # every repetition done: the run goes straight to its analysis
+
+    def slow_analysis():
+        os.kill(os.getpid(), signal.SIGTERM)  # e.g. `kill PID` during anma's minutes of analysis
+
+    def outside_the_run(signum, frame):  # where the run does not handle SIGTERM (not the default: it would end pytest)
+        raise RuntimeError("SIGTERM not handled by the run")
+
+    monkeypatch.setattr(first, "_analyze", slow_analysis)
+    previous = signal.signal(signal.SIGTERM, outside_the_run)
+    try:
+        with pytest.raises(Interrupted, match="SIGTERM"):
+            first.run()
+        assert signal.getsignal(signal.SIGTERM) is outside_the_run  # the run's handler is gone again
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    stored = json.loads((run_dir / "manifest.json").read_text())
+    assert stored["status"] == "interrupted" and "SIGTERM" in stored["error"]
+    assert stored["time_budget_sessions"] and "analysis" in stored["time_budget"]["categories_s"]

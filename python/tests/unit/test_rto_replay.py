@@ -345,9 +345,12 @@ def test_analyze_replays_only_for_a_report_that_reads_the_replay(tmp_path):
 
     run = _run_dir(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
+    analyze_run(run, manifest)
+    assert (run / "results" / "rto_samples.csv").exists()
     manifest["spec"]["report"]["metrics"] = {"delay": {"kind": "request", "column": "delay_s"}}
     result = analyze_run(run, manifest)
     assert not result.rows["rto_bins"] and not result.rows["rto_samples"] and "rto_replay" not in result.summary
+    assert not (run / "results" / "rto_samples.csv").exists()  # an earlier analysis's table does not linger
     assert "congestlab rto-replay RUN" in result.summary["rto_replay_skipped"]
     (check,) = [c for c in result.checks if c.name == "retransmissions_pcap_vs_log_lean"]
     assert check.ok  # the lean log is still checked against the capture

@@ -26,7 +26,7 @@ from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggreg
 from congestlab.capture.probes import CLOCK_FILE, KERNEL_FILE, QUEUE_FILE, RAW_DIR
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
-from congestlab.results import KIND_COLUMNS, write_results
+from congestlab.results import KIND_COLUMNS, result_path, write_results
 from congestlab.rundir import RAW_KIND, completed_repetitions
 
 
@@ -128,6 +128,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
     for kind, kind_rows in rows.items():
         if kind_rows or kind == "request" and raw_requests:
             write_results(run_dir, kind, axes, kind_rows)
+        else:  # results/ is this analysis's: a table an earlier one wrote (e.g. a replay since skipped) goes
+            result_path(run_dir, kind).unlink(missing_ok=True)
     measured = outcomes[COMPLETE]
     checks = []
     if raw_requests:

@@ -144,9 +144,9 @@ class Runner:
                     self.runs = self._next_batch()
                 if self.runs:
                     self._run_testbed()
-            if self.do_analyze:
-                with self.budget.phase(ANALYSIS):
-                    self._analyze()
+                if self.do_analyze:  # SIGTERM here too: the manifest then keeps the session's budget
+                    with self.budget.phase(ANALYSIS):
+                        self._analyze()
         except KeyboardInterrupt:
             self._fail("interrupted", "interrupted by Ctrl-C; testbed torn down")
             raise Interrupted("interrupted by Ctrl-C; testbed torn down; run directory marked interrupted") from None
