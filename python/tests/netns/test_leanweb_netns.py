@@ -253,6 +253,36 @@ def test_leanweb_modern_profile_recovers_loss_with_sack_and_no_go_back_n(tmp_pat
     assert sum(c["retransmissions"] for c in closes) == len(retransmits)
 
 
+def client_neighbour_mac(lan: LanPair, family: int, address: str) -> str:
+    out = lan.exec_c("ip", f"-{family}", "neigh", "show", address, "dev", lan.veth_c)
+    return out.split("lladdr ")[1].split()[0] if "lladdr " in out else out.strip()
+
+
+def test_leanweb_restarted_with_a_new_mac_is_reachable_at_once(tmp_path, docroot):
+    """leanweb announces its MAC once its TAP device passes frames (crates/leanweb/src/
+    link_state.rs): a client that still holds the previous leanweb's MAC (a REACHABLE entry
+    after its fetches) reaches the restarted one at the first try. Announced right after
+    attaching, while the bridge port was still disabled, the announcement was lost and the
+    client kept sending to the old MAC until its entry went stale and failed (8-45 s)."""
+    fetch = "/" + file_name(4)
+    with LanPair() as lan:
+        macs = []
+        for start in range(2):
+            with lean_server(lan, docroot, tmp_path / f"lean{start}.jsonl") as server:
+                mac = server.ready_line.split("mac=")[1].split()[0].replace("-", ":")
+                macs.append(mac)
+                for family, address in ((4, SERVER4), (6, SERVER6)):
+                    started = time.monotonic()
+                    out = lan.exec_c("curl", "-s", "--max-time", "3", "-o", "/dev/null", "-w", "%{http_code}",
+                                     url(family, fetch), check=False)
+                    took_s = time.monotonic() - started
+                    assert out == "200", (f"start {start + 1}: IPv{family} fetch failed after {took_s:.1f} s; "
+                                          f"the client sends to {client_neighbour_mac(lan, family, address)}, "
+                                          f"leanweb is {mac}")
+                    assert client_neighbour_mac(lan, family, address) == mac
+    assert macs[0] != macs[1]
+
+
 def test_leanweb_mistakes_are_one_line_with_distinct_exit_codes(tmp_path):
     binary = require_leanweb()
     ns = f"t{uuid.uuid4().hex[:4]}-lwx"
