@@ -8,6 +8,8 @@ pub mod gso;
 pub mod http;
 #[cfg(feature = "cli")]
 pub mod knobs;
+#[cfg(feature = "cli")]
+pub mod link_state;
 pub mod log;
 pub mod neighbors;
 pub mod stack;

@@ -14,6 +14,7 @@ use leantcp::Instant;
 use leanweb::config::{Args, ConfigError};
 use leanweb::gso;
 use leanweb::http::WallClock;
+use leanweb::link_state;
 use leanweb::log::EventLog;
 use leanweb::stack::{OutFrame, Stack, StackConfig};
 use leanweb::tap::Tap;
@@ -31,6 +32,10 @@ struct LogError(String);
 const MAX_WAIT_MS: u64 = 100;
 const MAX_FRAMES_PER_TURN: usize = 256;
 const LOG_FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// How long the TAP device may take to pass frames after we attach (the kernel's link watch
+/// runs within milliseconds, a non-urgent event within a second), and how often to look.
+const LINK_UP_TIMEOUT: Duration = Duration::from_secs(3);
+const LINK_UP_STEP: Duration = Duration::from_millis(2);
 
 fn random_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -79,6 +84,16 @@ fn run(args: Args) -> anyhow::Result<()> {
     let tap_name = args.tap.clone().ok_or_else(|| ConfigError("--tap NAME is required".into()))?;
     let use_gso = args.gso()?;
     let mut tap = Tap::open(&tap_name, use_gso).map_err(|e| TapError(format!("--tap {tap_name}: {e}")))?;
+    // our announcements below are lost if written before the device passes frames
+    // (crates/leanweb/src/link_state.rs)
+    let sysfs_net = std::path::Path::new(link_state::SYSFS_NET);
+    if !link_state::wait_passes_frames(sysfs_net, &tap_name, LINK_UP_TIMEOUT, LINK_UP_STEP) {
+        eprintln!(
+            "leanweb: warning: {tap_name} does not pass frames after {} s (operstate not up or bridge port not \
+             forwarding); announcing anyway",
+            LINK_UP_TIMEOUT.as_secs()
+        );
+    }
     let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
     let start = std::time::Instant::now();
     let mut log = match &args.log {
@@ -98,7 +113,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     stack.announce();
     let mut writer = TapWriter { gso: use_gso, counters: WriteCounters::default() };
     let announcements = stack.take_frames();
-    writer.write(&mut tap, &announcements, |_, _| {}); // best effort: peers also learn us from our first reply
+    writer.write(&mut tap, &announcements, |_, _| {}); // a full queue would drop one: nothing is queued yet
     println!(
         "leanweb ready tap={} addr4={}/{} addr6={}/{} port={} mac={} link_local6={} pid={}",
         tap_name,

@@ -253,6 +253,62 @@ def test_leanweb_modern_profile_recovers_loss_with_sack_and_no_go_back_n(tmp_pat
     assert sum(c["retransmissions"] for c in closes) == len(retransmits)
 
 
+def client_neighbour_mac(lan: LanPair, family: int, address: str) -> str:
+    out = lan.exec_c("ip", f"-{family}", "neigh", "show", address, "dev", lan.veth_c)
+    return out.split("lladdr ")[1].split()[0] if "lladdr " in out else out.strip()
+
+
+def ready_mac(ready_line: str) -> str:
+    return ready_line.split("mac=")[1].split()[0].replace("-", ":")
+
+
+def fetch_at_first_try(lan: LanPair, mac: str) -> None:
+    """One small GET per family, 3 s at most: no neighbour entry has to fail and be resolved again."""
+    for family, address in ((4, SERVER4), (6, SERVER6)):
+        started = time.monotonic()
+        out = lan.exec_c("curl", "-s", "--max-time", "3", "-o", "/dev/null", "-w", "%{http_code}",
+                         url(family, "/" + file_name(4)), check=False)
+        assert out == "200", (f"IPv{family} fetch failed after {time.monotonic() - started:.1f} s: the client "
+                              f"sends to {client_neighbour_mac(lan, family, address)}, leanweb is {mac}")
+        assert client_neighbour_mac(lan, family, address) == mac
+
+
+def test_leanweb_restarted_with_a_new_mac_is_reachable_at_once(tmp_path, docroot):
+    """leanweb announces its MAC once its TAP device passes frames (crates/leanweb/src/
+    link_state.rs). The second leanweb here attaches to its TAP device before the device is
+    up (the window the kernel's link watch leaves for a few milliseconds after any attach,
+    held open for 0.3 s): the client, whose neighbour entries still hold the first leanweb's
+    MAC (REACHABLE after its fetches), reaches the second at the first try. Announced at
+    once, into a port that passed no frames yet, the announcement was lost and the client kept
+    sending to the old MAC until its entry failed (8-45 s)."""
+    with LanPair() as lan:
+        with lean_server(lan, docroot, tmp_path / "lean0.jsonl") as first:
+            first_mac = ready_mac(first.ready_line)
+            fetch_at_first_try(lan, first_mac)
+        second = lean_server(lan, docroot, tmp_path / "lean1.jsonl")
+        s = ("ip", "-n", lan.ns_s)
+        sh(*s, "tuntap", "add", "dev", second.tap, "mode", "tap")
+        sh(*s, "link", "set", second.tap, "master", lan.bridge)
+        console = tmp_path / "lean1.console.log"
+        with console.open("w") as out:
+            proc = subprocess.Popen(["ip", "netns", "exec", lan.ns_s, *second.argv], stdout=out,
+                                    stderr=subprocess.STDOUT, text=True)
+        try:
+            time.sleep(0.3)  # attached: carrier on, the device still down, the bridge port disabled
+            sh(*s, "link", "set", second.tap, "up")
+            deadline = time.monotonic() + 10
+            while "leanweb ready" not in console.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            ready = [line for line in console.read_text().splitlines() if line.startswith("leanweb ready")]
+            assert ready, console.read_text()
+            second_mac = ready_mac(ready[0])
+            assert second_mac != first_mac
+            fetch_at_first_try(lan, second_mac)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=5)
+
+
 def test_leanweb_mistakes_are_one_line_with_distinct_exit_codes(tmp_path):
     binary = require_leanweb()
     ns = f"t{uuid.uuid4().hex[:4]}-lwx"

@@ -131,3 +131,13 @@ def test_the_dry_run_shows_the_lean_servers_tap_commands():
     taps = [line for line in proc.stdout.splitlines() if line.startswith("[user-stack]")]
     assert any(re.search(r"ip -n cl\w+-bare tuntap add dev tap0 mode tap  # server lean$", t) for t in taps), taps
     assert any(re.search(r"ip -n cl\w+-bare link del tap0  # server lean$", t) for t in taps), taps
+
+
+def test_a_given_mac_reaches_the_command_line_and_a_node_keeps_one_mac():
+    assert "--mac" not in make().argv  # leanweb picks a random one
+    argv = make(mac=lean.node_mac("10.0.4.10/24")).argv
+    assert argv[argv.index("--mac") + 1] == "02:00:0a:00:04:0a"
+    assert lean.node_mac("10.0.4.10") == lean.node_mac("10.0.4.10/24") != lean.node_mac("10.0.4.11")
+    assert lean_knobs.knob_value_problem({"mac": lean.node_mac("10.0.4.10")}) is None  # one leanweb accepts
+    with pytest.raises(SpecError, match="mac"):
+        make(mac="02:00:00:00:00:01", knobs={"mac": "02:00:00:00:00:02"})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
-from congestlab.servers.lean import LeanServer
+from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer
 from congestlab.spec.models import ServerSpec
 from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap_steps
@@ -32,9 +32,11 @@ def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instanc
         knobs = dict(spec.knobs)
         if spec.port != 80:
             knobs["port"] = spec.port
+        # one MAC for all of the node's restarts (the router's neighbour entry stays valid)
         return LeanServer(ns, USER_STACK_TAP, USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
                           f"{iface.addr6}/{iface.prefix6}", gateways.get("v4"), gateways.get("v6"), docroot,
-                          log_dir / "leanweb.jsonl", knobs, executor=testbed.executor)
+                          log_dir / "leanweb.jsonl", knobs, executor=testbed.executor,
+                          mac=None if "mac" in knobs else node_mac(iface.addr4))
     raise SpecError(f"servers[{spec.name}].kind", f"server kind {spec.kind!r} is not available yet")
 
 

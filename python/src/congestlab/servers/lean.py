@@ -9,6 +9,7 @@ namespace never sees the server's IP traffic: leanweb has its own TCP/IP stack.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -25,6 +26,16 @@ from congestlab.testbed.plan import tap_steps
 READY_PREFIX = "leanweb ready "
 READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 5.0
+
+def node_mac(addr4: str) -> str:
+    """The lean server's MAC on a node: locally administered, made of its IPv4 address, so
+    every restart of the server there keeps it, as the seed's bare PC kept its NIC's, and no
+    neighbour has to learn a new one: with a new MAC per start, a lost or ignored start
+    announcement left the router sending to the old MAC for 8-45 s (docs/leanweb.md,
+    "Running it")."""
+    packed = ipaddress.IPv4Address(addr4.split("/")[0]).packed
+    return ":".join(f"{b:02x}" for b in (0x02, 0x00, *packed))
+
 
 def _run(argv: list[str]) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
@@ -49,14 +60,18 @@ class LeanServer:
         log_path: Path,
         knobs: dict[str, str | float | int | bool] | None = None,
         executor: Executor | None = None,
+        mac: str | None = None,
     ):
         """`executor`: the testbed's, which runs the TAP device's commands (default: one of
-        its own, for a server outside a Testbed, e.g. the benchmarks)."""
+        its own, for a server outside a Testbed, e.g. the benchmarks). `mac`: leanweb's MAC
+        (default: a random one per start, or the `mac` knob)."""
         if not 0 < len(tap) <= 15:
             raise SpecError("lean.tap", f"interface name {tap!r} must be 1..15 characters")
         for name in (knobs or {}):
             if name not in KNOB_FLAGS:
                 raise SpecError(f"lean.knobs.{name}", f"unknown knob; known: {', '.join(sorted(KNOB_FLAGS))}")
+        if mac is not None and "mac" in (knobs or {}):
+            raise SpecError("lean.knobs.mac", "given twice (as a knob and by the caller)")
         self.netns = netns
         self.tap = tap
         self.bridge = bridge
@@ -67,6 +82,7 @@ class LeanServer:
         self.root_dir = Path(root_dir)
         self.log_path = Path(log_path)
         self.knobs = dict(knobs or {})
+        self.mac = mac
         self.executor = executor or Executor()
         self.ready_line: str | None = None
         self._proc: subprocess.Popen[str] | None = None
@@ -88,6 +104,8 @@ class LeanServer:
             argv += ["--gateway4", self.gateway4]
         if self.gateway6:
             argv += ["--gateway6", self.gateway6]
+        if self.mac:
+            argv += ["--mac", self.mac]
         return argv + knob_args(self.knobs)
 
     @property
