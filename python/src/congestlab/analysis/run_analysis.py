@@ -124,7 +124,8 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
             out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
             outcomes[outcome] += 1
             rows["request"].append(out)
-    replay = _rto_replay(run_dir, manifest, rows, problems) if lean and replay_wanted(manifest) else None
+    replay_skipped = bool(lean) and not replay_wanted(manifest)
+    replay = _rto_replay(run_dir, manifest, rows, problems) if lean and not replay_skipped else None
     for kind, kind_rows in rows.items():
         if kind_rows or kind == "request" and raw_requests:
             write_results(run_dir, kind, axes, kind_rows)
@@ -143,7 +144,7 @@ def analyze_run(run_dir: Path, manifest: dict) -> AnalysisResult:
                "drift": drift_entries, "analysis_s": round(time.monotonic() - start, 3)}
     if replay is not None:
         summary["rto_replay"] = {"samples": replay.samples_replayed, "seconds": replay.seconds, "cpu_s": replay.cpu_s}
-    elif lean and not replay_wanted(manifest):
+    elif replay_skipped:
         summary["rto_replay_skipped"] = ("no rto_* metric in the study's report; `congestlab rto-replay RUN` "
                                          "writes results/rto_*.csv")
     return AnalysisResult(summary, checks, rows)

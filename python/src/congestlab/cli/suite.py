@@ -16,8 +16,7 @@ from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
 from congestlab.runner import require_root
 from congestlab.suite.index import build_index
-from congestlab.study import child_status
-from congestlab.suite.run import dry_run, run_suite, selected, study_dir
+from congestlab.suite.run import dry_run, run_suite, selected
 from congestlab.suite.spec import SuiteSpec, is_suite, load_suite, members, suite_names  # noqa: F401 (cli/__init__)
 from congestlab.suite.run import STATE as SUITE_STATE
 
@@ -42,7 +41,7 @@ def execute_suite(suite: SuiteSpec, base: Path | None, quick: bool, out: Path | 
     if failed:
         raise CongestlabError(f"{len(failed)} of {len(studies)} studies did not complete ({', '.join(failed)}); "
                               f"continue with --resume {parent}")
-    waiting = [m.key for m in studies if child_status(study_dir(parent, m)) != "complete"]
+    waiting = [s["key"] for s in index.studies if s["status"] != "complete"]
     if waiting:
         print(f"not yet run: {', '.join(waiting)}; continue with --resume {parent}")
 
