@@ -209,6 +209,12 @@ def test_full_units_scale_warm_up_and_durations(tmp_path):
     point = next(p for p in expand(spec, quick=False) if p.id == quick_iperf.id)
     assert duration(point) >= 30
     assert tasks[f"u{point.unit}"] >= point.repetitions * (8.0 + 2.0 * duration(point) / 2)
+    from congestlab.planner.full_estimate import full_estimate
+
+    caveats = full_estimate(tmp_path, spec).caveats  # no GET and no longer warm-up
+    borrowed = sum(1 for p in expand(spec, quick=False) if p.id not in {q.id for q in quick})
+    assert caveats[0].startswith(f"{borrowed} of {len(expand(spec, quick=False))} points (")
+    assert not any("warm-up" in c for c in caveats) and "workloads.rtt.count" in caveats[-1]
 
 
 def test_full_estimate_of_a_single_quick_run_of_a_preset(tmp_path):
@@ -265,8 +271,28 @@ def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path
     for unit, n in visits.items():
         reps = sum(p.repetitions for p in full if p.unit == unit)
         assert tasks[f"u{unit}"] == pytest.approx(n * (2.0 + warm) + reps * 10.0)
+    # the GETs' measuring is the quick's after a 20 s warm-up: named as a lower bound, with its seconds
+    from congestlab.planner.full_estimate import full_estimate
+
+    caveats = full_estimate(tmp_path, spec).caveats
+    measuring = sum(p.repetitions for p in full) * 10.0
+    assert [c for c in caveats if "warm-up" in c] == [
+        next(c for c in caveats if c.startswith(f"{len(full)} points' GETs ({measuring:.0f} s of measuring)")
+             and "20 s warm-up, a lower bound" in c and "full 60 s" in c)]
     # recorded without an order (before the run design): once per unit, as before
     (tmp_path / "manifest.json").write_text(json.dumps({k: v for k, v in m.items() if k != "run_order"}))
     once = {t.name: t.seconds for t in full_units(tmp_path, spec)}
     assert all(once[f"u{u}"] == pytest.approx(2.0 + warm + sum(p.repetitions for p in full if p.unit == u) * 10.0)
                for u in visits)
+
+
+def test_full_estimate_names_the_quick_settings_it_does_not_scale():
+    """anma's --quick runs a tenth of the requests: the estimate cannot scale that back and says
+    so; the warm-up, passes, durations and timeouts it models are not named."""
+    from congestlab.planner.full_estimate import _unmodelled_quick_settings
+
+    assert _unmodelled_quick_settings(load_preset("anma")) == ["workloads.anma.concurrency", "workloads.anma.requests"]
+    assert _unmodelled_quick_settings(load_preset("cubic-compound")) == []
+    assert _unmodelled_quick_settings(load_preset("rto")) == []
+    assert "workloads.rtt.count" in _unmodelled_quick_settings(load_preset("tcp-lab"))
+    assert "workloads.iperf.duration_s" not in _unmodelled_quick_settings(load_preset("tcp-lab"))

@@ -107,6 +107,8 @@ def plan(
             for e in estimates:
                 print(f"  {e.key}: {len(e.tasks)} units, {e.one_node_s:.0f} s on one node, {e.on_nodes.wall_s:.0f} s "
                       f"on {nodes} (longest unit {max(t.seconds for t in e.tasks):.0f} s)")
+                for caveat in e.caveats:
+                    print(f"    caveat: {caveat}")
             for s in skipped:
                 print(f"  skipped {s}")
             continue
@@ -116,6 +118,8 @@ def plan(
                   f"({e.one_node_s / 3600:.2f} h) on one node; {e.on_nodes.wall_s:.0f} s "
                   f"({e.on_nodes.wall_s / 3600:.2f} h) on {nodes} nodes, {len(e.tasks)} units "
                   f"(longest unit {max(t.seconds for t in e.tasks):.0f} s)")
+            for caveat in e.caveats:
+                print(f"  caveat: {caveat}")
             continue
         if (run_dir / SUITE_STATE).is_file():
             sp = plan_suite(run_dir, nodes, task_overhead_s)

@@ -24,7 +24,11 @@ label on the axis of [levels]: the congestion condition, which decides whether G
 out), of its experiment where it has some there, else of the study; a level the quick run
 leaves out takes its experiment's mean (else the study's). This is an extrapolation: a point
 whose GETs time out only at levels the quick run leaves out (rto at 125 Mbit/s) is
-underestimated (docs/cluster-planning.md).
+underestimated (docs/cluster-planning.md). `caveats` names what it rests on that the
+quick run did not measure: points priced from other points, and GETs measured after a shorter warm-up than the
+full run's (open-loop loads pile up open fetches for as long as they run, so a GET after a
+longer warm-up shares the link with more of them: cubic-compound's 504 KB GETs took a median
+2.0 s after its quick 20 s and 10.7 s after its full 60 s, docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -70,6 +74,21 @@ def _level(point: Point) -> str | None:
     exp = next((e for e in point.study.experiments if e.name == point.experiment), None)
     axis = next((a.name for a in exp.axes if a.levels), None) if exp else None
     return point.labels.get(axis) if axis else None
+
+
+def _has_get(point: Point | None) -> bool:
+    return _get_timeout_s(point) is not None
+
+
+# [quick] settings the estimate scales (the warm-up, durations, GET timeouts) or plans (passes)
+_MODELLED_QUICK_SETTINGS = ("warmup_s", "passes")
+_MODELLED_QUICK_SUFFIXES = (".duration_s", ".timeout_s")
+
+
+def _unmodelled_quick_settings(spec: StudySpec) -> list[str]:
+    """The fields --quick changes that the estimate does not scale back (a workload's size)."""
+    keys = [*spec.quick.set, *(k for e in spec.quick.per_experiment.values() for k in e.set)]
+    return sorted({k for k in keys if k not in _MODELLED_QUICK_SETTINGS and not k.endswith(_MODELLED_QUICK_SUFFIXES)})
 
 
 def _ratio(full: float | None, quick: float | None) -> float:
@@ -128,7 +147,17 @@ def _mean(costs: list[UnitCost]) -> UnitCost:
                     statistics.fmean(c.other_rep_s for c in costs))
 
 
+@dataclass
+class FullUnits:
+    tasks: list[Task]
+    caveats: list[str]  # what the estimate rests on that was not measured, with the seconds concerned
+
+
 def full_units(run_dir, spec: StudySpec) -> list[Task]:
+    return full_estimate(run_dir, spec).tasks
+
+
+def full_estimate(run_dir, spec: StudySpec) -> FullUnits:
     costs = quick_costs(run_dir, spec)
     if not costs:
         raise RunDirError(f"{run_dir}: no unit of the quick run has a measured time")
@@ -152,6 +181,7 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
                 by_level.setdefault((None, level), []).append(cost)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
+    borrowed, longer_warmup = [0, 0.0], [0, 0.0, None, None]  # points, seconds (and the two warm-ups)
     for point in full_points:
         level = _level(point)
         similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
@@ -165,7 +195,27 @@ def full_units(run_dir, spec: StudySpec) -> list[Task]:
                  + cost.timeouts_per_rep * (_get_timeout_s(point) or 0.0) + cost.timeout_rep_s
                  + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
+        if point.id not in costs:
+            borrowed[0] += 1
+            borrowed[1] += point.repetitions * rep_s
+        if qp is not None and _has_get(point) and point.study.warmup_s > qp.study.warmup_s:
+            longer_warmup[0] += 1
+            longer_warmup[1] += point.repetitions * cost.measure_rep_s
+            longer_warmup[2:] = [qp.study.warmup_s, point.study.warmup_s]
         fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)
         fixed *= full_visits[point.unit] if per_visit else 1
         fixed_of[point.unit] = max(fixed_of.get(point.unit, 0.0), fixed)
-    return [Task(f"u{u}", s + fixed_of[u]) for u, s in units.items()]
+    caveats = []
+    if borrowed[0]:
+        caveats.append(f"{borrowed[0]} of {len(full_points)} points ({borrowed[1]:.0f} s) are priced from the quick "
+                       "run's points at their level or experiment, not measured")
+    if longer_warmup[0]:
+        quick_w, full_w = longer_warmup[2:]
+        caveats.append(f"{longer_warmup[0]} points' GETs ({longer_warmup[1]:.0f} s of measuring) are priced as the "
+                       f"quick run measured them after a {quick_w:g} s warm-up, a lower bound: after the full {full_w:g} s "
+                       "they can take several times longer (open-loop loads pile up fetches while they run: "
+                       "docs/cluster-planning.md)")
+    if unmodelled := _unmodelled_quick_settings(spec):
+        caveats.append(f"--quick also sets {', '.join(unmodelled)}: the estimate keeps the quick run's time for "
+                       "that work as measured")
+    return FullUnits([Task(f"u{u}", s + fixed_of[u]) for u, s in units.items()], caveats)

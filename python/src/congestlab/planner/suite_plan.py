@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from congestlab.errors import CongestlabError, RunDirError
-from congestlab.planner.full_estimate import full_units
+from congestlab.planner.full_estimate import full_estimate
 from congestlab.planner.makespan import Schedule, Task, lpt
 from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
 from congestlab.rundir import read_manifest
@@ -63,6 +63,7 @@ class FullStudyEstimate:
     tasks: list[Task]
     one_node_s: float
     on_nodes: Prediction
+    caveats: list[str]  # what the extrapolation rests on unmeasured (planner/full_estimate.py)
 
 
 def estimate_full(key: str, run_dir: Path, spec: StudySpec, nodes: int,
@@ -70,13 +71,15 @@ def estimate_full(key: str, run_dir: Path, spec: StudySpec, nodes: int,
     """One study's full run estimated from its --quick run's units (planner/full_estimate.py):
     on one node, and on `nodes` nodes with LPT."""
     quick = run_times(run_dir)
-    tasks = full_units(run_dir, spec)
+    units = full_estimate(run_dir, spec)
+    tasks = units.tasks
     reps_ratio = (sum(p.repetitions for p in expand(spec, False))
                   / max(1, sum(p.repetitions for p in expand(spec, True))))
     full = RunTimes(run_dir, quick.study, "estimated from --quick", tasks, quick.per_testbed_s,
                     quick.serial_s * reps_ratio, 0.0, False)
     one = predict(full, 1)
-    return FullStudyEstimate(key, tasks, one.wall_s, predict(full, nodes, cluster=True, task_overhead_s=task_overhead_s))
+    return FullStudyEstimate(key, tasks, one.wall_s, predict(full, nodes, cluster=True, task_overhead_s=task_overhead_s),
+                             units.caveats)
 
 
 def plan_run_full(run_dir: Path, nodes: int, task_overhead_s: float | None = None) -> FullStudyEstimate:
