@@ -296,3 +296,32 @@ def test_full_estimate_names_the_quick_settings_it_does_not_scale():
     assert _unmodelled_quick_settings(load_preset("rto")) == []
     assert "workloads.rtt.count" in _unmodelled_quick_settings(load_preset("tcp-lab"))
     assert "workloads.iperf.duration_s" not in _unmodelled_quick_settings(load_preset("tcp-lab"))
+
+
+def test_full_units_a_quick_run_in_two_passes_pays_its_warm_ups_per_visit(tmp_path):
+    """Two passes of one round visit most quick units twice, one repetition each: their two
+    warm-ups are one per visit, not one per repetition (which would price all 90 of the full
+    run's repetitions a 60 s warm-up: the +82 % estimate of docs/cluster-planning.md)."""
+    from congestlab.planner.full_estimate import unit_visits
+
+    spec = load_preset("cubic-compound")
+    two = spec.model_copy(deep=True)
+    two.quick.set["passes"] = 2
+    quick = expand(two, quick=True)
+    order = [r.describe() for r in plan(quick, two.order, two.seed)]
+    seen = unit_visits([r["unit"] for r in order])
+    assert 2 in seen.values()
+    runs = {u: sum(p.repetitions for p in quick if p.unit == u) for u in seen}
+    units = {f"u{u}": {"wall_s": 20.0 * n + 10.0 * runs[u], "runs": runs[u], "warmup": 20.0 * n,
+                       "measure": 10.0 * runs[u]}
+             for u, n in seen.items()}
+    m = {"format_version": 2, "study": "cubic-compound", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "run_order": order, "timing": {"wall_s": 1.0},
+         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    full = expand(spec, quick=False)
+    visits = unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+    for unit, n in visits.items():
+        reps = sum(p.repetitions for p in full if p.unit == unit)
+        assert tasks[f"u{unit}"] == pytest.approx(n * 60.0 + reps * 10.0)

@@ -130,7 +130,9 @@ def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
         measure, waited = per.get("measure", 0.0), per.get("timeout_wait", 0.0)
         qp = quick_points.get(point["id"])
         warm_each = qp.study.warmup_s if qp is not None else 0.0
-        per_rep = bool(warm_each) and runs > 1 and warm >= 0.9 * runs * warm_each
+        # a warm-up every repetition (a background per point), told apart from one per visit:
+        # a unit visited once per repetition (two passes of one round) pays one per visit
+        per_rep = bool(warm_each) and runs > max(1, seen) and warm >= 0.9 * runs * warm_each
         quick_timeout_s = _get_timeout_s(qp)
         counted = waited / runs / quick_timeout_s if quick_timeout_s else 0.0
         out[point["id"]] = UnitCost(restart, warm / runs if per_rep else fixed_warm, per_rep, measure / runs, counted,
