@@ -78,16 +78,16 @@ def background_min_window_s(measured_bytes: float | None, requested_bps: float,
     return 8 * measured_bytes / (requested_bps * tolerance_pct / 100)
 
 
-def background_check(name: str, requested_bps: float, achieved_bps: float,
+def background_check(name: str, requested_bps: float, sent_bps: float,
                      tolerance_pct: float = BACKGROUND_TOLERANCE_PCT, window_s: float | None = None,
                      min_window_s: float | None = None) -> Check:
-    dev = (achieved_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
+    dev = (sent_bps - requested_bps) / requested_bps * 100 if requested_bps else 0.0
     if window_s is not None and min_window_s is not None and window_s < min_window_s:
         return Check(f"background_rate_{name}", None, round(dev, 2),
                      f"within ±{tolerance_pct:g} % over >= {min_window_s:.2f} s",
                      f"not checked: window {window_s:.2f} s < {min_window_s:.2f} s")
     ok = abs(dev) <= tolerance_pct
-    msg = "" if ok else (f"{name}: background achieved {achieved_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
+    msg = "" if ok else (f"{name}: background sent {sent_bps / 1e6:.2f} of {requested_bps / 1e6:.2f} Mbit/s "
                          f"({dev:+.1f} %, beyond ±{tolerance_pct:g} %)")
     return Check(f"background_rate_{name}", ok, round(dev, 2), f"within ±{tolerance_pct:g} %", msg)
 

@@ -39,7 +39,8 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "server", "connections", "interval_s", "captured_throughput_mbps", "nrt_throughput_mbps", "retransmissions",
     ],
     # MGEN background per class, achieved at the sink during the measuring window
-    "background": ["workload", "cls", "reversed", "requested_bps", "achieved_bps", "deviation_pct", "window_s"],
+    "background": ["workload", "cls", "reversed", "requested_bps", "achieved_bps", "deviation_pct", "window_s",
+                   "sent_bps", "loss_pct"],
     # dualbench load (http_load): what the load client configured, offered and received
     "load": [
         "workload", "client", "server", "family", "file_kib", "configured_mbps", "configured_fetches_per_s",

@@ -113,9 +113,11 @@ def test_udp_from_is_one_sweepable_field_beside_per_class_reverse():
     assert get_field(apply(data, {"workloads.bg.udp_from": "source"}), "workloads.bg.udp_from") == "source"
 
 
-def _runner_with_sink_log(tmp_path, workload, window_s: float, deficit_pct: float, measured_bytes: float):
+def _runner_with_sink_log(tmp_path, workload, window_s: float, deficit_pct: float, measured_bytes: float,
+                          drop_every: int = 0):
     """An MGEN runner whose one sink log shows its flows `deficit_pct` short of their rates
-    over a window of `window_s` that held `measured_bytes` of measured requests."""
+    over a window of `window_s` that held `measured_bytes` of measured requests; with
+    `drop_every` n, every n-th message sent is missing from the log (lost on the way)."""
     runner = MgenRunner(workload, ctx=None, log_dir=tmp_path)
     flows = runner.flows
     start = 36000.0  # 10:00:00 UTC
@@ -124,6 +126,8 @@ def _runner_with_sink_log(tmp_path, workload, window_s: float, deficit_pct: floa
         bytes_due = f.rate_bps / 8 * window_s * (1 - deficit_pct / 100)
         count = max(1, round(bytes_due / f.payload_bytes))
         for k in range(count):
+            if drop_every and k % drop_every == drop_every - 1:
+                continue
             ts = start + (k + 0.5) * window_s / count
             hh, rem = divmod(ts, 3600)
             mm, ss = divmod(rem, 60)
@@ -155,6 +159,24 @@ def test_a_background_short_over_a_long_enough_window_fails(tmp_path):
     assert check.ok is False and "beyond ±3 %" in check.message
     fine = _runner_with_sink_log(tmp_path, LEVELS["C4B"], 5.0, 1.0, 2 * 320 * 1024).lifetime_checks()[0]
     assert fine.ok is True and fine.message == ""
+
+
+def test_a_udp_background_is_checked_on_what_it_sent_and_its_loss_reported(tmp_path):
+    """A congested bottleneck drops UDP: the sink receives 10 % less than the source sent.
+    The sequence numbers' gaps show the source kept its rate: the check passes and names the
+    loss; a source that sent 10 % short (no gaps) still fails."""
+    bg = LEVELS["C1B"].model_copy(update={"mix": {"udp4": 50, "udp6": 50}})
+    runner = _runner_with_sink_log(tmp_path, bg, 5.0, 0.0, None, drop_every=10)
+    check = runner.lifetime_checks()[0]
+    assert check.ok is True and check.value == pytest.approx(0.0, abs=0.5)
+    assert "the path lost 10.0 % of the" in check.message
+    runner.window_offsets = {}  # the window's log from its start
+    (record,) = [r for kind, r in runner.measure(tuple(runner.span_epoch_s))[0] if r["cls"] == "udp4"]
+    assert record["loss_pct"] == pytest.approx(10.0, abs=0.5)
+    assert record["deviation_pct"] == pytest.approx(-10.0, abs=0.5)  # received, as before
+    assert record["sent_bps"] == pytest.approx(record["requested_bps"], rel=0.01)
+    short = _runner_with_sink_log(tmp_path, bg, 5.0, 10.0, None).lifetime_checks()[0]
+    assert short.ok is False and "background sent" in short.message and "lost" not in short.message
 
 
 def test_a_window_whose_measured_bytes_are_unknown_is_checked(tmp_path):

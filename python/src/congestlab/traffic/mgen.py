@@ -126,7 +126,7 @@ def mgen_version() -> str:
     return proc.stdout.strip() or "unknown"
 
 
-_RECV = re.compile(rb"^(\d\d):(\d\d):(\d\d\.\d+) RECV proto>(\w+) flow>(\d+) .*? size>(\d+)")
+_RECV = re.compile(rb"^(\d\d):(\d\d):(\d\d\.\d+) RECV proto>(\w+) flow>(\d+) (?:seq>(\d+) )?.*?size>(\d+)")
 
 
 @dataclass
@@ -134,19 +134,30 @@ class FlowRate:
     flow_id: int
     cls: str
     requested_bps: float
-    achieved_bps: float
+    achieved_bps: float  # payload received at the sink
     messages: int
+    sent_messages: int = 0  # the span of the sequence numbers received: what the source sent meanwhile
+    sent_bps: float = 0.0
+
+    @property
+    def lost_messages(self) -> int:
+        return max(0, self.sent_messages - self.messages)
 
 
 def parse_sink_log(log: Path, flows: list[Flow], window_s: tuple[float, float], start_offset: int = 0
                    ) -> list[FlowRate]:
     """Achieved payload rate per flow from an MGEN sink log, counting messages received
     inside `window_s` (UTC seconds of the day, the log's own clock). A log that is still
-    growing is read from `start_offset` (its size when the window opened) to its end."""
+    growing is read from `start_offset` (its size when the window opened) to its end.
+    What the source sent meanwhile is the span of the sequence numbers received (MGEN numbers
+    each flow's messages from 0): a UDP message the bottleneck dropped leaves a gap, so sent
+    minus received is what the path lost, not what the source failed to send."""
     start, end = window_s
     span = max(end - start, 1e-9)
     got_bytes = {f.flow_id: 0 for f in flows}
     got_msgs = {f.flow_id: 0 for f in flows}
+    seqs: dict[int, list[int]] = {}  # flow -> [lowest, highest] sequence number received
+    sizes: dict[int, int] = {}
     opener = gzip.open if log.suffix == ".gz" else open
     with opener(log, "rb") as fh:
         if start_offset:
@@ -162,10 +173,20 @@ def parse_sink_log(log: Path, flows: list[Flow], window_s: tuple[float, float], 
             if start <= t <= end:
                 fid = int(m.group(5))
                 if fid in got_bytes:
-                    got_bytes[fid] += int(m.group(6))
+                    size = int(m.group(7))
+                    got_bytes[fid] += size
                     got_msgs[fid] += 1
-    return [FlowRate(f.flow_id, f.cls, f.rate_bps, got_bytes[f.flow_id] * 8 / span, got_msgs[f.flow_id])
-            for f in flows]
+                    sizes[fid] = size
+                    if m.group(6) is not None:
+                        seq = int(m.group(6))
+                        low_high = seqs.setdefault(fid, [seq, seq])
+                        low_high[0], low_high[1] = min(low_high[0], seq), max(low_high[1], seq)
+    out = []
+    for f in flows:  # a log without sequence numbers: sent = received
+        sent = seqs[f.flow_id][1] - seqs[f.flow_id][0] + 1 if f.flow_id in seqs else got_msgs[f.flow_id]
+        out.append(FlowRate(f.flow_id, f.cls, f.rate_bps, got_bytes[f.flow_id] * 8 / span, got_msgs[f.flow_id],
+                            sent, sent * sizes.get(f.flow_id, 0) * 8 / span))
+    return out
 
 
 def compress(path: Path) -> Path:
