@@ -195,11 +195,13 @@ def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look:
     `tests`: the check's "does not hold" is Holm-adjusted over that many checks (a cell of a claim
     over cells): its test then runs at the level / tests, Bonferroni's (Holm's first step)."""
     cell = undecided_cell(e, rule, margin_pct, alpha, interval)
-    if cell is None:
-        return None
+    return None if cell is None else _cell_rounds_needed(cell, first_look, power, tests)
+
+
+def _cell_rounds_needed(cell: UndecidedCell, first_look: int, power: float, tests: int) -> int | None:
     return rounds_needed(cell.sd_pair, distance=cell.distance, interval=cell.interval,
-                         censored_fraction=cell.censored_fraction, first_look=first_look, alpha=alpha, power=power,
-                         tests=tests if cell.side == FAILS else 1)
+                         censored_fraction=cell.censored_fraction, first_look=first_look, alpha=cell.alpha,
+                         power=power, tests=tests if cell.side == FAILS else 1)
 
 
 def undecided(v: Verdict) -> UndecidedCell | UndecidedClaim | None:
@@ -241,13 +243,9 @@ def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = PO
     undecided cell holding, Boole's bound, or one failing at the Holm level). None when decided,
     when a cell's need that matters is unknown, or beyond CAP_ROUNDS. `tests`: the verdict is one
     of that many cells Holm adjusts over (report/claims.py's checks of one claim)."""
-    if v.verdict != INCONCLUSIVE:
+    plan = undecided(v)
+    if plan is None:
         return None
-    if v.cells:
-        claim = undecided(v)
-        return None if claim is None else claim_rounds_needed(claim, first_look, power, tests)
-    if v.effect is None or v.kind not in ("greater", "less", "equivalence", "at_most", "at_least", "magnitude"):
-        return None
-    if v.kind == "magnitude" and v.interval is None:
-        return None
-    return rounds_needed_for(v.effect, v.kind, v.margin_pct, first_look, v.alpha, power, v.interval, tests)
+    if isinstance(plan, UndecidedClaim):
+        return claim_rounds_needed(plan, first_look, power, tests)
+    return _cell_rounds_needed(plan, first_look, power, tests)  # as rounds_needed_for: its own rounds
