@@ -132,6 +132,12 @@ def scenarios() -> list[Scenario]:
     lo, hi = math.log1p(0.04), math.log1p(0.23)
     range_mid = (lo + hi) / 2
     range_rounds = power.rounds_needed(eq_sd_pair, interval=(range_mid, lo, hi), first_look=FIRST_LOOK)
+    # claims over cells: the rounds at which the claim itself decides (power.UndecidedClaim) against
+    # the most one cell needs (6 rounds for `small`, the estimate before claims were powered whole)
+    holding = power.UndecidedCell(rules.HOLDS, sd_pair, distance=small)
+    every3_rounds = power.claim_rounds_needed(power.UndecidedClaim(rules.HOLDS, (holding,) * 3, 3), FIRST_LOOK)
+    failing = power.UndecidedCell(rules.FAILS, sd_pair, distance=small)
+    holm4_rounds = power.claim_rounds_needed(power.UndecidedClaim(rules.FAILS, (failing,), 4), FIRST_LOOK)
     return [
         Scenario("direction, no effect", 250, [0.0], 0.25, None, 8, _direction, rules.HOLDS),
         Scenario("direction, no effect, censored", 200, [0.0], 0.25, 0.3, 8, _direction, rules.HOLDS),
@@ -162,6 +168,18 @@ def scenarios() -> list[Scenario]:
         # last in the list: the scenarios before it keep their seeds
         Scenario(f"magnitude 4..23 %, truth in the middle +{math.expm1(range_mid):.1%} ({range_rounds} rounds)", 150,
                  [range_mid], 0.05, None, range_rounds, _magnitude_one, rules.FAILS, rules.HOLDS),
+        # after it, the claims over cells: every one of 3 cells must hold; one of 4 cells fails (Holm;
+        # the other 3 at +3 small).
+        # The 3 cells' estimate sits at the edge (Boole's bound 0.802 at 8 rounds, the product of
+        # independent cells 0.815): many claims, as for the 6 rounds of one cell above
+        Scenario(f"every cell of 3 at +{small:.3f}, 6 rounds (one cell's need)", 150, [small] * 3,
+                 0.25, None, 6, _every_cell, rules.FAILS, rules.HOLDS, promised=False),
+        Scenario(f"every cell of 3 at +{small:.3f}, {every3_rounds} rounds (claim's estimate)", 1000,
+                 [small] * 3, 0.25, None, every3_rounds, _every_cell, rules.FAILS, rules.HOLDS),
+        Scenario(f"1 of 4 cells at -{small:.3f}, 6 rounds (one cell, no Holm)", 150,
+                 [-small] + [3 * small] * 3, 0.25, None, 6, _every_cell, rules.HOLDS, rules.FAILS, promised=False),
+        Scenario(f"1 of 4 cells at -{small:.3f}, {holm4_rounds} rounds (claim's, Holm)",
+                 200, [-small] + [3 * small] * 3, 0.25, None, holm4_rounds, _every_cell, rules.HOLDS, rules.FAILS),
     ]
 
 

@@ -384,8 +384,12 @@ def test_an_inconclusive_verdict_says_the_rounds_it_needs():
     assert need == power.rounds_needed(e.sd_pair, distance=e.estimate) and need > 3
     eq = rules.equivalence(e, 10)
     assert power.rounds_needed_for_verdict(eq) == power.rounds_needed(e.sd_pair, equivalence=(e.estimate, math.log1p(.1)))
+    # both within reach of "holds": the claim needs both to hold at once (Boole's bound,
+    # test_stats_power_cells.py), here where the direction's power is already ~1
     both = rules.every_cell([v, eq])
-    assert power.rounds_needed_for_verdict(both) == max(need, power.rounds_needed_for_verdict(eq))
+    need_both = power.rounds_needed_for_verdict(both)
+    assert need_both >= max(need, power.rounds_needed_for_verdict(eq))
+    assert power.power_one_sided(need_both, e.estimate, e.sd_pair, power.final_level(need_both)) > 0.999
     assert power.rounds_needed_for_verdict(rules.direction(effect(0.5, 0.05))) is None  # decided
 
 
@@ -403,9 +407,10 @@ def test_an_inconclusive_magnitude_range_says_the_rounds_it_needs():
     assert above.verdict == rules.INCONCLUSIVE and e.estimate > math.log1p(0.05)
     assert power.rounds_needed_for_verdict(above) == power.rounds_needed(
         e.sd_pair, distance=e.estimate - math.log1p(0.05))
-    # over cells, the most any undecided cell needs, as for the other rules
-    assert power.rounds_needed_for_verdict(rules.every_cell([inside, above])) == max(
-        need, power.rounds_needed_for_verdict(above))
+    # over cells, one cell within reach of "does not hold" decides the claim: its one-sided test
+    # at Holm's first level, level / 2 over the 2 cells
+    assert power.rounds_needed_for_verdict(rules.every_cell([inside, above])) == power.rounds_needed(
+        e.sd_pair, distance=e.estimate - math.log1p(0.05), tests=2)
     # the equivalence band is the symmetric interval
     assert power.power_equivalence(8, 0.02, 0.1, 0.07, 0.01) == power.power_interval(8, 0.02, -0.1, 0.1, 0.07, 0.01)
 

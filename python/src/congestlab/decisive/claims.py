@@ -41,9 +41,10 @@ def verdict_at(data: RunData, claim: ClaimSpec, level_per_side: float) -> str:
 
 def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_side: float) -> int | None:
     """The rounds (repetitions of every point it compares) at which the claim decides with 80 %
-    power if the truth were today's estimate, judged at the last look's level: the most any
-    undecided check needs. None when decided, when some undecided check has no estimate ("the
-    best changes", a trend) or needs more than power.CAP_ROUNDS."""
+    power if the truth were today's estimate, judged at the last look's level: the claim as a
+    whole (power.UndecidedClaim: every undecided check holding, or one failing at Holm's level).
+    None when decided, when an undecided check that matters has no estimate ("the best changes",
+    a trend) or beyond power.CAP_ROUNDS."""
     result = evaluate_claim(data, claim, alpha=level_per_side)
     if result.decision is None:
         return None

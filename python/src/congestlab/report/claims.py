@@ -40,7 +40,9 @@ A claim's checks (its parts, one per `for_each` combination) are combined by
 stats.rules.every_cell: it holds when every measured check holds (intersection-union, no
 adjustment), does not hold when one does after Holm's adjustment over the checks, else it is
 inconclusive; not measured when nothing was measured. Each check carries the point ids that
-fed it (`points`) and, when undecided, the rounds a power estimate says it needs.
+fed it (`points`) and, when undecided, the rounds a power estimate says it needs (its "does not
+hold" at the Holm level over the claim's checks); the claim, the rounds at which it decides as a
+whole (stats/power.py, UndecidedClaim).
 """
 
 from __future__ import annotations
@@ -106,12 +108,13 @@ class ClaimResult:
 
     @property
     def rounds_needed(self) -> int | None:
-        """For an inconclusive claim: the most repetitions any undecided check needs, by the power
-        estimate (stats/power.py); None when decided or when some undecided check has no estimate."""
-        if self.verdict != INCONCLUSIVE:
+        """For an inconclusive claim: the repetitions at which the claim itself decides with 80 %
+        power (stats/power.py, rounds_needed_for_verdict on its every_cell verdict: every undecided
+        check holding, or one failing at Holm's level); None when decided or when an undecided
+        check that matters has no estimate."""
+        if self.verdict != INCONCLUSIVE or self.decision is None:
             return None
-        needs = [c.rounds_needed for c in self.checks if c.verdict == INCONCLUSIVE]
-        return None if not needs or None in needs else max(needs)
+        return rounds_needed_for_verdict(self.decision)
 
 
 def combine(verdicts: list[str]) -> str:
@@ -149,7 +152,9 @@ def evaluate_claim(data: RunData, claim: ClaimSpec, alpha: float | None = None,
         if adjusted.verdict != r.verdict:
             r.detail += f"; after Holm over the claim's {len(measured)} checks: {adjusted.verdict}"
         r.verdict, r.decision = adjusted.verdict, adjusted
-        r.rounds_needed = rounds_needed_for_verdict(adjusted) if adjusted.verdict == INCONCLUSIVE else None
+        # a check's "does not hold" is Holm-adjusted over the claim's checks: its power at that level
+        r.rounds_needed = (rounds_needed_for_verdict(adjusted, tests=len(measured))
+                           if adjusted.verdict == INCONCLUSIVE else None)
     return ClaimResult(claim, combined.verdict, results, combined)
 
 

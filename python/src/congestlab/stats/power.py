@@ -6,17 +6,24 @@ log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so 
 bound. Censoring costs information: the rounds are divided by the share of completed samples.
 An interval hypothesis (equivalence's band, a seed's magnitude range) is decided "holds" by two
 one-sided tests (TOST); its power is that of both at once, from the same noncentral t.
+
+A claim over cells (rules.every_cell) decides as a whole, so its need is the rounds at which the
+claim itself decides with `power`, not the most any one cell needs: "holds" needs every undecided
+cell to hold (each at the unadjusted level), so their probabilities combine by Boole's lower bound;
+"does not hold" needs one cell to fail at Holm's level, which for the first rejection is
+Bonferroni's level / k over the claim's k cells (UndecidedClaim).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from scipy.optimize import brentq
 from scipy.stats import nct, t
 
 from congestlab.stats.compare import Effect, from_percent
-from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
+from congestlab.stats.rules import ALPHA, FAILS, HOLDS, INCONCLUSIVE, Verdict
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
 
 POWER = 0.80
@@ -66,18 +73,20 @@ def power_equivalence(rounds: int, effect: float, margin: float, sd_pair: float,
 
 def rounds_needed(sd_pair: float, distance: float | None = None, equivalence: tuple[float, float] | None = None,
                   censored_fraction: float = 0.0, first_look: int = 3, alpha: float = ALPHA,
-                  power: float = POWER, interval: tuple[float, float, float] | None = None) -> int | None:
+                  power: float = POWER, interval: tuple[float, float, float] | None = None,
+                  tests: int = 1) -> int | None:
     """The fewest rounds (max_rounds of a design) whose power reaches `power`; None beyond CAP_ROUNDS.
     Give `distance` (the truth's distance beyond a one-sided threshold, log scale),
     `equivalence` = (effect, margin) on the log scale, or `interval` = (effect, lo, hi) on the
-    effect's own scale (a magnitude range)."""
+    effect's own scale (a magnitude range). `tests`: the test runs at the last look's level
+    divided by it (Bonferroni over that many tests; 1: the level itself)."""
     if not 0 <= censored_fraction < 1:
         return None
     if equivalence is not None:
         interval = (equivalence[0], -equivalence[1], equivalence[1])
 
     def reached(n: int) -> bool:
-        level = final_level(n, first_look, alpha)
+        level = final_level(n, first_look, alpha) / tests
         if distance is not None:
             return power_one_sided(n, distance, sd_pair, level) >= power
         return power_interval(n, *interval, sd_pair, level) >= power
@@ -98,43 +107,145 @@ def detectable_distance(rounds: int, sd_pair: float, first_look: int = 3, alpha:
     return brentq(lambda d: power_one_sided(rounds, d, sd_pair, level) - power, 1e-9, 100 * sd_pair)
 
 
-def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look: int = 3,
-                      alpha: float = ALPHA, power: float = POWER,
-                      interval: tuple[float, float] | None = None) -> int | None:
-    """The rounds an undecided check needs if the truth were its current estimate.
-    rule: "greater", "less", "equivalence", "at_most", "at_least" (margins as in rules.py), or
-    "magnitude" with `interval` = (lo, hi) on the effect's own scale (Verdict.interval)."""
+@dataclass(frozen=True)
+class UndecidedCell:
+    """One undecided cell's test if the truth were its estimate: the verdict within reach (`side`)
+    and what its power needs. One-sided (`distance` beyond the threshold, log scale) or, for
+    "holds" of an interval hypothesis, TOST (`interval` = (effect, lo, hi))."""
+
+    side: str                                            # HOLDS or FAILS
+    sd_pair: float
+    distance: float | None = None
+    interval: tuple[float, float, float] | None = None
+    censored_fraction: float = 0.0
+    alpha: float = ALPHA
+
+    def power(self, rounds: int, first_look: int = 3, tests: int = 1) -> float:
+        """P(it decides `side` by the last look of a `rounds`-round design); a lower bound. Of the
+        rounds only the completed share informs (as rounds_needed). `tests`: the number of tests
+        a "does not hold" shares its level with (Bonferroni); "holds" is never adjusted."""
+        n = math.floor(rounds * (1 - self.censored_fraction) + 1e-9)
+        if n < 2:
+            return 0.0
+        level = final_level(n, first_look, self.alpha) / (tests if self.side == FAILS else 1)
+        if self.distance is not None:
+            return power_one_sided(n, self.distance, self.sd_pair, level)
+        return power_interval(n, *self.interval, self.sd_pair, level)
+
+
+@dataclass(frozen=True)
+class UndecidedClaim:
+    """A claim over cells (rules.every_cell) still undecided, as its undecided cells.
+
+    every_cell holds when every cell holds, each at the unadjusted level (intersection–union), and
+    does not hold when some cell does after Holm's adjustment of the cells' "does not hold" p-values.
+    `side` FAILS: some undecided cell's estimate lies on its "does not hold" side, so the claim
+    decides when one of them (`cells`) fails. Holm rejects anything at all exactly when the
+    smallest p lies below level / k (its first step, Bonferroni's level), k = `tests` the claim's
+    cells, decided ones included; P(some cell fails) >= the largest single cell's probability at
+    level / k. `side` HOLDS: every undecided cell (`cells`) must hold; they share rounds (and a
+    round's conditions), so rather than the product, which needs independence, P(all hold) >=
+    1 - sum(1 - p_i) (Boole), which holds under any dependence and is the same lower bound as
+    power_interval's for TOST's two tests. Cells already decided "holds" are taken to stay so.
+    A cell that is itself a claim over cells (a `best` check) nests, its level divided again."""
+
+    side: str
+    cells: tuple["UndecidedCell | UndecidedClaim", ...]
+    tests: int
+
+    def power(self, rounds: int, first_look: int = 3, tests: int = 1) -> float:
+        ps = [c.power(rounds, first_look, tests * self.tests) for c in self.cells]
+        if self.side == FAILS:
+            return max(ps)
+        return max(0.0, 1.0 - sum(1.0 - p for p in ps))
+
+
+def undecided_cell(e: Effect, rule: str, margin_pct: float = 0.0, alpha: float = ALPHA,
+                   interval: tuple[float, float] | None = None) -> UndecidedCell | None:
+    """The test an undecided check decides by if the truth were its current estimate; None when
+    there is none (no estimate, the estimate on a threshold). rule and margins as rounds_needed_for."""
     if not e.determined or not math.isfinite(e.sd_pair):
         return None
     n = sum(e.n)
     cf = sum(e.censored) / n if n else 0.0
+    if not 0 <= cf < 1:
+        return None
     est, m = e.estimate, from_percent(margin_pct)
     if rule in ("equivalence", "magnitude"):
         lo, hi = (-m, m) if rule == "equivalence" else interval
         if lo < est < hi:  # "holds" is the verdict within reach: both one-sided tests must reject
-            return rounds_needed(e.sd_pair, interval=(est, lo, hi), censored_fraction=cf, first_look=first_look,
-                                 alpha=alpha, power=power)
-        distance = lo - est if est <= lo else est - hi  # "does not hold": wholly outside
+            return UndecidedCell(HOLDS, e.sd_pair, interval=(est, lo, hi), censored_fraction=cf, alpha=alpha)
+        distance, side = (lo - est if est <= lo else est - hi), FAILS  # "does not hold": wholly outside
     else:
         threshold = {"greater": 0.0, "less": 0.0, "at_most": m, "at_least": from_percent(-margin_pct)}[rule]
         distance = abs(est - threshold)
+        above_holds = rule in ("greater", "at_least")
+        side = HOLDS if (est > threshold) == above_holds else FAILS
     if distance <= 0:
         return None
-    return rounds_needed(e.sd_pair, distance=distance, censored_fraction=cf, first_look=first_look,
-                         alpha=alpha, power=power)
+    return UndecidedCell(side, e.sd_pair, distance=distance, censored_fraction=cf, alpha=alpha)
 
 
-def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER) -> int | None:
-    """The rounds an inconclusive verdict needs: its own, or for a claim over cells the most any
-    undecided cell needs. None when decided, when a cell's need is unknown (no estimate, "the
-    best changes"), or beyond CAP_ROUNDS."""
+def rounds_needed_for(e: Effect, rule: str, margin_pct: float = 0.0, first_look: int = 3,
+                      alpha: float = ALPHA, power: float = POWER,
+                      interval: tuple[float, float] | None = None, tests: int = 1) -> int | None:
+    """The rounds an undecided check needs if the truth were its current estimate.
+    rule: "greater", "less", "equivalence", "at_most", "at_least" (margins as in rules.py), or
+    "magnitude" with `interval` = (lo, hi) on the effect's own scale (Verdict.interval).
+    `tests`: the check's "does not hold" is Holm-adjusted over that many checks (a cell of a claim
+    over cells): its test then runs at the level / tests, Bonferroni's (Holm's first step)."""
+    cell = undecided_cell(e, rule, margin_pct, alpha, interval)
+    return None if cell is None else _cell_rounds_needed(cell, first_look, power, tests)
+
+
+def _cell_rounds_needed(cell: UndecidedCell, first_look: int, power: float, tests: int) -> int | None:
+    return rounds_needed(cell.sd_pair, distance=cell.distance, interval=cell.interval,
+                         censored_fraction=cell.censored_fraction, first_look=first_look, alpha=cell.alpha,
+                         power=power, tests=tests if cell.side == FAILS else 1)
+
+
+def undecided(v: Verdict) -> UndecidedCell | UndecidedClaim | None:
+    """What an inconclusive verdict decides by if the truth were its estimates (UndecidedClaim for
+    a claim over cells); None when some undecided cell that matters has no estimate ("the best
+    changes", a trend, no completed sample) or the verdict is decided."""
     if v.verdict != INCONCLUSIVE:
         return None
     if v.cells:
-        needs = [rounds_needed_for_verdict(c, first_look, power) for c in v.cells if c.verdict == INCONCLUSIVE]
-        return None if not needs or None in needs else max(needs)
+        nodes = [undecided(c) for c in v.cells if c.verdict == INCONCLUSIVE]
+        failing = tuple(c for c in nodes if c is not None and c.side == FAILS)
+        if failing:  # one failing cell decides; cells without an estimate cannot stop that
+            return UndecidedClaim(FAILS, failing, len(v.cells))
+        if not nodes or None in nodes:
+            return None
+        return UndecidedClaim(HOLDS, tuple(nodes), len(v.cells))
     if v.effect is None or v.kind not in ("greater", "less", "equivalence", "at_most", "at_least", "magnitude"):
         return None
     if v.kind == "magnitude" and v.interval is None:
         return None
-    return rounds_needed_for(v.effect, v.kind, v.margin_pct, first_look, v.alpha, power, v.interval)
+    return undecided_cell(v.effect, v.kind, v.margin_pct, v.alpha, v.interval)
+
+
+def claim_rounds_needed(claim: UndecidedCell | UndecidedClaim, first_look: int = 3, power: float = POWER,
+                        tests: int = 1) -> int | None:
+    """The fewest rounds (max_rounds of a design, at least first_look) at which `claim` decides
+    with `power`; None beyond CAP_ROUNDS rounds."""
+    if claim.power(CAP_ROUNDS, first_look, tests) < power:
+        return None
+    for n in range(2, CAP_ROUNDS + 1):
+        if claim.power(n, first_look, tests) >= power:
+            return max(first_look, n)
+    return None
+
+
+def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER, tests: int = 1) -> int | None:
+    """The rounds an inconclusive verdict needs: its own (rounds_needed_for), or for a claim over
+    cells the rounds at which the claim itself decides with `power` (UndecidedClaim: every
+    undecided cell holding, Boole's bound, or one failing at the Holm level). None when decided,
+    when a cell's need that matters is unknown, or beyond CAP_ROUNDS. `tests`: the verdict is one
+    of that many cells Holm adjusts over (report/claims.py's checks of one claim)."""
+    plan = undecided(v)
+    if plan is None:
+        return None
+    if isinstance(plan, UndecidedClaim):
+        return claim_rounds_needed(plan, first_look, power, tests)
+    return _cell_rounds_needed(plan, first_look, power, tests)  # as rounds_needed_for: its own rounds
