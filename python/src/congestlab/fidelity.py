@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 BACKGROUND_TOLERANCE_PCT = 3.0
@@ -103,6 +105,14 @@ def checks_from_json(rows: list[dict]) -> list[Check]:
 SHOWN_IDS = 3  # a summary names this many of the repetitions over the limit
 
 
+def _named_ids(ids: list[str]) -> str:
+    return ", ".join(ids[:SHOWN_IDS]) + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
+
+
+def _repetition_of(check: Check) -> str:
+    return check.name.split("@", 1)[1]
+
+
 def _drift_us(check: Check) -> float:
     """A repetition's clock drift in µs (a run recorded before the value was in µs stored ns,
     expected "|drift| <= 1 ms")."""
@@ -114,22 +124,67 @@ def _clock_drift_summary(rows: list[Check]) -> Check:
     """probe_clock_drift over the run: worst and median |drift|, how many repetitions beyond the
     limit and which (runner/captures.py records one per repetition)."""
     drifts = [abs(_drift_us(c)) for c in rows]
-    over = [c.name.split("@", 1)[1] for c in rows if c.ok is False]
+    over = [_repetition_of(c) for c in rows if c.ok is False]
     worst, median = max(drifts), statistics.median(drifts)
     limit = rows[0].expected.replace(" 1 ms", " 1000 µs")
     text = f"worst {worst:.3f} µs, median {median:.3f} µs over {len(rows)} repetitions; "  # ns resolution
     if not over:
         return Check("probe_clock_drift", True, round(worst, 3), f"{limit} in each repetition",
                      text + "none beyond the limit")
-    named = ", ".join(over[:SHOWN_IDS]) + (f" and {len(over) - SHOWN_IDS} more" if len(over) > SHOWN_IDS else "")
     return Check("probe_clock_drift", False, round(worst, 3), f"{limit} in each repetition",
-                 text + f"{len(over)} beyond the limit ({named}): the real-time clock moved against the "
+                 text + f"{len(over)} beyond the limit ({_named_ids(over)}): the real-time clock moved against the "
                  "monotonic one there, so their series' alignment is interpolated across the jump")
 
 
+def _repetitions_failed(rows: list[Check], worst: Check, worst_value: str) -> str:
+    """'K of N repetitions failed (the first ids); worst ID (its value): its message' for a
+    summary's message."""
+    over = [_repetition_of(c) for c in rows if c.ok is False]
+    return (f"{len(over)} of {len(rows)} repetitions failed ({_named_ids(over)}); "
+            f"worst {_repetition_of(worst)} ({worst_value}): {worst.message}")
+
+
+def _previous_closed_summary(rows: list[Check]) -> Check:
+    """get_previous_closed over the run: the longest wait for the previous GET's connection to
+    close (ms) and the repetitions where a GET started before it had (workloads/get.py records
+    one per repetition; worst = the failed repetition that waited longest)."""
+    expected = f"{rows[0].expected} in each repetition"
+    worst = max(rows, key=lambda c: float(c.value))
+    text = f"longest wait {float(worst.value):g} ms over {len(rows)} repetitions; "
+    failures = [c for c in rows if c.ok is False]
+    if not failures:
+        return Check("get_previous_closed", True, worst.value, expected,
+                     text + "every GET started after the previous connection closed")
+    worst_failed = max(failures, key=lambda c: float(c.value))
+    return Check("get_previous_closed", False, worst.value, expected,
+                 text + _repetitions_failed(rows, worst_failed, f"waited {float(worst_failed.value):g} ms"))
+
+
+def _probe_rows_dropped(check: Check) -> int:
+    """Rows a repetition's sampler dropped: the sum of probe_complete's "lost L, over the cap T"
+    (runner/captures.py)."""
+    return sum(int(n) for n in re.findall(r"\d+", str(check.value)))
+
+
+def _probe_complete_summary(rows: list[Check]) -> Check:
+    """probe_complete over the run: the repetition whose sampler dropped the most rows and the
+    repetitions that dropped any (runner/captures.py records one per repetition)."""
+    expected = f"{rows[0].expected} in each repetition"
+    worst = max(rows, key=_probe_rows_dropped)
+    failures = [c for c in rows if c.ok is False]
+    if not failures:
+        return Check("probe_complete", True, worst.value, expected,
+                     f"no rows dropped in {len(rows)} repetitions")
+    worst = max(failures, key=_probe_rows_dropped)
+    return Check("probe_complete", False, worst.value, expected, _repetitions_failed(rows, worst, str(worst.value)))
+
+
 # checks recorded once per repetition that a run shows as one summary row (each repetition's row
-# stays in rep.json and in the manifest's fidelity.per_repetition)
-PER_RUN_SUMMARIES = {"probe_clock_drift": _clock_drift_summary}
+# stays in rep.json and in the manifest's fidelity.per_repetition); a summary fails when any
+# repetition's row failed, and says how many did and which was worst
+PER_RUN_SUMMARIES = {"probe_clock_drift": _clock_drift_summary,
+                     "get_previous_closed": _previous_closed_summary,
+                     "probe_complete": _probe_complete_summary}
 
 
 def fold_per_run(checks: list[Check]) -> tuple[list[Check], list[Check]]:
@@ -155,3 +210,24 @@ def manifest_section(checks: list[Check]) -> dict:
     shown, per_repetition = fold_per_run(checks)
     return {"checks": checks_to_json(shown), "warnings": [c.message for c in shown if failed(c)],
             "per_repetition": checks_to_json(per_repetition)}
+
+
+def shown_section(section: dict) -> dict:
+    """A stored manifest's `fidelity` as manifest_section writes it now: a run stored before a
+    kind of PER_RUN_SUMMARIES was folded has a row and a warning per repetition, which the
+    report, `compare` and the sweeps show as the kind's one summary row and its one warning
+    (a failed repetition's warning gives way to its failed summary's, never vanishes)."""
+    shown, replaced = fold_per_run(checks_from_json(section.get("checks") or []))
+    warnings = list(section.get("warnings") or [])
+    if replaced:
+        gone = Counter(c.message for c in replaced if failed(c))
+        kept = []
+        for w in warnings:
+            if gone[w] > 0:
+                gone[w] -= 1
+            else:
+                kept.append(w)
+        summaries = [c.message for c in shown if c.name in PER_RUN_SUMMARIES and failed(c)]
+        warnings = kept + [m for m in summaries if m not in kept]
+    return {"checks": checks_to_json(shown), "warnings": warnings,
+            "per_repetition": list(section.get("per_repetition") or []) + checks_to_json(replaced)}

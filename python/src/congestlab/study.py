@@ -39,6 +39,16 @@ def load_study(spec_path: Path | None = None, preset: str | None = None) -> Stud
     return load_preset(preset) if preset else load_spec(spec_path)
 
 
+def passes_line(spec: StudySpec, points: list) -> str | None:
+    """'passes (rounds per pass): EXP N (R+R), ...' for the dry runs of a study and of a suite;
+    None for a sequential order (no passes)."""
+    if spec.order == "sequential":
+        return None
+    passes, per_pass = experiment_passes(points), rounds_per_pass(points)
+    return "passes (rounds per pass): " + ", ".join(
+        f"{exp} {passes[exp]} ({'+'.join(map(str, per_pass[exp]))})" for exp in passes)
+
+
 def dry_run(spec: StudySpec, quick: bool) -> None:
     """The testbed's commands, then every point with what it sets, in the order they run."""
     points = expand(spec, quick)
@@ -63,10 +73,8 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
     runs = [(r.point, r.repetition) for r in planned]
     print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
           f"{' (--quick)' if quick else ''}")
-    if spec.order != "sequential":
-        passes, per_pass = experiment_passes(points), rounds_per_pass(points)
-        print("# passes (rounds per pass): " + ", ".join(
-            f"{exp} {passes[exp]} ({'+'.join(map(str, per_pass[exp]))})" for exp in passes))
+    if (passes := passes_line(spec, points)) is not None:
+        print(f"# {passes}")
     for point in points:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"

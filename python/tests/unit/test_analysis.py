@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 from pcap_builder import transfer_with_loss_and_reordering
 
+from congestlab.analysis import run_analysis
 from congestlab.analysis.connections import group_connections
-from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
+from congestlab.analysis.lean_log import LogIndex, compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ByteRanges, measure_connection
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.errors import TraceError
@@ -159,3 +160,39 @@ def test_lean_log_counts_inside_the_capture_and_skips_a_connection_from_an_earli
     assert (third.agreeing, third.continued, third.disagreements) == (1, 0, [])
     lost = compare_with_pcap([seen(33908, 200.0, 0)], logged, "r3", (199.0, 220.0))
     assert lost.disagreements == ["r3 v4 port 33908: pcap 0 vs log 1 retransmissions"]
+
+    # the same comparisons against one index of the log, built once for every capture
+    index = LogIndex(logged)
+    for conns, where, span, expected in [([seen(33908, 100.0, 2)], "r1", (99.5, 120.2), first),
+                                         ([seen(33908, 125.0, 0), seen(40000, 121.0, 1)], "r2", (120.5, 140.2), second),
+                                         ([seen(33908, 200.0, 1)], "r3", (199.0, 220.0), third),
+                                         ([seen(33908, 200.0, 0)], "r3", (199.0, 220.0), lost)]:
+        assert compare_with_pcap(conns, index, where, span) == expected
+
+
+def test_lean_log_checks_index_each_log_once_for_all_its_repetitions(tmp_path, monkeypatch):
+    built = []
+
+    class CountedIndex(LogIndex):
+        def __init__(self, logged):
+            built.append(len(logged))
+            super().__init__(logged)
+
+    monkeypatch.setattr(run_analysis, "LogIndex", CountedIndex)
+    logs = {}
+    for server, port in (("lean", 40000), ("leanmodern", 41000)):
+        logs[server] = tmp_path / f"{server}.jsonl"
+        logs[server].write_text("\n".join(json.dumps(
+            {"conn": rep, "event": "open", "peer": f"10.0.0.10:{port + rep}", "family": "ipv4",
+             "unix_us": (100 + 10 * rep) * 1_000_000}) for rep in range(1, 4)))
+
+    def seen(port, first_ts):
+        return SimpleNamespace(key=("v4", port), family="v4", client_port=port, first_ts=first_ts, retransmissions=0)
+
+    by_server = {server: [(f"p #{rep}", [seen(40000 + offset + rep, 100.0 + 10 * rep)], logs[server],
+                           (99.0 + 10 * rep, 109.0 + 10 * rep)) for rep in range(1, 4)]
+                 for server, offset in (("lean", 0), ("leanmodern", 1000))}
+    checks = run_analysis._lean_log_checks(by_server)
+    assert [(c.name, c.ok, c.value) for c in checks] == [("retransmissions_pcap_vs_log_lean", True, "3/3"),
+                                                        ("retransmissions_pcap_vs_log_leanmodern", True, "3/3")]
+    assert built == [3, 3]  # one index per log, not one per repetition

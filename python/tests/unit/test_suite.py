@@ -77,12 +77,24 @@ def test_until_decisive_on_a_suite_is_refused_in_one_line():
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "one by one" in out.stderr
 
 
-def test_dry_run_of_the_quick_dissertation_lists_every_study():
+def test_dry_run_of_the_quick_dissertation_lists_every_study_with_its_passes(capsys):
     out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "dissertation", "--dry-run",
                           "--quick"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert [line.split()[1] for line in out.stdout.splitlines() if line.startswith("[study]")] == [
+    lines = out.stdout.splitlines()
+    assert [line.split()[1] for line in lines if line.startswith("[study]")] == [
         "cubic-compound:", "rto:", "ipv6:", "tcp-lab:", "anma:"]
+    # under each study, its passes and rounds per pass as its own --quick --dry-run prints them
+    shown = {line.split()[1].rstrip(":"): lines[i + 1] for i, line in enumerate(lines) if line.startswith("[study]")}
+    suite, base = load_suite(name="dissertation")
+    for member in members(suite, base):
+        study.dry_run(member.spec, quick=True)
+        own = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# passes")]
+        if member.spec.order == "sequential":
+            assert own == [] and shown[member.key] == "  # order sequential: no passes"
+        else:
+            assert shown[member.key] == f"  {own[0]}", member.key
+    assert shown["rto"] == "  # passes (rounds per pass): e1 1 (2)"
 
 
 # --- the parent directory and its sub-runs ---------------------------------------------------

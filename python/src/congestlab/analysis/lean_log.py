@@ -62,6 +62,21 @@ def logged_connections(log_path: Path) -> list[LoggedConnection]:
     return list(conns.values())
 
 
+class LogIndex:
+    """A log's connections by (family, client port), built once per log and shared by every
+    repetition compared against it (analysis/run_analysis.py): a load of 10,000 connections per
+    repetition (anma) made the scan of every logged connection for every captured one minutes of
+    CPU, and rebuilding the index for each repetition a pass over the whole log each time."""
+
+    def __init__(self, logged: list[LoggedConnection]):
+        self.by_key: dict[tuple[str, int], list[LoggedConnection]] = {}
+        for c in logged:  # in the log's order: the latest to open last
+            self.by_key.setdefault((c.family, c.client_port), []).append(c)
+
+    def on_port(self, key: tuple[str, int]) -> list[LoggedConnection]:
+        return self.by_key.get(key, [])
+
+
 @dataclass
 class Comparison:
     agreeing: int = 0  # capture connections whose retransmissions equal the log's in the span
@@ -69,20 +84,17 @@ class Comparison:
     disagreements: list[str] = field(default_factory=list)
 
 
-def compare_with_pcap(pcap_conns: list, logged: list[LoggedConnection], where: str,
+def compare_with_pcap(pcap_conns: list, logged: list[LoggedConnection] | LogIndex, where: str,
                       capture_span_s: tuple[float, float] | None = None) -> Comparison:
     """Each capture connection against the log connection on its port that was open at the
     capture's first packet of it. `pcap_conns` are analysis/trace.py's PcapConnection records;
-    `capture_span_s` (epoch s, the capture's start and stop) bounds the log's count (None:
-    the whole log, for a capture that saw every connection from its start to its end)."""
+    `logged` the log's connections or their LogIndex (built once for a log compared against
+    several captures); `capture_span_s` (epoch s, the capture's start and stop) bounds the log's
+    count (None: the whole log, for a capture that saw every connection from its start to its end)."""
     result = Comparison()
-    # by (family, client port): a load of 10,000 connections per repetition (anma) made the
-    # scan of every logged connection for every captured one minutes of CPU
-    by_key: dict[tuple, list[LoggedConnection]] = {}
-    for c in logged:
-        by_key.setdefault((c.family, c.client_port), []).append(c)
+    index = logged if isinstance(logged, LogIndex) else LogIndex(logged)
     for conn in pcap_conns:
-        match = [c for c in by_key.get(conn.key, ())
+        match = [c for c in index.on_port(conn.key)
                  if c.opened_ts - SAME_CONNECTION_S <= conn.first_ts <= c.last_ts + SAME_CONNECTION_S]
         label = f"{where} {conn.family} port {conn.client_port}"
         if not match:

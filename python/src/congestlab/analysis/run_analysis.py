@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.drift import drift_checks
-from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
+from congestlab.analysis.lean_log import LogIndex, compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.probe_clock import probe_clock
 from congestlab.analysis.queue_series import queue_rows, write_queue_series
@@ -361,14 +361,14 @@ def _lean_log_checks(by_server: dict[str, list[tuple]]) -> list[Check]:
     checks = []
     for server, entries in by_server.items():
         agreeing, continued, problems, total = 0, 0, [], 0
-        logged: dict[Path, list] = {}
+        logged: dict[Path, LogIndex] = {}  # one index per log: every repetition of a run shares the server's
         for where, conns, log, span in entries:
             total += len(conns)
             if not log.exists():
                 problems.append(f"{where}: {log.name} missing")
                 continue
             if log not in logged:
-                logged[log] = logged_connections(log)
+                logged[log] = LogIndex(logged_connections(log))
             compared = compare_with_pcap(conns, logged[log], where, span)
             agreeing += compared.agreeing
             continued += compared.continued

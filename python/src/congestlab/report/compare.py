@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.errors import RunDirError
+from congestlab.fidelity import shown_section
 from congestlab.report.claims import evaluate_claims, fmt_cell
 from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
 from congestlab.report.data import EngineCell, RunData, parse_number, norm
@@ -224,7 +225,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
                   "quick": run.manifest.get("quick"), "status": run.manifest.get("status"),
                   "git_revision": (run.manifest.get("environment") or {}).get("git_revision"),
                   "kernel": (run.manifest.get("environment") or {}).get("kernel"),
-                  "warnings": len((run.manifest.get("fidelity") or {}).get("warnings") or [])}
+                  "warnings": len(shown_section(run.manifest.get("fidelity") or {})["warnings"])}
                  for label, run in zip(labels, runs)],
         "labels": labels, "tables": tables, "figures": figures, "claims": claims, "warnings": warnings,
         "rule": (f"Cells: mean of the completed samples [95 % CI] (n, censored at the timeout, invalid). "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
-from congestlab.fidelity import checks_from_json, checks_to_json, fold_per_run
+from congestlab.fidelity import shown_section
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
@@ -67,7 +67,7 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
         check_references(data.report, list(dict.fromkeys([*data.axes, *filter(None, declared)])), data.published)
     except ValueError as err:
         raise SpecError("report", str(err)) from None
-    warnings: list[str] = list((data.manifest.get("fidelity") or {}).get("warnings") or [])
+    warnings: list[str] = shown_section(data.manifest.get("fidelity") or {})["warnings"]
     sections: dict[str, Section] = {}
     reps = RepInfo(run_dir)
     cell_panels = panel_context(data, run_dir, reps, draw=panels)
@@ -246,7 +246,7 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "empty_plots": [p.id for p in data.report.plots
                         if not any(f.id == p.id for s in sections for f in s.figures)],
         # a run stored before the per-run summaries has a row per repetition: folded here too
-        "fidelity_checks": checks_to_json(fold_per_run(checks_from_json(fidelity.get("checks") or []))[0]),
+        "fidelity_checks": shown_section(fidelity)["checks"],
         "settings": _settings(spec),
         "environment": m.get("environment") or {},
         "tools": m.get("tools") or {},

@@ -94,7 +94,8 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   - *GETs*: each GET starts only after the previous GET's connection has closed at its
     server (kernel server: its socket; lean server: its log's `close` event; at most 10 s),
     recorded per GET (`previous_closed`, `previous_wait_ms`) and checked per repetition
-    (`get_previous_closed`). A request's families go in an order drawn per repetition
+    (`get_previous_closed`, shown as one row per run: the longest wait, and the repetitions
+    where a GET started early). A request's families go in an order drawn per repetition
     from `seed` (`family_order`, `family_position`) and form one `family_pair`; every
     result row carries `round` (the points of a unit measured side by side), `block` (1 or
     2: which pass) and `run_index`.

@@ -20,7 +20,7 @@ from congestlab.errors import RunDirError, SpecError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
 from congestlab.spec.sweep import expand
-from congestlab.study import Child, run_children, write_parent_state
+from congestlab.study import Child, passes_line, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
 from congestlab.testbed import new_prefix
 
@@ -122,8 +122,8 @@ def _report(run_dir: Path, console: Console) -> None:
 
 
 def dry_run(suite: SuiteSpec, members: list[SuiteMember], quick: bool, echo=print) -> None:
-    """Each study's points and repetitions (`congestlab reproduce STUDY --dry-run` shows its
-    testbed commands)."""
+    """Each study's points and repetitions, and its passes with their rounds as the study's own
+    dry run shows them (`congestlab reproduce STUDY --dry-run` also shows its testbed commands)."""
     total = 0
     for member in members:
         points = expand(member.spec, quick)
@@ -131,5 +131,6 @@ def dry_run(suite: SuiteSpec, members: list[SuiteMember], quick: bool, echo=prin
         total += reps
         units = len({p.unit for p in points})
         echo(f"[study] {member.key}: {len(points)} points in {units} units, {reps} repetitions  # {member.label}")
+        echo(f"  # {passes_line(member.spec, points) or f'order {member.spec.order}: no passes'}")
     echo(f"# suite {suite.name}: {len(members)} studies, {total} repetitions{' (--quick)' if quick else ''}; "
          "sub-runs under PARENT/studies/<study>")
