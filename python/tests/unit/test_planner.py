@@ -245,6 +245,20 @@ def test_full_estimate_of_a_single_quick_run_of_a_preset(tmp_path):
     assert bad.returncode == 7 and "not a run of a preset" in bad.stderr and bad.stderr.count("\n") == 1
 
 
+def _cubic_compound_quick_run(tmp_path, spec, quick, order, units):
+    """A recorded cubic-compound --quick run with these unit times: (its manifest, the full
+    units estimated from it, the full points, the full order's visits per unit)."""
+    from congestlab.planner.full_estimate import unit_visits
+
+    m = {"format_version": 2, "study": "cubic-compound", "status": "complete", "quick": True,
+         "points": [p.describe() for p in quick], "run_order": order, "timing": {"wall_s": 1.0},
+         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
+    full = expand(spec, quick=False)
+    return m, tasks, full, unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+
+
 def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path):
     """A quick run in one pass (cubic-compound's [quick] passes = 1) visits each unit once; the
     full run's two mirrored passes visit each unit twice but the turning one: the full estimate
@@ -259,13 +273,7 @@ def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path
     # every quick unit: 2 s of server start, one 20 s warm-up, 2 repetitions of 10 s
     units = {f"u{p.unit}": {"wall_s": 42.0, "runs": 2, "server_restart": 2.0, "warmup": 20.0, "measure": 20.0}
              for p in quick}
-    m = {"format_version": 2, "study": "cubic-compound", "status": "complete", "quick": True,
-         "points": [p.describe() for p in quick], "run_order": order, "timing": {"wall_s": 1.0},
-         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
-    (tmp_path / "manifest.json").write_text(json.dumps(m))
-    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
-    full = expand(spec, quick=False)
-    visits = unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+    m, tasks, full, visits = _cubic_compound_quick_run(tmp_path, spec, quick, order, units)
     assert sorted(set(visits.values())) == [1, 2]  # the turning unit of each experiment runs its halves at once
     warm = 20.0 * spec.warmup_s / quick[0].study.warmup_s  # 60 s over the quick's 20 s
     for unit, n in visits.items():
@@ -315,13 +323,7 @@ def test_full_units_a_quick_run_in_two_passes_pays_its_warm_ups_per_visit(tmp_pa
     units = {f"u{u}": {"wall_s": 20.0 * n + 10.0 * runs[u], "runs": runs[u], "warmup": 20.0 * n,
                        "measure": 10.0 * runs[u]}
              for u, n in seen.items()}
-    m = {"format_version": 2, "study": "cubic-compound", "status": "complete", "quick": True,
-         "points": [p.describe() for p in quick], "run_order": order, "timing": {"wall_s": 1.0},
-         "time_budget": {"wall_s": 1.0, "categories_s": {}, "units": units}}
-    (tmp_path / "manifest.json").write_text(json.dumps(m))
-    tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
-    full = expand(spec, quick=False)
-    visits = unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+    m, tasks, full, visits = _cubic_compound_quick_run(tmp_path, spec, quick, order, units)
     for unit, n in visits.items():
         reps = sum(p.repetitions for p in full if p.unit == unit)
         assert tasks[f"u{unit}"] == pytest.approx(n * 60.0 + reps * 10.0)
