@@ -224,6 +224,17 @@ def test_index_report_has_every_study_verdicts_distance_time_and_links(tmp_path)
     assert "| v6slower | holds" in md and "not run" in md
     _fake_run(parent / "studies" / "anma", [200, 201, 199], [100, 100, 100])  # v6 below v4: fails
     assert build_index(parent).studies[1]["verdicts"] == {FAILS: 1}
+    # stopped part-way: the index says how far it got (what a --resume goes on from)
+    anma_dir = parent / "studies" / "anma"
+    manifest = json.loads((anma_dir / "manifest.json").read_text())
+    planned = sum(p["repetitions"] for p in manifest["points"])
+    (anma_dir / "manifest.json").write_text(json.dumps(manifest | {"status": "interrupted"}))
+    for rep_dir in sorted(anma_dir.glob("points/*/r*"))[1:]:  # every repetition but one finished
+        (rep_dir / "rep.json").write_text("{}")
+    index = build_index(parent)
+    assert index.studies[1]["progress"] == {"done": planned - 1, "planned": planned}
+    assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.markdown_path.read_text()
+    assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.html_path.read_text()
 
 
 def test_suite_report_of_a_directory_that_is_no_suite_exits_7(tmp_path):

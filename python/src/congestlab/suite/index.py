@@ -16,6 +16,7 @@ from congestlab.report.data import RunData
 from congestlab.report.engine import VERDICT_ORDER, verdict_class
 from congestlab.report.render import render_template
 from congestlab.report.time_table import time_table
+from congestlab.rundir import completed_repetitions, read_manifest
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.sensitivity.distance import distance
 from congestlab.sensitivity.report import published_cells
@@ -40,15 +41,31 @@ def read_state(parent: Path) -> dict:
         raise RunDirError(f"{path}: not valid JSON ({err})") from None
 
 
+def _progress(run_dir: Path) -> tuple[str | None, dict | None]:
+    """A run's own status and, when it is not complete, how far it got: what a --resume goes on from."""
+    try:
+        m = read_manifest(run_dir, require_complete=False)
+    except CongestlabError:
+        return None, None
+    if m.get("status") == "complete":
+        return "complete", None
+    return m.get("status"), {"done": len(completed_repetitions(run_dir)),
+                             "planned": sum(p.get("repetitions", 0) for p in m.get("points") or [])}
+
+
 def study_summary(parent: Path, study: dict, entry: dict) -> dict:
     run_dir = parent / study["dir"]
     out = {"key": study["key"], "label": study.get("label", study["key"]), "dir": study["dir"],
            "status": entry.get("status") or ("not run" if not (run_dir / "manifest.json").exists() else "?"),
            "error": entry.get("error"), "wall_s": entry.get("wall_s"), "report_s": entry.get("report_s"),
            "attempts_wall_s": entry.get("attempts_wall_s", []), "claims": [], "verdicts": {}, "distance": None,
-           "report_href": None, "time_table": None, "budget": None, "load": entry.get("load_avg_1m")}
+           "report_href": None, "time_table": None, "budget": None, "load": entry.get("load_avg_1m"),
+           "progress": None}
     if not (run_dir / "manifest.json").exists():
         return out
+    status, out["progress"] = _progress(run_dir)
+    if out["status"] == "?" and status:  # the suite recorded no attempt (stopped from outside)
+        out["status"] = status
     try:
         data = RunData(run_dir)
     except CongestlabError as err:
