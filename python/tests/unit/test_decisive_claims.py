@@ -4,6 +4,8 @@ its verdict at a look's level, and the rounds a power estimate says it needs."""
 from __future__ import annotations
 
 from congestlab.decisive import claims as claim_rules
+from congestlab.report.claims import evaluate_claim
+from congestlab.stats.rules import ALPHA
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE
 from congestlab.report.data import RunData
 from report_fixtures import request_run
@@ -52,11 +54,16 @@ def test_rounds_needed_for_an_undecided_compare(tmp_path):
     data = _data(tmp_path, values)
     claim = data.report.claims[0]
     assert claim_rules.verdict_at(data, claim, 0.0015) == INCONCLUSIVE
-    need = claim_rules.rounds_needed(data, claim, 3, 0.0015)
+    need = claim_rules.rounds_needed(data, claim, 3, 0.0015, ALPHA)
     assert need is not None and 3 <= need <= 200
+    # the power is that of a design spending the procedure's alpha, not one spending the look's
+    # nominal level (which final_level would lower once more): fewer rounds, as a report says
+    # (a 3-round design's one look spends all of it: the data decide there, as a report says)
+    assert evaluate_claim(data, claim).verdict == HOLDS and need == 3
+    assert need < claim_rules.rounds_needed(data, claim, 3, 0.0015, 0.0015)
     decided = _data(tmp_path / "2", {("apache", "C1B", "v4"): [40.0, 41.0, 39.0],
                                      ("apache", "C1B", "v6"): [20.0, 21.0, 19.0]})
-    assert claim_rules.rounds_needed(decided, decided.report.claims[0], 3, 0.0015) is None
+    assert claim_rules.rounds_needed(decided, decided.report.claims[0], 3, 0.0015, ALPHA) is None
 
 
 def test_the_scheduler_looks_records_and_names_the_next_round(tmp_path, monkeypatch):

@@ -39,13 +39,16 @@ def verdict_at(data: RunData, claim: ClaimSpec, level_per_side: float) -> str:
     return evaluate_claim(data, claim, alpha=level_per_side).verdict
 
 
-def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_side: float) -> int | None:
+def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_side: float,
+                  design_alpha_per_side: float) -> int | None:
     """The rounds (repetitions of every point it compares) at which the claim decides with 80 %
-    power if the truth were today's estimate, judged at the last look's level: the claim as a
-    whole (power.UndecidedClaim: every undecided check holding, or one failing at Holm's level).
-    None when decided, when an undecided check that matters has no estimate ("the best changes",
-    a trend) or beyond power.CAP_ROUNDS."""
+    power if the truth were today's estimate: the claim as a whole (power.UndecidedClaim: every
+    undecided check holding, or one failing at Holm's level), in a design of that many rounds
+    spending `design_alpha_per_side` (power.final_level takes the design's alpha, not a look's
+    nominal level, which it would lower again). None when decided at the look's level, when an
+    undecided check that matters has no estimate ("the best changes", a trend) or beyond
+    power.CAP_ROUNDS."""
     result = evaluate_claim(data, claim, alpha=level_per_side)
     if result.decision is None:
         return None
-    return power.rounds_needed_for_verdict(result.decision, first_look)
+    return power.rounds_needed_for_verdict(result.decision, first_look, alpha=design_alpha_per_side)

@@ -65,7 +65,8 @@ class RoundScheduler:
                   lambda c: claim_rules.claim_points(data, claims[c]) & known, n_per_point,
                   self.elapsed_before_s + time.monotonic() - self.started, len(done),
                   lambda c: claim_rules.rounds_needed(data, claims[c], proc.state["first_look"],
-                                                      proc.state["looks"][-1]["level_per_side"]))
+                                                      proc.state["looks"][-1]["level_per_side"],
+                                                      proc.state["alpha_per_side"]))
         write_manifest(runner.run_dir, runner.manifest)
         self.console.print(look_line(proc))
         return proc.runs_wanted()

@@ -204,14 +204,14 @@ def _cell_rounds_needed(cell: UndecidedCell, first_look: int, power: float, test
                          power=power, tests=tests if cell.side == FAILS else 1)
 
 
-def undecided(v: Verdict) -> UndecidedCell | UndecidedClaim | None:
+def undecided(v: Verdict, alpha: float | None = None) -> UndecidedCell | UndecidedClaim | None:
     """What an inconclusive verdict decides by if the truth were its estimates (UndecidedClaim for
     a claim over cells); None when some undecided cell that matters has no estimate ("the best
     changes", a trend, no completed sample) or the verdict is decided."""
     if v.verdict != INCONCLUSIVE:
         return None
     if v.cells:
-        nodes = [undecided(c) for c in v.cells if c.verdict == INCONCLUSIVE]
+        nodes = [undecided(c, alpha) for c in v.cells if c.verdict == INCONCLUSIVE]
         failing = tuple(c for c in nodes if c is not None and c.side == FAILS)
         if failing:  # one failing cell decides; cells without an estimate cannot stop that
             return UndecidedClaim(FAILS, failing, len(v.cells))
@@ -222,7 +222,7 @@ def undecided(v: Verdict) -> UndecidedCell | UndecidedClaim | None:
         return None
     if v.kind == "magnitude" and v.interval is None:
         return None
-    return undecided_cell(v.effect, v.kind, v.margin_pct, v.alpha, v.interval)
+    return undecided_cell(v.effect, v.kind, v.margin_pct, v.alpha if alpha is None else alpha, v.interval)
 
 
 def claim_rounds_needed(claim: UndecidedCell | UndecidedClaim, first_look: int = 3, power: float = POWER,
@@ -237,13 +237,16 @@ def claim_rounds_needed(claim: UndecidedCell | UndecidedClaim, first_look: int =
     return None
 
 
-def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER, tests: int = 1) -> int | None:
+def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = POWER, tests: int = 1,
+                              alpha: float | None = None) -> int | None:
     """The rounds an inconclusive verdict needs: its own (rounds_needed_for), or for a claim over
     cells the rounds at which the claim itself decides with `power` (UndecidedClaim: every
     undecided cell holding, Boole's bound, or one failing at the Holm level). None when decided,
     when a cell's need that matters is unknown, or beyond CAP_ROUNDS. `tests`: the verdict is one
-    of that many cells Holm adjusts over (report/claims.py's checks of one claim)."""
-    plan = undecided(v)
+    of that many cells Holm adjusts over (report/claims.py's checks of one claim). `alpha`: the
+    design's level per side, when the verdict was judged at another (a sequential look's nominal
+    level, decisive/claims.py); default the verdict's own."""
+    plan = undecided(v, alpha)
     if plan is None:
         return None
     if isinstance(plan, UndecidedClaim):
