@@ -76,10 +76,6 @@ def _level(point: Point) -> str | None:
     return point.labels.get(axis) if axis else None
 
 
-def _has_get(point: Point | None) -> bool:
-    return _get_timeout_s(point) is not None
-
-
 # [quick] settings the estimate scales (the warm-up, durations, GET timeouts) or plans (passes)
 _MODELLED_QUICK_SETTINGS = ("warmup_s", "passes")
 _MODELLED_QUICK_SUFFIXES = (".duration_s", ".timeout_s")
@@ -183,7 +179,9 @@ def full_estimate(run_dir, spec: StudySpec) -> FullUnits:
                 by_level.setdefault((None, level), []).append(cost)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
-    borrowed, longer_warmup = [0, 0.0], [0, 0.0, None, None]  # points, seconds (and the two warm-ups)
+    borrowed_s: list[float] = []  # per point priced from others: its seconds
+    warmed_longer_s: list[float] = []  # per GET point warmed up longer than in the quick run: its measuring
+    warmups_s = (0.0, 0.0)  # (quick, full) warm-up of those
     for point in full_points:
         level = _level(point)
         similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
@@ -198,22 +196,20 @@ def full_estimate(run_dir, spec: StudySpec) -> FullUnits:
                  + (warm if cost.warmup_per_rep else 0.0))
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
         if point.id not in costs:
-            borrowed[0] += 1
-            borrowed[1] += point.repetitions * rep_s
-        if qp is not None and _has_get(point) and point.study.warmup_s > qp.study.warmup_s:
-            longer_warmup[0] += 1
-            longer_warmup[1] += point.repetitions * cost.measure_rep_s
-            longer_warmup[2:] = [qp.study.warmup_s, point.study.warmup_s]
+            borrowed_s.append(point.repetitions * rep_s)
+        if qp is not None and _get_timeout_s(point) is not None and point.study.warmup_s > qp.study.warmup_s:
+            warmed_longer_s.append(point.repetitions * cost.measure_rep_s)
+            warmups_s = (qp.study.warmup_s, point.study.warmup_s)
         fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)
         fixed *= full_visits[point.unit] if per_visit else 1
         fixed_of[point.unit] = max(fixed_of.get(point.unit, 0.0), fixed)
     caveats = []
-    if borrowed[0]:
-        caveats.append(f"{borrowed[0]} of {len(full_points)} points ({borrowed[1]:.0f} s) are priced from the quick "
+    if borrowed_s:
+        caveats.append(f"{len(borrowed_s)} of {len(full_points)} points ({sum(borrowed_s):.0f} s) are priced from the quick "
                        "run's points at their level or experiment, not measured")
-    if longer_warmup[0]:
-        quick_w, full_w = longer_warmup[2:]
-        caveats.append(f"{longer_warmup[0]} points' GETs ({longer_warmup[1]:.0f} s of measuring) are priced as the "
+    if warmed_longer_s:
+        quick_w, full_w = warmups_s
+        caveats.append(f"{len(warmed_longer_s)} points' GETs ({sum(warmed_longer_s):.0f} s of measuring) are priced as the "
                        f"quick run measured them after a {quick_w:g} s warm-up, a lower bound: after the full {full_w:g} s "
                        "they can take several times longer (open-loop loads pile up fetches while they run: "
                        "docs/cluster-planning.md)")

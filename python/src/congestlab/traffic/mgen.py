@@ -144,6 +144,12 @@ class FlowRate:
         return max(0, self.sent_messages - self.messages)
 
 
+def path_loss(rates: list[FlowRate]) -> tuple[int, float]:
+    """(messages the flows sent, % of them lost on the way) over these rates."""
+    sent = sum(r.sent_messages for r in rates)
+    return sent, (sum(r.lost_messages for r in rates) / sent * 100 if sent else 0.0)
+
+
 def parse_sink_log(log: Path, flows: list[Flow], window_s: tuple[float, float], start_offset: int = 0
                    ) -> list[FlowRate]:
     """Achieved payload rate per flow from an MGEN sink log, counting messages received

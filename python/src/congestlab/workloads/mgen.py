@@ -19,6 +19,7 @@ from congestlab.traffic.mgen import (
     mgen_argv,
     mgen_env,
     parse_sink_log,
+    path_loss,
     sink_script,
     source_script,
 )
@@ -120,13 +121,12 @@ class MgenRunner(Background):
                 continue
             requested = sum(r.requested_bps for r in mine)
             achieved = sum(r.achieved_bps for r in mine)
-            sent, lost = sum(r.sent_messages for r in mine), sum(r.lost_messages for r in mine)
             records.append(("background", {
                 "workload": self.spec.name, "cls": cls, "reversed": cls in self.spec.reversed_classes(),
                 "requested_bps": requested, "achieved_bps": achieved,
                 "deviation_pct": (achieved - requested) / requested * 100 if requested else 0.0,
                 "window_s": span_s, "sent_bps": sum(r.sent_bps for r in mine),
-                "loss_pct": lost / sent * 100 if sent else 0.0}))
+                "loss_pct": path_loss(mine)[1]}))
         return records, []
 
     def _rates(self, window_epoch_s: tuple[float, float], offsets: dict[Path, int]):
@@ -148,13 +148,13 @@ class MgenRunner(Background):
         # bottleneck dropped was offered all the same, and the loss is the network's, reported
         # beside it, not a background that fell short (traffic/mgen.py parse_sink_log)
         sent = sum(r.sent_bps for r in rates)
-        sent_msgs, lost = sum(r.sent_messages for r in rates), sum(r.lost_messages for r in rates)
+        sent_msgs, loss_pct = path_loss(rates)
         tolerance = self.spec.tolerance_pct
         check = background_check(self.spec.name, requested, sent, tolerance,
                                  window_s=self.span_epoch_s[1] - self.span_epoch_s[0],
                                  min_window_s=background_min_window_s(self.measured_bytes, requested, tolerance))
-        if lost:
-            loss = f"the path lost {lost / sent_msgs * 100:.1f} % of the {sent_msgs} messages sent"
+        if loss_pct:
+            loss = f"the path lost {loss_pct:.1f} % of the {sent_msgs} messages sent"
             check.message = f"{check.message}; {loss}" if check.message else loss
         return [check]
 
