@@ -179,12 +179,21 @@ def _probe_complete_summary(rows: list[Check]) -> Check:
     return Check("probe_complete", False, worst.value, expected, _repetitions_failed(rows, worst, str(worst.value)))
 
 
+def _probe_stopped_summary(rows: list[Check]) -> Check:
+    """probe_stopped over the run: the repetitions whose sampler gave no stop line
+    (runner/captures.py records the check only then, so every row is a failure)."""
+    ids = [_repetition_of(c) for c in rows]
+    return Check("probe_stopped", False, f"{len(rows)} without", f"{rows[0].expected} in each repetition",
+                 f"{len(rows)} repetitions without it ({_named_ids(ids)}): {rows[0].message}")
+
+
 # checks recorded once per repetition that a run shows as one summary row (each repetition's row
 # stays in rep.json and in the manifest's fidelity.per_repetition); a summary fails when any
 # repetition's row failed, and says how many did and which was worst
 PER_RUN_SUMMARIES = {"probe_clock_drift": _clock_drift_summary,
                      "get_previous_closed": _previous_closed_summary,
-                     "probe_complete": _probe_complete_summary}
+                     "probe_complete": _probe_complete_summary,
+                     "probe_stopped": _probe_stopped_summary}
 
 
 def fold_per_run(checks: list[Check]) -> tuple[list[Check], list[Check]]:

@@ -75,12 +75,15 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
           f"{' (--quick)' if quick else ''}")
     if (passes := passes_line(spec, points)) is not None:
         print(f"# {passes}")
+    shown: set[str] = set()  # each timeout's reason once, at its first point (rto: 3 for 113 points)
     for point in points:
         settings = ", ".join(f"{k} = {v!r}" for k, v in point.settings.items()) or "the spec as written"
         print(f"[point] {point.id}  unit {point.unit}  x{point.repetitions}  servers {','.join(point.servers) or '-'}"
               f"  workloads {','.join(point.workloads)}  sets: {settings}")
         for t in point.timeouts:
-            print(f"  # timeout {t['workload']}: {describe_timeout(t)}")
+            if (line := f"  # timeout {t['workload']}: {describe_timeout(t)}") not in shown:
+                shown.add(line)
+                print(line + "  (and every later point with this timeout)")
     streaks = longest_streaks(runs)
     print(f"# longest streak of one point: {streaks['point']} runs; of one server: {streaks['server']} runs")
     print("# run order (run: point#repetition round block): " + " ".join(
@@ -177,13 +180,15 @@ def child_status(run_dir: Path) -> str | None:
 
 
 def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
-              cluster: str | None = None, console: Console | None = None) -> Path:
+              cluster: str | None = None, console: Console | None = None, preset: str | None = None) -> Path:
     """One run of a sweep, at `run_dir` inside the sweep's parent directory: continued when
-    it has a manifest, else started afresh (a directory without one holds nothing to keep)."""
+    it has a manifest, else started afresh (a directory without one holds nothing to keep).
+    `preset`: the preset `spec` is, unchanged (a suite's study), recorded in its manifest."""
     if child_status(run_dir) is None:
         if run_dir.exists():
             shutil.rmtree(run_dir)
-        return run_study(spec, quick, out=run_dir, calibrate=calibrate, cluster=cluster, console=console)
+        return run_study(spec, quick, out=run_dir, calibrate=calibrate, preset=preset, cluster=cluster,
+                         console=console)
     return run_study(spec, quick, calibrate=calibrate, resume=run_dir, cluster=cluster, console=console)
 
 
@@ -196,6 +201,7 @@ class Child:
     spec: StudySpec
     run_dir: Path
     entry: dict = field(default_factory=dict)
+    preset: str | None = None  # the preset `spec` is, unchanged
 
 
 def run_children(children: list[Child], quick: bool, calibrate: bool, cluster: str | None, *,
@@ -221,7 +227,7 @@ def run_children(children: list[Child], quick: bool, calibrate: bool, cluster: s
         entry = child.entry | {"load_avg_1m_start": round(os.getloadavg()[0], 2)}
         try:
             console = Console()
-            run_child(child.spec, child.run_dir, quick, calibrate, cluster, console)
+            run_child(child.spec, child.run_dir, quick, calibrate, cluster, console, child.preset)
             if report_time_apart:
                 entry["wall_s"] = round(time.monotonic() - started, 1)
             report_started = time.monotonic()

@@ -3,7 +3,8 @@
 ready check), a measured GET, warm-up, the capture's stop, the repetition's record write
 (records.jsonl written, rep.json not), between two repetitions, the testbed's teardown (some
 namespaces deleted), analysis and the report; each time `congestlab clean` then `--resume`. The
-result equals an uninterrupted run's, and clean leaves nothing of any kill.
+result equals an uninterrupted run's, its time budget counts every repetition once, and clean
+leaves nothing of any kill.
 
 Most moments are recognised from outside (namespaces, files of the run directory, the
 manifest, a curl or mgen process of the run). Three are too short to catch by polling (the
@@ -228,6 +229,10 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     # a killed attempt's entry has no status (nothing ran after the kill), but the one killed in
     # the report: its run had completed
     assert [r.get("status") for r in manifest["resumes"]] == [None] * (len(moments) - 2) + ["complete"] * 2
+    # every repetition's time is in the budget exactly once, those of killed attempts too: a
+    # running attempt rewrites its budget after each repetition (runner/time_budget.py IN_PROGRESS)
+    assert sum(u["runs"] for u in manifest["time_budget"]["units"].values()) == 4
+    assert any(s.get("killed") for s in manifest["time_budget_sessions"]) and "time_budget_in_progress" not in manifest
     columns, keys = _request_table(run_dir)
     assert columns == ref_columns
     assert keys == ref_keys  # the same (point, repetition, family) rows, each exactly once

@@ -1,6 +1,6 @@
 """Per-run summaries of checks recorded per repetition (congestlab/fidelity.py): one
-probe_clock_drift row per run, in µs like its limit, one probe_complete and one
-get_previous_closed row, with each repetition's row kept in the manifest's
+probe_clock_drift row per run, in µs like its limit, one probe_complete, one probe_stopped
+and one get_previous_closed row, with each repetition's row kept in the manifest's
 fidelity.per_repetition; a failure in any repetition fails the summary."""
 
 from __future__ import annotations
@@ -149,3 +149,17 @@ def test_a_run_stored_before_the_folding_reports_one_failed_row_and_one_warning(
     assert report.warnings == shown["warnings"]
     # the stored manifest is left as it was
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["fidelity"] == stored
+
+
+def test_samplers_that_did_not_stop_are_one_failed_row_naming_them():
+    unstopped = {"probes": {"stopped": False}}
+    checks = _run_checks([1, 2]) + [fidelity.Check(f"{c.name}@main.level-C1B#{rep}", c.ok, c.value, c.expected,
+                                                   c.message)
+                                    for rep in (3, 4, 5, 6) for c in probe_checks(unstopped)]
+    section = fidelity.manifest_section(checks)
+    (row,) = [c for c in section["checks"] if c["name"].startswith("probe_stopped")]
+    assert row["ok"] is False and row["value"] == "4 without"
+    assert row["message"] == ("4 repetitions without it (main.level-C1B#3, main.level-C1B#4, main.level-C1B#5 and "
+                              "1 more): the BPF sampler did not stop cleanly: its series may be cut")
+    assert section["warnings"] == [row["message"]]
+    assert sum(c["name"].startswith("probe_stopped@") for c in section["per_repetition"]) == 4

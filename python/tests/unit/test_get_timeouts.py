@@ -5,6 +5,8 @@ choice per level (margin, floor, ceiling, no published delay, no level axis), th
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -156,3 +158,13 @@ def test_dry_run_prints_each_points_timeout_and_its_source(tmp_path):
     assert ("# timeout get: 50 s = margin x longest published delay: 2.5 x 20 s published (experiment e, "
             "level mid), at least 10 s, at most 120 s") in out.stdout
     assert "# timeout get: 120 s = timeout_s (no published delay at this level)" in out.stdout
+
+
+def test_dry_run_prints_each_timeout_once():
+    """rto's 113 points share three timeouts (one per level): each is explained at its first point."""
+    out = subprocess.run([sys.executable, "-m", "congestlab.cli", "reproduce", "rto", "--dry-run"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if "# timeout get:" in line]
+    assert [line.split(": ")[1].split(" =")[0] for line in lines] == ["10 s", "97.6 s", "104.3 s"]
+    assert out.stdout.count("[point] ") == 113

@@ -98,3 +98,32 @@ def test_sigterm_during_the_analysis_marks_the_run_interrupted_and_keeps_its_bud
     stored = json.loads((run_dir / "manifest.json").read_text())
     assert stored["status"] == "interrupted" and "SIGTERM" in stored["error"]
     assert stored["time_budget_sessions"] and "analysis" in stored["time_budget"]["categories_s"]
+
+
+def test_a_running_attempt_keeps_its_budget_after_each_repetition_and_a_killed_ones_is_kept(tmp_path, monkeypatch):
+    from congestlab.rundir import write_manifest
+    from congestlab.runner.time_budget import IN_PROGRESS
+
+    spec, run_dir, first, manifest = _stored(tmp_path)
+    seen = []
+
+    def one_repetition(tb, point, rep):  # what the manifest on disk holds when each repetition starts
+        on_disk = json.loads((run_dir / "manifest.json").read_text())
+        seen.append(sum(u["runs"] for u in on_disk.get(IN_PROGRESS, {}).get("units", {}).values()))
+
+    monkeypatch.setattr(first, "_run_one", one_repetition)
+    first.runs = first.runs[:3]
+    write_manifest(run_dir, first.manifest)  # as run() does before the testbed
+    first._run_all(tb=None)
+    assert seen == [0, 1, 2]  # rewritten after each repetition, before the next one starts
+    killed = json.loads((run_dir / "manifest.json").read_text())  # SIGKILLed here: no session recorded
+    assert killed[IN_PROGRESS]["wall_s"] > 0 and "time_budget_sessions" not in killed
+    earlier = {"wall_s": 10.0, "categories_s": {"measure": 10.0}, "units": {"u0": {"wall_s": 10.0, "runs": 1}}}
+    killed |= {"time_budget_sessions": [earlier], "time_budget": earlier}
+    resumed = Runner(spec, run_dir, resume=killed, argv=["congestlab", "run", "--resume"])
+    m = resumed.manifest
+    assert IN_PROGRESS not in m and [s.get("killed") for s in m["time_budget_sessions"]] == [None, True]
+    assert m["time_budget"]["wall_s"] == round(10.0 + killed[IN_PROGRESS]["wall_s"], 3)
+    assert sum(u["runs"] for u in m["time_budget"]["units"].values()) == 1 + 3
+    resumed._record_budget(5.0)  # the resumed attempt stops: its own session, no in-progress one left
+    assert len(resumed.manifest["time_budget_sessions"]) == 3 and IN_PROGRESS not in resumed.manifest

@@ -223,7 +223,7 @@ def test_sweep_runs_each_configuration_records_it_and_keeps_complete_ones(tmp_pa
     p = plan("ipv6", axes, quick=True)
     ran, reported = [], []
 
-    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console, preset=None):
         ran.append(run_dir.name)
         if run_dir.name.endswith("-64") and len(ran) == 2:
             raise RunDirError("the testbed broke")  # recorded; the sweep goes on

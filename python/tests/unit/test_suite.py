@@ -121,8 +121,8 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
     suite, studies = _two_study_suite(tmp_path)
     ran = []
 
-    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
-        ran.append((spec.name, run_dir.relative_to(parent_dir), quick))
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console, preset=None):
+        ran.append((spec.name, run_dir.relative_to(parent_dir), quick, preset))
         if spec.name == "anma" and len(ran) == 2:
             raise RunDirError("the testbed broke")  # the suite records it and goes on
         _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
@@ -134,6 +134,7 @@ def test_suite_runs_each_study_into_its_sub_run_and_keeps_complete_ones(tmp_path
     parent, failed = run_suite(suite, studies, quick=True, out=parent_dir, echo=lambda *_: None)
     assert parent == parent_dir and failed == ["anma"]
     assert [r[1].as_posix() for r in ran] == ["studies/ipv6", "studies/anma"] and all(r[2] for r in ran)
+    assert [r[3] for r in ran] == ["ipv6", "anma"]  # each sub-run records its preset (as `reproduce PRESET` does)
     state = json.loads((parent / STATE).read_text())
     assert state["runs"]["ipv6"]["status"] == "complete" and state["runs"]["anma"]["status"] == "failed"
     # the run's time and the report's apart; every attempt's time kept
@@ -156,7 +157,7 @@ def test_only_runs_the_named_studies_now_and_resume_runs_the_rest(tmp_path, monk
     suite, studies = _two_study_suite(tmp_path)
     ran = []
 
-    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console):
+    def fake_run_child(spec, run_dir, quick, calibrate, cluster, console, preset=None):
         ran.append(spec.name)
         _fake_run(run_dir, [200, 201, 199], [240, 241, 239])
         return run_dir
@@ -235,6 +236,11 @@ def test_index_report_has_every_study_verdicts_distance_time_and_links(tmp_path)
     assert index.studies[1]["progress"] == {"done": planned - 1, "planned": planned}
     assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.markdown_path.read_text()
     assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.html_path.read_text()
+    # resumed: the study's wall time is every attempt's, and the row says how many
+    suite_run.record(parent, "ipv6", {"status": "complete", "wall_s": 40.0, "report_s": 3.0, "load_avg_1m": 1.5})
+    index = build_index(parent)
+    assert index.studies[0]["wall_s"] == 100.0 and index.total_wall_s == 100.0
+    assert "| 100.0 (1.5) in 2 attempts |" in index.markdown_path.read_text()
 
 
 def test_suite_report_of_a_directory_that_is_no_suite_exits_7(tmp_path):

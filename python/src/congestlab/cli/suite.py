@@ -11,6 +11,7 @@ import typer
 
 from congestlab.errors import CongestlabError
 from congestlab.planner.makespan import Schedule
+from congestlab.planner.remaining import projected_times
 from congestlab.planner.suite_plan import plan_run_full, plan_suite, plan_suite_full
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
@@ -82,7 +83,8 @@ def _print_schedule(schedule: Schedule, indent: str = "  ") -> None:
 
 
 def plan(
-    run_dirs: list[Path] = typer.Argument(..., help="complete run directories, or a suite run's parent"),
+    run_dirs: list[Path] = typer.Argument(..., help="run directories (an unfinished one: its rest priced from its "
+                                          "own units), or a suite run's parent"),
     nodes: int = typer.Option(..., "--nodes", min=1, max=10_000, help="number of nodes (one testbed each)"),
     task_overhead_s: float = typer.Option(None, "--task-overhead-s", min=0.0, help="scheduling overhead per task "
                                           "for a run recorded without a cluster (default 0; docs/cluster.md "
@@ -128,12 +130,14 @@ def plan(
                   "were pooled")
             for times, p in sp.studies:
                 print(f"  {times.study}: {p.wall_s:.1f} s from {len(times.tasks)} units ({times.source}; "
-                      f"recorded {times.wall_s:.1f} s on 1 node)")
+                      f"{'recorded' if times.complete else 'projected'} {times.wall_s:.1f} s on 1 node)")
+                for note in times.notes:
+                    print(f"    note: {note}")
                 _print_schedule(p.schedule, "    ")
             for s in sp.skipped:
                 print(f"  skipped {s}")
             continue
-        times = run_times(run_dir)
+        times = projected_times(run_dir)  # an unfinished run: its recorded units and the rest priced
         p = predict(times, nodes, task_overhead_s=task_overhead_s)
         print(f"{run_dir}: {times.study}, {len(times.tasks)} tasks ({times.source}), {times.tasks_s:.1f} s of tasks, "
               f"testbed {times.per_testbed_s:.1f} s, analysis {times.serial_s:.1f} s"
@@ -143,7 +147,9 @@ def plan(
         _print_schedule(p.schedule)
         for note in times.notes:
             print(f"  note: {note}")
-        if validate:
+        if validate and not times.complete:
+            print("  validation: none, the run is not complete (its recorded wall time is not a whole run's)")
+        elif validate:
             own = len((read_manifest(run_dir).get("cluster") or {}).get("nodes") or {}) or 1
             check = predict(times, own, cluster=times.on_cluster, task_overhead_s=task_overhead_s)
             err = relative_error(check.wall_s, times.wall_s)

@@ -53,8 +53,14 @@ class UnitCost:
     timeout_rep_s: float  # per repetition: waits for timeouts of a point without a GET timeout (kept as seconds)
     other_rep_s: float  # per repetition: the rest (captures, bookkeeping)
 
+    def rep_s(self, get_timeout_s: float | None, warmup_s: float) -> float:
+        """One repetition: the rest, measuring, its timeout waits at `get_timeout_s`, and
+        `warmup_s` when it waits one every repetition."""
+        return (self.other_rep_s + self.measure_rep_s + self.timeouts_per_rep * (get_timeout_s or 0.0)
+                + self.timeout_rep_s + (warmup_s if self.warmup_per_rep else 0.0))
 
-def _get_timeout_s(point: Point | None) -> float | None:
+
+def get_timeout_s(point: Point | None) -> float | None:
     if point is None:
         return None
     times = [point.study.workload(n).timeout_s for n in point.workloads
@@ -101,16 +107,11 @@ def unit_visits(units_in_order: list[int]) -> dict[int, int]:
     return visits
 
 
-def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
-    """Point id -> the costs the quick run measured for it (its unit's, shared by its points)."""
-    m = read_manifest(run_dir)
-    if not m.get("quick"):
-        raise RunDirError(f"{run_dir}: not a --quick run; a full estimate starts from one")
+def recorded_costs(m: dict, points: dict[str, Point], visits: dict[int, int]) -> dict[str, UnitCost]:
+    """Point id -> the costs a run's manifest recorded for it (its unit's, shared by its
+    points), for the points in `points` (the run's own, by id); `visits`: how often the
+    recorded runs visited each unit (per visit costs), empty when the order is unknown."""
     units = (m.get("time_budget") or {}).get("units") or {}
-    if not units:
-        raise RunDirError(f"{run_dir}: has no time budget per unit (recorded before it)")
-    quick_points = {p.id: p for p in expand(spec, quick=True)}
-    visits = unit_visits([run["unit"] for run in m.get("run_order") or []])
     out = {}
     for point in m.get("points") or []:
         per = units.get(f"u{point.get('unit', 0)}")
@@ -124,17 +125,28 @@ def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
         else:
             fixed_warm = warm
         measure, waited = per.get("measure", 0.0), per.get("timeout_wait", 0.0)
-        qp = quick_points.get(point["id"])
-        warm_each = qp.study.warmup_s if qp is not None else 0.0
+        rp = points.get(point["id"])
+        warm_each = rp.study.warmup_s if rp is not None else 0.0
         # a warm-up every repetition (a background per point), told apart from one per visit:
         # a unit visited once per repetition (two passes of one round) pays one per visit
         per_rep = bool(warm_each) and runs > max(1, seen) and warm >= 0.9 * runs * warm_each
-        quick_timeout_s = _get_timeout_s(qp)
-        counted = waited / runs / quick_timeout_s if quick_timeout_s else 0.0
+        timeout_s = get_timeout_s(rp)
+        counted = waited / runs / timeout_s if timeout_s else 0.0
         out[point["id"]] = UnitCost(restart, warm / runs if per_rep else fixed_warm, per_rep, measure / runs, counted,
-                                    0.0 if quick_timeout_s else waited / runs,
+                                    0.0 if timeout_s else waited / runs,
                                     (per["wall_s"] - warm - restart - measure - waited) / runs)
     return out
+
+
+def quick_costs(run_dir, spec: StudySpec) -> dict[str, UnitCost]:
+    """Point id -> the costs the quick run measured for it (its unit's, shared by its points)."""
+    m = read_manifest(run_dir)
+    if not m.get("quick"):
+        raise RunDirError(f"{run_dir}: not a --quick run; a full estimate starts from one")
+    if not (m.get("time_budget") or {}).get("units"):
+        raise RunDirError(f"{run_dir}: has no time budget per unit (recorded before it)")
+    return recorded_costs(m, {p.id: p for p in expand(spec, quick=True)},
+                          unit_visits([run["unit"] for run in m.get("run_order") or []]))
 
 
 def _mean(costs: list[UnitCost]) -> UnitCost:
@@ -143,6 +155,33 @@ def _mean(costs: list[UnitCost]) -> UnitCost:
                     statistics.fmean(c.measure_rep_s for c in costs),
                     statistics.fmean(c.timeouts_per_rep for c in costs), statistics.fmean(c.timeout_rep_s for c in costs),
                     statistics.fmean(c.other_rep_s for c in costs))
+
+
+@dataclass
+class Peers:
+    """Measured costs grouped for pricing a point that has none: by its level (its label on
+    the axis of [levels]) in its experiment, else at that level anywhere, else by its experiment."""
+    by_level: dict[tuple[str | None, str], list[UnitCost]]  # (experiment or None: any, level)
+    by_experiment: dict[str, list[UnitCost]]
+    study_mean: UnitCost
+
+    @classmethod
+    def of(cls, costs: dict[str, UnitCost], points: dict[str, Point]) -> "Peers":
+        by_level: dict[tuple[str | None, str], list[UnitCost]] = {}
+        by_experiment: dict[str, list[UnitCost]] = {}
+        for pid, cost in costs.items():
+            if (point := points.get(pid)) is not None:
+                by_experiment.setdefault(point.experiment, []).append(cost)
+                if (level := _level(point)) is not None:
+                    by_level.setdefault((point.experiment, level), []).append(cost)
+                    by_level.setdefault((None, level), []).append(cost)
+        return cls(by_level, by_experiment, _mean(list(costs.values())))
+
+    def like(self, point: Point) -> UnitCost:
+        level = _level(point)
+        similar = (self.by_level.get((point.experiment, level)) or self.by_level.get((None, level))
+                   or self.by_experiment.get(point.experiment))
+        return _mean(similar) if similar else self.study_mean
 
 
 @dataclass
@@ -167,37 +206,23 @@ def full_estimate(run_dir, spec: StudySpec) -> FullUnits:
     quick_by_experiment: dict[str, Point] = {}
     for p in quick_points.values():
         quick_by_experiment.setdefault(p.experiment, p)
-    study_mean = _mean(list(costs.values()))
-    by_experiment: dict[str, list[UnitCost]] = {}
-    by_level: dict[tuple[str | None, str], list[UnitCost]] = {}  # (experiment or None: any, level)
-    for pid, cost in costs.items():
-        if pid in quick_points:
-            qp = quick_points[pid]
-            by_experiment.setdefault(qp.experiment, []).append(cost)
-            if (level := _level(qp)) is not None:
-                by_level.setdefault((qp.experiment, level), []).append(cost)
-                by_level.setdefault((None, level), []).append(cost)
+    peers = Peers.of(costs, quick_points)
     units: dict[int, float] = {}
     fixed_of: dict[int, float] = {}
     borrowed_s: list[float] = []  # per point priced from others: its seconds
     warmed_longer_s: list[float] = []  # per GET point warmed up longer than in the quick run: its measuring
     warmups_s = (0.0, 0.0)  # (quick, full) warm-up of those
     for point in full_points:
-        level = _level(point)
-        similar = (by_level.get((point.experiment, level)) or by_level.get((None, level))
-                   or by_experiment.get(point.experiment))
-        cost = costs.get(point.id) or (_mean(similar) if similar else study_mean)
+        cost = costs.get(point.id) or peers.like(point)
         # the quick point it is scaled from: the same one, else one of its experiment
         qp = quick_points.get(point.id) or quick_by_experiment.get(point.experiment)
         warm = cost.warmup_s * _ratio(point.study.warmup_s, qp.study.warmup_s if qp else None)
         full_d, quick_d = _duration_s(point), _duration_s(qp)
-        rep_s = (cost.other_rep_s + cost.measure_rep_s + (full_d - quick_d if full_d and quick_d else 0.0)
-                 + cost.timeouts_per_rep * (_get_timeout_s(point) or 0.0) + cost.timeout_rep_s
-                 + (warm if cost.warmup_per_rep else 0.0))
+        rep_s = cost.rep_s(get_timeout_s(point), warm) + (full_d - quick_d if full_d and quick_d else 0.0)
         units[point.unit] = units.get(point.unit, 0.0) + point.repetitions * rep_s
         if point.id not in costs:
             borrowed_s.append(point.repetitions * rep_s)
-        if qp is not None and _get_timeout_s(point) is not None and point.study.warmup_s > qp.study.warmup_s:
+        if qp is not None and get_timeout_s(point) is not None and point.study.warmup_s > qp.study.warmup_s:
             warmed_longer_s.append(point.repetitions * cost.measure_rep_s)
             warmups_s = (qp.study.warmup_s, point.study.warmup_s)
         fixed = cost.restart_s + (0.0 if cost.warmup_per_rep else warm)

@@ -13,6 +13,7 @@ from pathlib import Path
 from congestlab.errors import CongestlabError, RunDirError
 from congestlab.planner.full_estimate import full_estimate
 from congestlab.planner.makespan import Schedule, Task, lpt
+from congestlab.planner.remaining import projected_times
 from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
 from congestlab.rundir import read_manifest
 from congestlab.spec import load_preset, load_spec
@@ -43,7 +44,7 @@ def plan_suite(parent: Path, nodes: int, task_overhead_s: float | None = None) -
     studies, skipped = [], []
     for key, run_dir in suite_run_dirs(parent):
         try:
-            times = run_times(run_dir)
+            times = projected_times(run_dir)  # an unfinished study: its recorded units and the rest priced
         except CongestlabError as err:
             skipped.append(f"{key}: {err}")
             continue

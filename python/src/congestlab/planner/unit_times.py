@@ -39,6 +39,7 @@ class RunTimes:
     on_cluster: bool
     overhead_s: float = 0.0  # per task: the recorded wall time the parts above do not explain
     notes: list[str] = field(default_factory=list)
+    complete: bool = True  # False: an unfinished run's recorded units plus its rest priced (planner/remaining.py)
 
     @property
     def tasks_s(self) -> float:

@@ -10,6 +10,7 @@ from pathlib import Path
 from congestlab import fidelity
 from congestlab.rundir import FORMAT_VERSION, environment, utc_now
 from congestlab.runner.host import pause_if_asked
+from congestlab.runner.time_budget import settle_in_progress
 from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import Point
 
@@ -68,6 +69,7 @@ def continued_manifest(stored: dict, fresh: dict, run_dir: Path, done: list[tupl
              "previous_prefix": stored.get("testbed", {}).get("prefix"), "prefix": prefix,
              "kept": len(done), "ran": [f"{p.id}#{r}" for p, r in to_run]}
     manifest.setdefault("resumes", []).append(entry)
+    settle_in_progress(manifest)  # a killed attempt's time up to its last finished repetition
     checks: list[fidelity.Check] = []
     for point, rep in done:  # their checks stand as recorded (rep.json, background instances)
         info = json.loads((rep_dir(run_dir, point.id, rep) / "rep.json").read_text())

@@ -38,9 +38,8 @@ from congestlab.runner.manifest import continued_manifest, new_manifest, rep_com
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
-from congestlab.runner.time_budget import (ANALYSIS, SERVER_RESTART, SETUP, TEARDOWN, WARMUP,
-                                             TimeBudget, timed_out_seconds)
-from congestlab.runner.time_budget import merge as merge_budgets
+from congestlab.runner.time_budget import (ANALYSIS, IN_PROGRESS, SERVER_RESTART, SETUP, TEARDOWN, WARMUP,
+                                             TimeBudget, record_session, timed_out_seconds)
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import Point, expand, experiment_passes, longest_streaks, plan
@@ -222,10 +221,9 @@ class Runner:
 
     def _record_budget(self, wall_s: float) -> None:
         """The run's budget: the sum of its sessions' (a resumed run keeps every earlier
-        session's in time_budget_sessions)."""
-        sessions = [*self.manifest.get("time_budget_sessions", []), self.budget.to_json(wall_s)]
-        self.manifest["time_budget_sessions"] = sessions
-        self.manifest["time_budget"] = merge_budgets(sessions)
+        session's in time_budget_sessions); this session's replaces its in-progress one."""
+        self.manifest.pop(IN_PROGRESS, None)
+        record_session(self.manifest, self.budget.to_json(wall_s))
 
     def _remove_temp_dirs(self) -> None:
         for path in self.temp_dirs:
@@ -243,6 +241,7 @@ class Runner:
                     with self.budget.unit_run(f"u{point.unit}"):
                         self._run_one(tb, point, rep)
                     self.manifest["runs_done"] += 1
+                    self.manifest[IN_PROGRESS] = self.budget.to_json()  # what a kill would otherwise lose
                     write_manifest(self.run_dir, self.manifest)
                     advance()
             if self.scheduler is None:

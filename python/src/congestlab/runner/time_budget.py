@@ -23,6 +23,9 @@ ANALYSIS = "analysis"  # captures and records -> results/*.csv
 OTHER = "other"  # the rest: bookkeeping between phases
 
 # (the report is built after the run, outside its wall time: time_budget.report_s, report/time_table.py)
+# the manifest's key for the attempt in progress: its budget up to its last finished repetition,
+# rewritten after each one, so a kill loses no more than the repetition it hit
+IN_PROGRESS = "time_budget_in_progress"
 CATEGORIES = (SETUP, SERVER_RESTART, WARMUP, MEASURE, TIMEOUT_WAIT, TEARDOWN, ANALYSIS, OTHER)
 UNIT_CATEGORIES = (SERVER_RESTART, WARMUP, MEASURE, TIMEOUT_WAIT, OTHER)
 
@@ -121,3 +124,20 @@ def merge(budgets: Iterable[dict]) -> dict:
             for k, v in per.items():
                 mine[k] = round(mine.get(k, 0) + v, 3) if isinstance(v, float) else mine.get(k, 0) + v
     return out
+
+
+def record_session(manifest: dict, session: dict) -> None:
+    """An attempt's budget into the manifest: appended to time_budget_sessions, time_budget
+    their sum; an in-progress budget left by an earlier killed attempt is settled first."""
+    settle_in_progress(manifest)
+    manifest["time_budget_sessions"] = [*manifest.get("time_budget_sessions", []), session]
+    manifest["time_budget"] = merge(manifest["time_budget_sessions"])
+
+
+def settle_in_progress(manifest: dict) -> None:
+    """An attempt killed before it recorded its budget (SIGKILL, power loss) left its budget
+    up to its last finished repetition: that becomes its session, marked `"killed": true`."""
+    left = manifest.pop(IN_PROGRESS, None)
+    if left:
+        manifest["time_budget_sessions"] = [*manifest.get("time_budget_sessions", []), left | {"killed": True}]
+        manifest["time_budget"] = merge(manifest["time_budget_sessions"])

@@ -55,10 +55,12 @@ def _progress(run_dir: Path) -> tuple[str | None, dict | None]:
 
 def study_summary(parent: Path, study: dict, entry: dict) -> dict:
     run_dir = parent / study["dir"]
+    attempts = entry.get("attempts_wall_s") or []  # a study resumed across sessions took every attempt's time
     out = {"key": study["key"], "label": study.get("label", study["key"]), "dir": study["dir"],
            "status": entry.get("status") or ("not run" if not (run_dir / "manifest.json").exists() else "?"),
-           "error": entry.get("error"), "wall_s": entry.get("wall_s"), "report_s": entry.get("report_s"),
-           "attempts_wall_s": entry.get("attempts_wall_s", []), "claims": [], "verdicts": {}, "distance": None,
+           "error": entry.get("error"), "wall_s": round(sum(attempts), 1) if attempts else entry.get("wall_s"),
+           "attempts": len(attempts), "report_s": entry.get("report_s"),
+           "claims": [], "verdicts": {}, "distance": None,
            "report_href": None, "time_table": None, "budget": None, "load": entry.get("load_avg_1m"),
            "progress": None}
     if not (run_dir / "manifest.json").exists():
@@ -104,7 +106,7 @@ def build_index(parent: Path) -> SuiteIndex:
     state = read_state(parent)
     runs = state.get("runs") or {}
     studies = [study_summary(parent, s, runs.get(s["key"]) or {}) for s in state.get("studies") or []]
-    total_wall = round(sum(sum(s["attempts_wall_s"]) or (s["wall_s"] or 0) for s in studies), 1)
+    total_wall = round(sum(s["wall_s"] or 0 for s in studies), 1)
     total_report = round(sum(s["report_s"] or 0 for s in studies), 1)
     budgets = [s["budget"] for s in studies if s["budget"]]
     context = {"title": state.get("title") or f"Suite {state.get('suite')}", "suite": state.get("suite"),

@@ -111,7 +111,8 @@ def run_suite(suite: SuiteSpec, members: list[SuiteMember], quick: bool = False,
     parent = open_parent(suite, members, quick, out, resume)
     echo(f"suite run: {parent} ({len(members)} studies{', --quick' if quick else ''}"
          + (f"; now only {', '.join(m.key for m in now)}" if only else "") + ")")
-    children = [Child(m.key, m.spec, study_dir(parent, m), {"status": "running"}) for m in now]
+    children = [Child(m.key, m.spec, study_dir(parent, m), {"status": "running"},
+                      preset=None if m.source.endswith(".toml") else m.source) for m in now]
     failed = run_children(children, quick, calibrate, cluster, report=_report,
                           record=lambda key, entry: record(parent, key, entry), report_time_apart=True, echo=echo)
     return parent, failed
