@@ -16,7 +16,7 @@ import pytest
 from congestlab.errors import RunDirError, SpecError
 from congestlab.planner.full_estimate import full_units
 from congestlab.planner.makespan import Task, lpt
-from congestlab.planner.remaining import projected_times, remainder
+from congestlab.planner.remaining import left_s, projected_times, remainder
 from congestlab.planner.suite_plan import plan_suite
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.spec import load_preset
@@ -395,6 +395,7 @@ def test_the_rest_of_a_run_is_refused_when_it_cannot_be_priced(tmp_path):
     with pytest.raises(RunDirError, match="complete; nothing is left"):
         remainder(run)
     assert projected_times(run).complete  # a complete run's own times (its time budget)
+    assert left_s(run) is None  # (the suite index then shows no time left)
     run, _ = _interrupted_rto(tmp_path / "b", time_budget={})
     with pytest.raises(RunDirError, match="no repetition of it recorded its time"):
         remainder(run)
@@ -407,7 +408,7 @@ def test_the_rest_of_a_run_is_refused_when_it_cannot_be_priced(tmp_path):
         remainder(run)
     # a suite's sub-run recorded before suites named their preset: found by its study's name
     run, _ = _interrupted_rto(tmp_path / "e", preset=None)
-    assert remainder(run).done == 4
+    assert remainder(run).done == 4 and left_s(run) == remainder(run).left_s
 
 
 def test_plan_cli_on_an_interrupted_run_projects_it_and_does_not_validate(tmp_path):

@@ -236,6 +236,10 @@ def test_index_report_has_every_study_verdicts_distance_time_and_links(tmp_path)
     assert index.studies[1]["progress"] == {"done": planned - 1, "planned": planned}
     assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.markdown_path.read_text()
     assert f"interrupted ({planned - 1} of {planned} repetitions)" in index.html_path.read_text()
+    # with the planner's estimate of what it has left (the command line passes it: cli/suite.py)
+    index = build_index(parent, rest_s=lambda run_dir: 7200.0 if run_dir.name == "anma" else None)
+    assert f"interrupted ({planned - 1} of {planned} repetitions; about 2.0 h left)" in index.markdown_path.read_text()
+    assert "about 2.0 h left" in index.html_path.read_text()
     # resumed: the study's wall time is every attempt's, and the row says how many
     suite_run.record(parent, "ipv6", {"status": "complete", "wall_s": 40.0, "report_s": 3.0, "load_avg_1m": 1.5})
     index = build_index(parent)

@@ -11,13 +11,13 @@ import typer
 
 from congestlab.errors import CongestlabError
 from congestlab.planner.makespan import Schedule
-from congestlab.planner.remaining import projected_times
+from congestlab.planner.remaining import left_s, projected_times
 from congestlab.planner.suite_plan import plan_run_full, plan_suite, plan_suite_full
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.rundir import read_manifest
 from congestlab.runner import require_root
 from congestlab.suite.index import build_index
-from congestlab.suite.run import dry_run, run_suite, selected
+from congestlab.suite.run import dry_run, run_suite, selected, study_dir
 from congestlab.suite.spec import SuiteSpec, is_suite, load_suite, members, suite_names  # noqa: F401 (cli/__init__)
 from congestlab.suite.run import STATE as SUITE_STATE
 
@@ -35,8 +35,12 @@ def execute_suite(suite: SuiteSpec, base: Path | None, quick: bool, out: Path | 
         return
     if cluster is None:
         require_root()
+    if resume is not None:  # how long each unfinished study takes to finish (planner/remaining.py)
+        for m in selected(studies, only):
+            if (left := left_s(study_dir(resume, m))) is not None:
+                print(f"{m.key}: about {left / 3600:.1f} h left at its own pace")
     parent, failed = run_suite(suite, studies, quick, out, resume, calibrate, cluster, only)
-    index = build_index(parent)
+    index = build_index(parent, rest_s=left_s)
     print(f"suite index: {index.markdown_path}  (also {index.html_path.name}); "
           f"{index.total_wall_s} s of runs")
     if failed:
@@ -72,7 +76,7 @@ def suite(
 
 def suite_report(parent: Path = typer.Argument(..., help="a suite run's parent directory")) -> None:
     """Rebuild a suite run's index.md/.html from its stored sub-runs (no root)."""
-    index = build_index(parent)
+    index = build_index(parent, rest_s=left_s)
     print(f"suite index: {index.markdown_path}  (also {index.html_path.name}); {index.total_wall_s} s of runs")
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from congestlab.errors import RunDirError
+from congestlab.errors import CongestlabError, RunDirError
 from congestlab.planner.full_estimate import Peers, get_timeout_s, recorded_costs, unit_visits
 from congestlab.planner.makespan import Task
 from congestlab.planner.unit_times import RunTimes, run_times
@@ -81,6 +81,14 @@ def remainder(run_dir: Path) -> Remainder:
     planned = sum(p.get("repetitions", 0) for p in m.get("points") or [])
     return Remainder(m.get("status", "?"), len(done), planned, float(budget.get("wall_s") or 0.0),
                      [Task(f"u{u}", s + fixed[u]) for u, s in seconds.items()], borrowed)
+
+
+def left_s(run_dir: Path) -> float | None:
+    """What an unfinished run's --resume has left, in seconds; None when it cannot be priced."""
+    try:
+        return remainder(run_dir).left_s
+    except CongestlabError:
+        return None
 
 
 def _own_spec(run_dir: Path, m: dict) -> StudySpec:

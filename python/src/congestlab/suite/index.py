@@ -9,6 +9,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from congestlab.errors import CongestlabError, RunDirError
 from congestlab.report.claims import NOT_MEASURED, evaluate_claims
@@ -21,6 +22,9 @@ from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.sensitivity.distance import distance
 from congestlab.sensitivity.report import published_cells
 from congestlab.suite.run import STATE
+
+
+RestOf = Callable[[Path], "float | None"]
 
 
 @dataclass
@@ -53,7 +57,7 @@ def _progress(run_dir: Path) -> tuple[str | None, dict | None]:
                              "planned": sum(p.get("repetitions", 0) for p in m.get("points") or [])}
 
 
-def study_summary(parent: Path, study: dict, entry: dict) -> dict:
+def study_summary(parent: Path, study: dict, entry: dict, rest_s: RestOf | None = None) -> dict:
     run_dir = parent / study["dir"]
     attempts = entry.get("attempts_wall_s") or []  # a study resumed across sessions took every attempt's time
     out = {"key": study["key"], "label": study.get("label", study["key"]), "dir": study["dir"],
@@ -66,6 +70,8 @@ def study_summary(parent: Path, study: dict, entry: dict) -> dict:
     if not (run_dir / "manifest.json").exists():
         return out
     status, out["progress"] = _progress(run_dir)
+    if out["progress"] is not None and rest_s is not None:
+        out["progress"]["left_s"] = rest_s(run_dir)
     if out["status"] == "?" and status:  # the suite recorded no attempt (stopped from outside)
         out["status"] = status
     try:
@@ -101,11 +107,13 @@ def study_summary(parent: Path, study: dict, entry: dict) -> dict:
     return out
 
 
-def build_index(parent: Path) -> SuiteIndex:
+def build_index(parent: Path, rest_s: RestOf | None = None) -> SuiteIndex:
+    """`rest_s`: an unfinished study's time left, in seconds (None: unknown), shown beside
+    how far it got (the planner's, given by the command line: it sits above this layer)."""
     parent = Path(parent).absolute()
     state = read_state(parent)
     runs = state.get("runs") or {}
-    studies = [study_summary(parent, s, runs.get(s["key"]) or {}) for s in state.get("studies") or []]
+    studies = [study_summary(parent, s, runs.get(s["key"]) or {}, rest_s) for s in state.get("studies") or []]
     total_wall = round(sum(s["wall_s"] or 0 for s in studies), 1)
     total_report = round(sum(s["report_s"] or 0 for s in studies), 1)
     budgets = [s["budget"] for s in studies if s["budget"]]
