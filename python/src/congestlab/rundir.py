@@ -169,6 +169,11 @@ def git_revision() -> str:
         return "unknown"
 
 
+def planned_repetitions(manifest: dict) -> int:
+    """The repetitions a run's points plan (its manifest's `points`)."""
+    return sum(p.get("repetitions", 0) for p in manifest.get("points") or [])
+
+
 def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
     """(point id, repetition, directory) of every repetition that wrote its rep.json."""
     out = []

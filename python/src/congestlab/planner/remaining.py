@@ -21,13 +21,13 @@ from congestlab.errors import CongestlabError, RunDirError
 from congestlab.planner.full_estimate import Peers, get_timeout_s, recorded_costs, unit_visits
 from congestlab.planner.makespan import Task
 from congestlab.planner.unit_times import RunTimes, run_times
-from congestlab.rundir import completed_repetitions, read_manifest
+from congestlab.rundir import completed_repetitions, planned_repetitions, read_manifest
 from congestlab.runner.time_budget import IN_PROGRESS
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.spec import load_preset, preset_names
 from congestlab.spec.models import StudySpec
-from congestlab.study import same_run_spec
 from congestlab.spec.sweep import expand
+from congestlab.study import same_run_spec
 
 
 @dataclass
@@ -35,19 +35,24 @@ class Remainder:
     status: str
     done: int  # repetitions with results
     planned: int
-    recorded_s: float  # the time budget of the attempts that stopped
+    budget: dict  # the time budget recorded so far (`recorded_budget`)
     left: list[Task]  # per unit: the seconds its repetitions still to run take
     borrowed: int  # points still to run that are priced from others
+
+    @property
+    def recorded_s(self) -> float:
+        return float(self.budget.get("wall_s") or 0.0)
 
     @property
     def left_s(self) -> float:
         return sum(t.seconds for t in self.left)
 
 
-def remainder(run_dir: Path) -> Remainder:
-    """RunDirError (exit 7) for a complete run, or one with no recorded time per unit."""
+def remainder(run_dir: Path, m: dict | None = None) -> Remainder:
+    """RunDirError (exit 7) for a complete run, or one with no recorded time per unit. `m`:
+    its manifest when the caller has read it."""
     run_dir = Path(run_dir)
-    m = read_manifest(run_dir, require_complete=False)
+    m = read_manifest(run_dir, require_complete=False) if m is None else m
     if m.get("status") == "complete":
         raise RunDirError(f"{run_dir}: the run is complete; nothing is left to run")
     budget = recorded_budget(m)
@@ -57,18 +62,18 @@ def remainder(run_dir: Path) -> Remainder:
     points = {p.id: p for p in expand(spec, quick=bool(m.get("quick")))}
     done = {(pid, rep) for pid, rep, _ in completed_repetitions(run_dir)}
     order = m.get("run_order") or []
-    todo = [r for r in order if (r["point"], r["repetition"]) not in done]
+    ran = [(r["point"], r["repetition"]) in done for r in order]
+    todo = [r for r, was in zip(order, ran) if not was]
     # per visit of a unit as the runs done so far visited it (a resume that splits a visit
     # pays its start twice: the estimate is then a little high)
-    visits_done = unit_visits([r["unit"] for r in order if (r["point"], r["repetition"]) in done])
+    visits_done = unit_visits([r["unit"] for r, was in zip(order, ran) if was])
     costs = recorded_costs(m | {"time_budget": budget}, points, visits_done)
     peers = Peers.of(costs, points)
-    reps_left = Counter(r["point"] for r in todo)
     visits_left = unit_visits([r["unit"] for r in todo])
     seconds: dict[int, float] = {}
     fixed: dict[int, float] = {}
     borrowed = 0
-    for pid, n in reps_left.items():
+    for pid, n in Counter(r["point"] for r in todo).items():
         point = points.get(pid)
         if point is None:
             raise RunDirError(f"{run_dir}: its run order names point {pid!r}, which its spec does not have")
@@ -77,9 +82,8 @@ def remainder(run_dir: Path) -> Remainder:
             cost, borrowed = peers.like(point), borrowed + 1
         seconds[point.unit] = seconds.get(point.unit, 0.0) + n * cost.rep_s(get_timeout_s(point), cost.warmup_s)
         per_visit = cost.restart_s + (0.0 if cost.warmup_per_rep else cost.warmup_s)
-        fixed[point.unit] = max(fixed.get(point.unit, 0.0), per_visit * visits_left.get(point.unit, 1))
-    planned = sum(p.get("repetitions", 0) for p in m.get("points") or [])
-    return Remainder(m.get("status", "?"), len(done), planned, float(budget.get("wall_s") or 0.0),
+        fixed[point.unit] = max(fixed.get(point.unit, 0.0), per_visit * visits_left[point.unit])
+    return Remainder(m.get("status", "?"), len(done), planned_repetitions(m), budget,
                      [Task(f"u{u}", s + fixed[u]) for u, s in seconds.items()], borrowed)
 
 
@@ -111,8 +115,8 @@ def projected_times(run_dir: Path) -> RunTimes:
     m = read_manifest(run_dir, require_complete=False)
     if m.get("status") == "complete":
         return run_times(run_dir)
-    rest = remainder(run_dir)
-    budget = recorded_budget(m)
+    rest = remainder(run_dir, m)
+    budget = rest.budget
     cats = budget.get("categories_s") or {}
     units = {name: float(per.get("wall_s") or 0.0) for name, per in budget["units"].items()}
     for task in rest.left:

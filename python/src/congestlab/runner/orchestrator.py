@@ -222,7 +222,6 @@ class Runner:
     def _record_budget(self, wall_s: float) -> None:
         """The run's budget: the sum of its sessions' (a resumed run keeps every earlier
         session's in time_budget_sessions); this session's replaces its in-progress one."""
-        self.manifest.pop(IN_PROGRESS, None)
         record_session(self.manifest, self.budget.to_json(wall_s))
 
     def _remove_temp_dirs(self) -> None:

@@ -127,11 +127,10 @@ def merge(budgets: Iterable[dict]) -> dict:
 
 
 def record_session(manifest: dict, session: dict) -> None:
-    """An attempt's budget into the manifest: appended to time_budget_sessions, time_budget
-    their sum; an in-progress budget left by an earlier killed attempt is settled first."""
-    settle_in_progress(manifest)
-    manifest["time_budget_sessions"] = [*manifest.get("time_budget_sessions", []), session]
-    manifest["time_budget"] = merge(manifest["time_budget_sessions"])
+    """An attempt's budget into the manifest, in place of its in-progress one: appended to
+    time_budget_sessions, time_budget their sum."""
+    manifest.pop(IN_PROGRESS, None)
+    _append_session(manifest, session)
 
 
 def settle_in_progress(manifest: dict) -> None:
@@ -139,5 +138,9 @@ def settle_in_progress(manifest: dict) -> None:
     up to its last finished repetition: that becomes its session, marked `"killed": true`."""
     left = manifest.pop(IN_PROGRESS, None)
     if left:
-        manifest["time_budget_sessions"] = [*manifest.get("time_budget_sessions", []), left | {"killed": True}]
-        manifest["time_budget"] = merge(manifest["time_budget_sessions"])
+        _append_session(manifest, left | {"killed": True})
+
+
+def _append_session(manifest: dict, session: dict) -> None:
+    manifest["time_budget_sessions"] = [*manifest.get("time_budget_sessions", []), session]
+    manifest["time_budget"] = merge(manifest["time_budget_sessions"])

@@ -17,14 +17,14 @@ from congestlab.report.data import RunData
 from congestlab.report.engine import VERDICT_ORDER, verdict_class
 from congestlab.report.render import render_template
 from congestlab.report.time_table import time_table
-from congestlab.rundir import completed_repetitions, read_manifest
+from congestlab.rundir import completed_repetitions, planned_repetitions, read_manifest
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.sensitivity.distance import distance
 from congestlab.sensitivity.report import published_cells
 from congestlab.suite.run import STATE
 
 
-RestOf = Callable[[Path], "float | None"]
+RestOf = Callable[[Path], float | None]
 
 
 @dataclass
@@ -54,7 +54,7 @@ def _progress(run_dir: Path) -> tuple[str | None, dict | None]:
     if m.get("status") == "complete":
         return "complete", None
     return m.get("status"), {"done": len(completed_repetitions(run_dir)),
-                             "planned": sum(p.get("repetitions", 0) for p in m.get("points") or [])}
+                             "planned": planned_repetitions(m)}
 
 
 def study_summary(parent: Path, study: dict, entry: dict, rest_s: RestOf | None = None) -> dict:
