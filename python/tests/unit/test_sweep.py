@@ -4,6 +4,7 @@ id, and repetitions interleave within a unit that shares long-lived background."
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from collections import Counter
@@ -12,7 +13,7 @@ import pytest
 
 from congestlab.errors import SpecError
 from congestlab.spec import load_preset
-from congestlab.spec.fieldpath import FieldPathError, apply, get_field
+from congestlab.spec.fieldpath import FieldPathError, apply, get_field, set_field
 from congestlab.spec.loader import parse_spec
 from congestlab.spec.sweep import expand, run_order
 
@@ -123,12 +124,19 @@ def test_sequential_order_runs_each_point_to_the_end():
 
 def test_field_paths():
     data = load_preset("ipv6").model_dump(mode="json")
-    out = apply(data, {"nodes.r1.links.s0.queue_packets": 64, "servers.lean.knobs.sampling": "some",
-                       "nodes.client.sysctls.net.ipv4.tcp_rmem": "4096 65535 65535"})
+    before = copy.deepcopy(data)
+    settings = {"nodes.r1.links.s0.queue_packets": 64, "servers.lean.knobs.sampling": "some",
+                "nodes.client.sysctls.net.ipv4.tcp_rmem": "4096 65535 65535", "nodes.r1.links.s0.rate_bps": 5}
+    out = apply(data, settings)
     assert get_field(out, "nodes.r1.links.s0.queue_packets") == 64
     assert get_field(out, "servers.lean.knobs.sampling") == "some"
     assert get_field(out, "nodes.client.sysctls.net.ipv4.tcp_rmem") == "4096 65535 65535"
     assert get_field(data, "nodes.r1.links.s0.queue_packets") == 1000, "apply copies"
+    assert data == before, "apply copies on write: nothing the source holds changes"
+    by_hand = copy.deepcopy(data)
+    for path, value in settings.items():
+        set_field(by_hand, path, value)
+    assert out == by_hand
     with pytest.raises(FieldPathError, match="no item 's7'"):
         apply(data, {"nodes.r1.links.s7.rate_bps": 1})
     with pytest.raises(FieldPathError, match="ends on a list item"):

@@ -24,9 +24,11 @@ class FieldPathError(ValueError):
     pass
 
 
-def set_field(data: dict, path: str, value: Any, create: bool = False) -> None:
+def set_field(data: dict, path: str, value: Any, create: bool = False, owned: set[int] | None = None) -> None:
     """Set `path` in `data` (in place); `create` makes missing tables and keys (for a
-    spec dumped without its defaults, once the path was checked against a full one)."""
+    spec dumped without its defaults, once the path was checked against a full one).
+    `owned`: copy on write; every table or list on the path whose id is not in it is
+    replaced by a shallow copy first (and its id added), so what `data` shares is untouched."""
     segments = path.split(".")
     if segments[0] == "nodes":
         segments = ["topology", *segments]
@@ -37,14 +39,14 @@ def set_field(data: dict, path: str, value: Any, create: bool = False) -> None:
             index = _list_index(node, seg, path)
             if last:
                 raise FieldPathError(f"{path}: ends on a list item; name one of its fields")
-            node = node[index]
+            node = _child(node, index, owned)
             continue
         if not isinstance(node, dict):
             raise FieldPathError(f"{path}: {'.'.join(segments[:i])} is a value, not a table")
         if create and seg not in node:
             node[seg] = {} if not last else value
         if seg in FREE_MAPPINGS and not last and isinstance(node.get(seg), dict):
-            node[seg][".".join(segments[i + 1:])] = value
+            _child(node, seg, owned)[".".join(segments[i + 1:])] = value
             return
         if seg not in node:
             known = ", ".join(sorted(node)) if node else "none"
@@ -52,7 +54,17 @@ def set_field(data: dict, path: str, value: Any, create: bool = False) -> None:
         if last:
             node[seg] = value
         else:
-            node = node[seg]
+            node = _child(node, seg, owned)
+
+
+def _child(node: dict | list, key: Any, owned: set[int] | None) -> Any:
+    """`node[key]`, replaced by a shallow copy first when writing copies on write."""
+    child = node[key]
+    if owned is not None and isinstance(child, (dict, list)) and id(child) not in owned:
+        child = copy.copy(child)
+        node[key] = child
+        owned.add(id(child))
+    return child
 
 
 def get_field(data: dict, path: str) -> Any:
@@ -86,10 +98,13 @@ def _list_index(items: list, seg: str, path: str) -> int:
 
 
 def apply(data: dict, settings: dict[str, Any], create: bool = False) -> dict:
-    """A copy of `data` with every path of `settings` set."""
-    out = copy.deepcopy(data)
+    """A copy of `data` with every path of `settings` set. Only the tables and lists on
+    the paths are copied (a spec's published numbers and report are most of it and are
+    shared), so neither `data` nor anything it holds is changed; don't change the copy in place."""
+    out = dict(data)
+    owned = {id(out)}
     for path, value in settings.items():
-        set_field(out, path, value, create)
+        set_field(out, path, value, create, owned)
     return out
 
 

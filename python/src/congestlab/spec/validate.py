@@ -15,23 +15,33 @@ if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec
 
 
-def non_finite_problem(data: Any, path: str = "") -> str | None:
+def non_finite_problem(data: Any) -> str | None:
     """The first nan or inf anywhere in a spec as read (TOML has both), named by its field
     path (list items by their name or switch, as in `[set]`); None when every number is finite.
     Typed fields refuse them too (the models' allow_inf_nan), but free tables (sysctls,
     knobs, `[set]`, levels, axis values, report) hold values of any type."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return f"{path or 'value'}: {data} is not a finite number"
-    if isinstance(data, dict):
-        items = ((f"{path}.{key}" if path else str(key), value) for key, value in data.items())
-    elif isinstance(data, list):
-        items = ((f"{path}.{_item_name(value, index)}", value) for index, value in enumerate(data))
-    else:
+    found = _non_finite(data)
+    if found is None:
         return None
-    for where, value in items:
-        problem = non_finite_problem(value, where)
-        if problem:
-            return problem
+    value, keys_inner_first = found
+    return f"{'.'.join(reversed(keys_inner_first)) or 'value'}: {value} is not a finite number"
+
+
+def _non_finite(data: Any) -> tuple[float, list[str]] | None:
+    """The first non-finite number and its path's keys, innermost first; the path is only
+    built for the one found (a sweep validates every point's spec: its walk must be cheap)."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (data, [])
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if (found := _non_finite(value)) is not None:
+                found[1].append(str(key))
+                return found
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            if (found := _non_finite(value)) is not None:
+                found[1].append(_item_name(value, index))
+                return found
     return None
 
 
