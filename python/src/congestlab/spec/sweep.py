@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
 from congestlab.spec.get_timeouts import FROM_PUBLISHED, ChosenTimeout, choose
-from congestlab.spec.models import ExperimentSpec, StudySpec
+from congestlab.spec.models import VALUES_CHECKED, ExperimentSpec, StudySpec
 from congestlab.spec.workloads import BACKGROUND_KINDS
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
@@ -186,7 +186,7 @@ def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> S
     except FieldPathError as err:
         raise SweepError(where, str(err)) from None
     try:
-        return StudySpec.model_validate(data)
+        return StudySpec.model_validate(data, context={VALUES_CHECKED: True})
     except ValidationError as err:
         first = err.errors()[0]
         loc = field_path(first["loc"], data)
