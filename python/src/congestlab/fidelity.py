@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections import Counter
 from dataclasses import asdict, dataclass
 
 BACKGROUND_TOLERANCE_PCT = 3.0
@@ -219,24 +218,3 @@ def manifest_section(checks: list[Check]) -> dict:
     shown, per_repetition = fold_per_run(checks)
     return {"checks": checks_to_json(shown), "warnings": [c.message for c in shown if failed(c)],
             "per_repetition": checks_to_json(per_repetition)}
-
-
-def shown_section(section: dict) -> dict:
-    """A stored manifest's `fidelity` as manifest_section writes it now: a run stored before a
-    kind of PER_RUN_SUMMARIES was folded has a row and a warning per repetition, which the
-    report, `compare` and the sweeps show as the kind's one summary row and its one warning
-    (a failed repetition's warning gives way to its failed summary's, never vanishes)."""
-    shown, replaced = fold_per_run(checks_from_json(section.get("checks") or []))
-    warnings = list(section.get("warnings") or [])
-    if replaced:
-        gone = Counter(c.message for c in replaced if failed(c))
-        kept = []
-        for w in warnings:
-            if gone[w] > 0:
-                gone[w] -= 1
-            else:
-                kept.append(w)
-        summaries = [c.message for c in shown if c.name in PER_RUN_SUMMARIES and failed(c)]
-        warnings = kept + [m for m in summaries if m not in kept]
-    return {"checks": checks_to_json(shown), "warnings": warnings,
-            "per_repetition": list(section.get("per_repetition") or []) + checks_to_json(replaced)}

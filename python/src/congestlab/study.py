@@ -20,7 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
-from congestlab.rundir import new_run_dir, prepare_out_dir, read_manifest
+from congestlab.rundir import new_run_dir, prepare_out_dir
 from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
@@ -29,6 +29,7 @@ from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand, experiment_passes, longest_streaks, plan, rounds_per_pass
 from congestlab.testbed import Testbed, new_prefix
+from congestlab.stored import StoredRun
 from congestlab.testbed.namespaces import list_namespaces, owner_alive
 
 RUNS_PARENT = Path("runs")
@@ -90,28 +91,12 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         f"{r.index}:{r.point.id}#{r.repetition}@{r.round}/b{r.block}" for r in planned))
 
 
-def same_run_spec(stored: dict | None, spec: StudySpec, quick: bool) -> bool:
-    """Whether a stored run's spec is this one as far as the run goes: a full run never reads
-    [quick], so a [quick] changed since does not count; nor does a top-level field added to the
-    models since the run was recorded, while this spec leaves it at its default (e.g. `passes`)."""
-    if not isinstance(stored, dict):
-        return False
-    mine = json.loads(json.dumps(spec.model_dump(mode="json")))
-    theirs = dict(stored)
-    for name, info in StudySpec.model_fields.items():
-        if name not in theirs and getattr(spec, name) == info.get_default(call_default_factory=True):
-            mine.pop(name, None)
-    if not quick:
-        mine.pop("quick", None)
-        theirs.pop("quick", None)
-    return mine == theirs
-
-
 def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
     """The stored manifest of a run directory to continue with this very spec; refuses
     (RunDirError, exit 7) another spec, another --quick, or a run whose process still lives."""
-    stored = read_manifest(resume, require_complete=False)
-    if not same_run_spec(stored.get("spec"), spec, quick):
+    run = StoredRun(resume, require_complete=False)
+    stored = run.raw
+    if not run.ran(spec, quick):
         raise RunDirError(f"{resume}: its manifest holds another spec than the one given; resume it with the "
                           f"spec it ran ({stored.get('preset') or stored.get('study')!r})")
     if bool(stored.get("quick")) != quick:

@@ -1,4 +1,4 @@
-"""Hand-made run directories in the format_version 2 layout (docs/data-format.md): a manifest,
+"""Hand-made run directories in the current format (docs/data-format.md): a manifest,
 results/<kind>.csv in long form, and points/<id>/r<rep>/ with stand-in capture files.
 
 `RunBuilder` takes records per point and repetition and writes them with
@@ -12,6 +12,8 @@ import random
 from pathlib import Path
 
 from congestlab.results import write_results
+from congestlab.rundir import FORMAT_VERSION
+from congestlab.rundir.upgrade import stored_row_outcome
 
 
 class RunBuilder:
@@ -24,6 +26,9 @@ class RunBuilder:
         self.points: dict[str, dict] = {}
         self.rows: dict[str, list[dict]] = {}
         self.fidelity = {"checks": [], "warnings": []}
+        # a hand-made spec is no whole study: a run of format 2 (whose rows the reader upgrades
+        # from the spec's points) needs a whole one (record_fixtures.tiny_stored_spec)
+        self.format_version = FORMAT_VERSION
 
     def point_id(self, axes: dict, experiment: str | None = None) -> str:
         return (experiment or self.experiment) + "." + ".".join(f"{k}-{axes[k]}" for k in self.axes)
@@ -44,6 +49,9 @@ class RunBuilder:
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         for kind, rows in self.rows.items():
+            if kind == "request" and self.format_version >= FORMAT_VERSION:
+                # every row of today's analysis has its outcome: from ok and the error when not given
+                rows = [row if "outcome" in row else row | {"outcome": stored_row_outcome(row)} for row in rows]
             write_results(run_dir, kind, self.axes, rows)
         for pid, point in self.points.items():
             for rep in range(1, point["repetitions"] + 1):
@@ -52,7 +60,7 @@ class RunBuilder:
                 (d / "server.pcap").write_bytes(b"")
                 (d / "client.log").write_text("stand-in log\n")
         manifest = {
-            "format_version": 2, "study": self.study, "preset": self.study, "quick": self.quick,
+            "format_version": self.format_version, "study": self.study, "preset": self.study, "quick": self.quick,
             "status": "complete", "spec": self.spec, "axes": self.axes, "points": list(self.points.values()),
             "environment": {"kernel": "6.1.0-test", "cpus": 2, "python": "3.11.2", "git_revision": "abc123"},
             "tools": {"iperf": "iperf version 2.1.8", "apache2": "Apache/2.4.62"},

@@ -12,7 +12,7 @@ import pytest
 from congestlab.errors import SpecError
 from congestlab.spec.loader import parse_spec
 
-TINY_TOPOLOGY = """
+TINY_NETWORK = """
 [topology]
 switches = [
   { name = "s0", subnet4 = "10.9.0.0/24", subnet6 = "fd00:9:0:0::/64" },
@@ -28,6 +28,8 @@ links = [{ switch = "s0" }]
 [[topology.nodes]]
 name = "server"
 links = [{ switch = "s1" }]
+"""
+TINY_TOPOLOGY = TINY_NETWORK + """
 [[servers]]
 name = "apache"
 kind = "apache"

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from pcap_builder import transfer_with_loss_and_reordering
 
-from congestlab.analysis import run_analysis
+from congestlab.analysis import server_views
 from congestlab.analysis.connections import group_connections
 from congestlab.analysis.lean_log import LogIndex, compare_with_pcap, logged_connections
 from congestlab.analysis.metrics import ByteRanges, measure_connection
@@ -178,7 +178,7 @@ def test_lean_log_checks_index_each_log_once_for_all_its_repetitions(tmp_path, m
             built.append(len(logged))
             super().__init__(logged)
 
-    monkeypatch.setattr(run_analysis, "LogIndex", CountedIndex)
+    monkeypatch.setattr(server_views, "LogIndex", CountedIndex)
     logs = {}
     for server, port in (("lean", 40000), ("leanmodern", 41000)):
         logs[server] = tmp_path / f"{server}.jsonl"
@@ -192,7 +192,7 @@ def test_lean_log_checks_index_each_log_once_for_all_its_repetitions(tmp_path, m
     by_server = {server: [(f"p #{rep}", [seen(40000 + offset + rep, 100.0 + 10 * rep)], logs[server],
                            (99.0 + 10 * rep, 109.0 + 10 * rep)) for rep in range(1, 4)]
                  for server, offset in (("lean", 0), ("leanmodern", 1000))}
-    checks = run_analysis._lean_log_checks(by_server)
+    checks = server_views.lean_log_checks(by_server)
     assert [(c.name, c.ok, c.value) for c in checks] == [("retransmissions_pcap_vs_log_lean", True, "3/3"),
                                                         ("retransmissions_pcap_vs_log_leanmodern", True, "3/3")]
     assert built == [3, 3]  # one index per log, not one per repetition

@@ -12,14 +12,15 @@ import pytest
 from pydantic import ValidationError
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.run_analysis import pick_browser_connection
+from congestlab.analysis.request_rows import pick_browser_connection
 from congestlab.analysis.trace import PcapConnection
 from congestlab.spec.workloads import GetWorkload
 from congestlab.traffic.chromium import DevToolsPipe, chromium_argv, fetch_outcome
+from record_fixtures import get_record
 
 FILE_B = 320 * 1024
 URL = "http://10.0.4.11:80/320KiB.bin"
-ROW = {"family": "v4", "client_addr": "10.0.0.10", "file_kib": 320, "start_ts": 100.0, "end_ts": 101.0}
+ROW = get_record(family="v4", client_addr="10.0.0.10", file_kib=320, start_ts=100.0, end_ts=101.0, client_port=None)
 
 
 def conn(port: int, payload: int | None, client: str = "10.0.0.10", family: str = "v4", first_ts: float = 100.1,
@@ -47,7 +48,7 @@ def test_no_or_two_carriers_are_reported_with_what_was_seen():
     assert "port 40001: no request from the client" in why and "port 40003: 150 B" in why
     chosen, why = pick_browser_connection([conn(40002, FILE_B), conn(40007, FILE_B)], ROW)
     assert chosen is None and "ambiguous" in why
-    v6 = ROW | {"family": "v6", "client_addr": "fd00:0:0:0::10"}  # written another way: same address
+    v6 = ROW.model_copy(update={"family": "v6", "client_addr": "fd00:0:0:0::10"})  # written another way: same address
     chosen, _ = pick_browser_connection([conn(40005, FILE_B, family="v6", client="fd00::10")], v6)
     assert chosen is not None
 

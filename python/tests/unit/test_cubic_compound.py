@@ -12,6 +12,8 @@ from pcap_builder import ACK, MSS, Conversation, transfer_with_loss_and_reorderi
 from report_fixtures import RunBuilder
 
 from congestlab.analysis.run_analysis import analyze_run
+from congestlab.rundir import FORMAT_VERSION
+from record_fixtures import get_row, tiny_stored_spec
 from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.spec.report import validate_report
@@ -100,7 +102,8 @@ def _run_dir(tmp_path, conversations, records) -> object:
     manifest = {"axes": ["pair", "level", "size_kib"],
                 "points": [{"id": rep.parent.name, "experiment": "same",
                             "axes": {"pair": "Apache-Apache", "level": "C1", "size_kib": "504"}}],
-                "servers": {"s1": [{"instance": "i1", "port": 80}]}, "spec": {"servers": []}}
+                "servers": {"s1": [{"instance": "i1", "port": 80}]}, "format_version": FORMAT_VERSION,
+                "spec": tiny_stored_spec(server="s1", files_kib=(504,))}
     return run, manifest
 
 
@@ -111,9 +114,8 @@ def test_port_aggregate_counts_every_connection_both_ways_with_and_without_retra
     get_resent = sum(len(f.data) for f in get.frames if f.retransmission)
     frames = get.frames + stress.frames
     first, last = min(f.ts for f in frames), max(f.ts for f in frames)
-    raw = {"kind": "get_raw", "row": {"server": "s1", "client": "client", "family": "v4", "file_kib": 504,
-                                      "ok": True, "client_port": 40000, "start_ts": T0, "end_ts": T0 + 0.3,
-                                      "time_total_s": 0.3}}
+    raw = {"kind": "get_raw", "row": get_row(server="s1", file_kib=504, client_port=40000, start_ts=T0,
+                                             end_ts=T0 + 0.3, time_total_s=0.3)}
     load = {"kind": "load", "row": {"workload": "stress", "client": "stress", "server": "s1", "family": "v4",
                                     "file_kib": 320, "configured_mbps": 50.0, "achieved_mbps": 42.2,
                                     "shared_bandwidth_pct": 84.4, "fetches_skipped": 0}}

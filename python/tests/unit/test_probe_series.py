@@ -327,7 +327,18 @@ def test_owner_record_keeps_the_samplers_in_their_own_field(tmp_path, monkeypatc
 def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
     """run_analysis's step for one repetition: the sampler's recording and the lean log (with
     kernel_probe on) become results/series files; a broken recording is a problem, not a crash."""
-    from congestlab.analysis.run_analysis import _write_probe_series
+    from congestlab.analysis.server_views import write_probe_series
+    from congestlab.rundir import FORMAT_VERSION
+    from congestlab.stored import StoredRun
+    from record_fixtures import tiny_stored_spec
+
+    def repetition(kernel_probe: bool):
+        spec = tiny_stored_spec(extra=f"[capture]\nkernel_probe = {str(kernel_probe).lower()}\n")
+        (tmp_path / "manifest.json").write_text(json.dumps({
+            "format_version": FORMAT_VERSION, "status": "complete", "spec": spec,
+            "points": [{"id": "p", "experiment": "e"}]}))
+        (rep,) = StoredRun(tmp_path).repetitions()
+        return rep
 
     rep_dir = tmp_path / "points" / "p" / "r1"
     (rep_dir / "probes").mkdir(parents=True)
@@ -339,22 +350,21 @@ def test_the_analysis_writes_the_series_of_a_repetition(tmp_path):
         {"event": "tx", "conn": 1, "seq": 7, "len": 0, "syn": True, "unix_us": 110},
         {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 2_000_000},
         {"event": "ack", "conn": 1, "ack": 8, "cwnd_bytes": 14480, "unix_us": 9_000_000}]) + "\n")
-    manifest = {"spec": {"capture": {"kernel_probe": True}}}
-    info = {"servers": {"lean": "i1"}, "capture_epoch_s": [1.0, 5.0]}
+    (rep_dir / "rep.json").write_text(json.dumps({"servers": {"lean": "i1"}, "capture_epoch_s": [1.0, 5.0]}))
     series = tmp_path / "series"
-    problems = _write_probe_series(series, rep_dir, info, manifest, {("lean", "i1"): log}, {})
+    problems = write_probe_series(series, repetition(kernel_probe=True), {("lean", "i1"): log}, {})
     assert problems == []
     assert len(read_sender_series(series / "web-tcp_probe.csv")) == 42
     assert read_queue_series(series / "bottleneck-queue.csv")
     (lean,) = read_sender_series(series / "lean-lean_log.csv")  # only the line inside the capture's span
     assert lean["ts_ns"] == 2_000_000_000 and lean["family"] == "v6" and lean["client_port"] == 40001
     (rep_dir / "probes" / "queue-probe.csv").write_text("nonsense\n")
-    problems = _write_probe_series(series, rep_dir, info, {"spec": {}}, {}, {})
+    problems = write_probe_series(series, repetition(kernel_probe=False), {}, {})
     assert len(problems) == 1 and "not a queue probe recording" in problems[0]
     log.unlink()  # a lean server that left no log: a problem naming it, not a silently missing series
     (rep_dir / "probes" / "queue-probe.csv").unlink()
     shutil.rmtree(series)
-    problems = _write_probe_series(series, rep_dir, info, manifest, {("lean", "i1"): log}, {})
+    problems = write_probe_series(series, repetition(kernel_probe=True), {("lean", "i1"): log}, {})
     assert problems == [f"lean series: {log}: missing, so no lean-lean_log.csv"]
     assert not (series / "lean-lean_log.csv").exists()
 

@@ -9,7 +9,7 @@ import pytest
 
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, fit_shapes, seed_agrees
 from congestlab.report.data import RunData
-from congestlab.spec.report import CheckSpec, MetricSpec, ReportSpec, upgrade_stored_claims
+from congestlab.spec.report import CheckSpec, MetricSpec, ReportSpec
 from report_fixtures import RunBuilder, get_outcome_row, request_run
 
 METRICS = {
@@ -199,18 +199,6 @@ def test_at_least_and_at_most_are_non_inferiority(tmp_path):
 def test_a_margin_relation_without_margin_or_reason_is_a_spec_error(fields, error):
     with pytest.raises(ValueError, match=error):
         CheckSpec(rule="compare", metric="m", a={"family": "v4"}, b={"family": "v6"}, **fields)
-
-
-def test_stored_claims_without_margins_get_their_tolerance_with_a_reason():
-    stored = {"claims": [{"id": "17", "title": "t", "seed": "s", "metric": "delay_ms", "margin": 2.0,
-                          "parts": [{"rule": "compare", "relation": "~", "tolerance_pct": 10, "a": {"family": "v4"},
-                                     "b": {"family": "v6"}},
-                                    {"rule": "compare", "relation": ">", "a": {"server": "lean"},
-                                     "b": {"server": "apache"}}]}], "metrics": METRICS}
-    report = ReportSpec.model_validate(upgrade_stored_claims(stored))
-    equal, slower = report.claims[0].checks()
-    assert equal.margin_pct == 10 and "before margins" in equal.reason
-    assert slower.margin_pct is None
 
 
 # --- magnitudes ------------------------------------------------------------------------------

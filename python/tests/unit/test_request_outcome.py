@@ -12,12 +12,13 @@ import pytest
 from pcap_builder import ACK, FIN, MSS, PSH, SYN, Conversation
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.request_outcome import (COMPLETE, INVALID, TIMED_OUT, Bottleneck, client_outcome,
-                                                 cross_check, path_bottleneck, point_spec)
+from congestlab.analysis.request_outcome import Bottleneck, client_outcome, cross_check, path_bottleneck
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap
 from congestlab.testbed.plan import HTB_BURST_BYTES
-from congestlab.workloads.get import RAW_KIND
+from congestlab.rundir import FORMAT_VERSION, RAW_KIND
+from congestlab.stats.samples import COMPLETE, INVALID, TIMED_OUT
+from record_fixtures import get_record, get_row, tiny_stored_spec
 
 DATA = Path(__file__).parent / "data"
 RATE_BPS = 20_000_000
@@ -50,23 +51,14 @@ def paced_get(family: str, t0: float, client_port: int, segments: int = 100, rtt
     conv.segment(t_last + 0.0012, False, 1 + segments * mss, 2 + get_len, FIN | ACK, 0)
     conv.segment(t_last + 0.0013, True, 2 + get_len, 2 + segments * mss, ACK, 0)
     body = segments * mss - 300  # the rest is the response's header
-    raw = {"workload": "get", "server": "www", "client": "client", "family": family, "file_kib": body // 1024,
-           "client_kind": "curl", "start_ts": t0 - 0.0005, "end_ts": t_last + 0.002, "client_port": client_port,
-           "ok": True, "http_code": 200, "size_download": body, "time_total_s": t_last - t0, "error": ""}
+    raw = get_row(family=family, file_kib=body // 1024, start_ts=t0 - 0.0005, end_ts=t_last + 0.002,
+                  client_port=client_port, local_port=client_port, size_download=body, time_total_s=t_last - t0)
     return conv, raw
 
 
 def _manifest(reps: int) -> dict:
-    spec = {
-        "topology": {"unshaped_at_or_above_bps": 1_000_000_000, "nodes": [
-            {"name": "client", "kind": "host", "links": [{"switch": "s0"}]},
-            {"name": "r1", "kind": "router", "links": [{"switch": "s0", "rate_bps": RATE_BPS}, {"switch": "s1"}]},
-            {"name": "srv", "kind": "host", "links": [{"switch": "s1"}]}]},
-        "servers": [{"name": "www", "node": "srv", "port": 80}],
-        "workloads": [{"name": "get", "kind": "get", "timeout_s": 30}],
-    }
     return {"points": [{"id": "p1", "experiment": "e", "axes": {}, "settings": {}}], "axes": [], "servers": {},
-            "spec": spec, "format_version": 2, "status": "complete"}
+            "spec": tiny_stored_spec(), "format_version": FORMAT_VERSION, "status": "complete"}
 
 
 def _rep(run: Path, rep: int, convs: list[Conversation], raws: list[dict]) -> Path:
@@ -129,7 +121,7 @@ def test_a_capture_cut_inside_a_record_makes_its_rows_invalid(tmp_path):
     v6 = next(c for c in measured.connections if c.family == "v6")
     # what the analysis used to accept: a delay of well under a millisecond, far beyond the rate
     assert v6.metrics.delay_ms < 1 and v6.metrics.nrt_throughput_mbps > 5 * RATE_BPS / 1e6
-    raw6 = json.loads((pcap.parent.parent / "records.jsonl").read_text().splitlines()[1])["row"]
+    raw6 = get_record(**json.loads((pcap.parent.parent / "records.jsonl").read_text().splitlines()[1])["row"])
     # the cross-checks alone refuse it too, without knowing the file was cut
     assert cross_check(raw6, v6.server_data_unacked_bytes, v6.metrics, Bottleneck(RATE_BPS, HTB_BURST_BYTES))
 
@@ -178,7 +170,7 @@ def _metrics(**kw) -> ConnectionMetrics:
     return ConnectionMetrics(**(base | kw))
 
 
-RAW = {"ok": True, "size_download": 110_000, "time_total_s": 0.109, "client_kind": "curl"}
+RAW = {"ok": True, "size_download": 110_000, "time_total_s": 0.109, "client_kind": "curl"}  # get_record's fields
 NECK = Bottleneck(20e6, HTB_BURST_BYTES)
 
 
@@ -194,20 +186,23 @@ NECK = Bottleneck(20e6, HTB_BURST_BYTES)
     (RAW, 0, _metrics(bytes_nrt=400_000, nrt_throughput_mbps=32.0), "beyond the 20 Mbit/s link"),
 ])
 def test_cross_checks(raw, conn_unacked, metrics, why):
-    got = cross_check(raw, conn_unacked, metrics, NECK)
+    got = cross_check(get_record(**raw), conn_unacked, metrics, NECK)
     assert (why in got and bool(got) == bool(why)), got
 
 
 def test_client_outcome():
-    assert client_outcome({"ok": True}, 30) == (None, "")
-    assert client_outcome({"ok": False, "error": "Operation timed out after 45001 milliseconds with 0 bytes received",
-                           "time_total_s": 45.0}, 45)[0] == TIMED_OUT
-    assert client_outcome({"ok": False, "error": "no response within 30 s", "time_total_s": 30.0}, 30)[0] == TIMED_OUT
+    def outcome(timeout_s: float = 30.0, **fields):
+        return client_outcome(get_record(timeout_s=timeout_s, **fields))
+
+    assert outcome(ok=True) == (None, "")
+    assert outcome(45, ok=False, error="Operation timed out after 45001 milliseconds with 0 bytes received",
+                   time_total_s=45.0)[0] == TIMED_OUT
+    assert outcome(ok=False, error="no response within 30 s", time_total_s=30.0)[0] == TIMED_OUT
     # chromium at its deadline with part of the file
-    assert client_outcome({"ok": False, "error": "200, 100 of 300 bytes", "time_total_s": 29.98}, 30)[0] == TIMED_OUT
-    assert client_outcome({"ok": False, "error": "http 404, 0 of 1024 bytes", "time_total_s": 0.01}, 30) == \
+    assert outcome(ok=False, error="200, 100 of 300 bytes", time_total_s=29.98)[0] == TIMED_OUT
+    assert outcome(ok=False, error="http 404, 0 of 1024 bytes", time_total_s=0.01) == \
         (INVALID, "http 404, 0 of 1024 bytes")
-    assert client_outcome({"ok": False, "error": "Failed to connect", "time_total_s": 0.001}, None)[0] == INVALID
+    assert outcome(ok=False, error="Failed to connect", time_total_s=0.001)[0] == INVALID
 
 
 def test_bottleneck_on_the_path_only():
@@ -216,8 +211,6 @@ def test_bottleneck_on_the_path_only():
     neck = path_bottleneck(spec, "client", "server")
     assert neck == Bottleneck(100e6, HTB_BURST_BYTES)
     assert path_bottleneck(spec, "m4src", "server") is None  # both on s4: no shaper between them
-    changed = point_spec(spec, {"nodes.r1.links.s0.rate_bps": 20_000_000, "no.such.path": 1})
-    assert path_bottleneck(changed, "client", "server").rate_bps == 20e6
     assert path_bottleneck(spec, "client", "nonexistent") is None
 
 
@@ -238,8 +231,8 @@ def test_sound_rows_of_real_runs_never_trip_the_checks():
     assert len(rows) >= 200
     assert {r["client_kind"] for r in rows} == {"curl", "chromium"} and {r["family"] for r in rows} == {"v4", "v6"}
     for r in rows:
-        raw = {"ok": True, "time_total_s": r["time_total_s"], "size_download": r["size_download"],
-               "client_kind": r["client_kind"]}
+        raw = get_record(ok=True, time_total_s=r["time_total_s"], size_download=r["size_download"],
+                         client_kind=r["client_kind"])
         m = _metrics(delay_ms=r["delay_ms"], syn_to_last_ack_ms=r["syn_to_last_ack_ms"], bytes_nrt=r["bytes_nrt"],
                      payload_bytes=r["payload_bytes"],
                      nrt_throughput_mbps=r["bytes_nrt"] * 8 / r["delay_ms"] / 1e3)

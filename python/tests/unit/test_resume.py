@@ -52,24 +52,6 @@ def test_subset_of_runs(tmp_path):
     assert sub.do_analyze is False
 
 
-def test_a_run_resumes_across_a_changed_quick_table_or_a_new_default_field():
-    """`--resume` compares the stored spec with this one as far as the run goes (study.same_run_spec):
-    a full run ignores [quick]; a top-level field the stored spec lacks counts at its default."""
-    from congestlab.spec import load_preset
-    from congestlab.study import same_run_spec
-
-    spec = load_preset("cubic-compound")
-    stored = json.loads(json.dumps(spec.model_dump(mode="json")))
-    assert same_run_spec(stored, spec, quick=False) and same_run_spec(stored, spec, quick=True)
-    older = {k: v for k, v in stored.items() if k != "passes"} | {
-        "quick": stored["quick"] | {"set": {"warmup_s": 20.0}}}  # recorded before `passes`
-    assert same_run_spec(older, spec, quick=False)
-    assert not same_run_spec(older, spec, quick=True)  # the quick run's own settings changed
-    assert not same_run_spec(older, spec.model_copy(update={"passes": 1}), quick=False)
-    assert not same_run_spec(stored | {"seed": 2}, spec, quick=False)
-    assert not same_run_spec(None, spec, quick=False)
-
-
 def test_sigterm_during_the_analysis_marks_the_run_interrupted_and_keeps_its_budget(tmp_path, monkeypatch):
     import os
     import signal

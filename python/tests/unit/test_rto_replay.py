@@ -21,6 +21,8 @@ from congestlab.analysis.rto_replay import (BIN_COLUMNS, Sample, avoid_pct, repl
                                             table6_bins)
 from congestlab.analysis.rto_streams import ConnStream, pcap_streams, read_lean_log
 from congestlab.errors import LeanLogError, RunDirError
+from congestlab.rundir import FORMAT_VERSION
+from record_fixtures import tiny_stored_spec
 
 REPO = Path(__file__).resolve().parents[3]
 W1 = RtoSettings(alpha=1 / 8, beta=1 / 4)
@@ -266,8 +268,8 @@ def _run_dir(tmp_path: Path, lean: bool = True) -> Path:
     _write_log(logs / "leanweb.jsonl", _log_lines())
     kind = "lean" if lean else "apache"
     table6 = {"t6": {"kind": "rto_bins", "column": "samples"}}  # the report reads the replay (replay_wanted)
-    manifest = {"format_version": 2, "status": "complete", "study": "t",
-                "spec": {"servers": [], "report": {"metrics": table6}},
+    manifest = {"format_version": FORMAT_VERSION, "status": "complete", "study": "t",
+                "spec": tiny_stored_spec(server="lean") | {"report": {"metrics": table6}},
                 "axes": ["server"], "points": [{"id": "main.server-lean", "experiment": "main",
                                                 "axes": {"server": "lean"}}],
                 "servers": {"lean": [{"instance": "i1", "kind": kind, "port": 80, "log_dir": "logs/servers/lean-i1"}]}}
@@ -347,7 +349,7 @@ def test_analyze_replays_only_for_a_report_that_reads_the_replay(tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     analyze_run(run, manifest)
     assert (run / "results" / "rto_samples.csv").exists()
-    manifest["spec"]["report"]["metrics"] = {"delay": {"kind": "request", "column": "delay_s"}}
+    manifest["spec"]["report"]["metrics"] = {"delay": {"kind": "request", "column": "delay_ms"}}
     result = analyze_run(run, manifest)
     assert not result.rows["rto_bins"] and not result.rows["rto_samples"] and "rto_replay" not in result.summary
     assert not (run / "results" / "rto_samples.csv").exists()  # an earlier analysis's table does not linger

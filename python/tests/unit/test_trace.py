@@ -22,12 +22,13 @@ from congestlab.analysis.connections import Connection, group_connections
 from congestlab.analysis.metrics import measure_connection
 from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
 from congestlab.analysis.port import port_aggregate
-from congestlab.analysis.run_analysis import _metrics as run_metrics
+from congestlab.analysis.request_rows import metric_columns as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
-from congestlab.rundir import RAW_KIND
+from congestlab.rundir import FORMAT_VERSION, RAW_KIND
+from record_fixtures import get_row, tiny_stored_spec
 
 TIME_S = 1e-6  # 1 µs
 TIME_MS = 1e-3
@@ -252,14 +253,26 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
     (rep_dir / "pcap").mkdir(parents=True)
     pcap = shutil.copy(suite["busy-v4"], rep_dir / "pcap" / "lean.pcap")
     (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
-    reqs = [{"server": "lean", "client": "c1", "family": "v4", "file_kib": 14, "ok": True, "client_port": port,
-             "start_ts": start, "end_ts": start + 0.3}
+    conns = group_connections(read_segments(pcap), server_port=80)
+
+    def client_s(port: int, start: float) -> float:
+        """curl's own time: the capture's delay (the cross-check holds them together)."""
+        conn = next((c for c in conns if c.key == ("v4", port) and start - 1 <= c.segments[0].ts <= start + 0.3), None)
+        if conn is None:
+            return 0.0
+        try:
+            return measure_connection(conn).delay_ms / 1e3
+        except TraceError:  # a connection without a request: the analysis finds it invalid anyway
+            return 0.0
+
+    reqs = [get_row(server="lean", file_kib=14, client_port=port, start_ts=start, end_ts=start + 0.3,
+                    time_total_s=client_s(port, start))
             for port, start in [(40000, 1_700_000_000.0), (40010, 1_700_000_000.2), (40000, 1_700_000_000.5),
                                 (40020, 1_700_000_000.3)]]
     reqs.append({**reqs[0], "ok": False, "error": "Operation timed out after 250 milliseconds"})
     (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
     manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
-                "spec": {"servers": [{"name": "lean", "port": 80}]}}
+                "spec": tiny_stored_spec(server="lean", files_kib=(14,)), "format_version": FORMAT_VERSION}
     result = analyze_run(run, manifest)
     assert result.summary["analysis_s"] >= 0
     # each GET's connection has its segment trace once, whatever its outcome (40020 has no
@@ -278,7 +291,6 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
         "p1 #1 lean v4: timed_out: Operation timed out after 250 milliseconds"]
     assert result.summary["request_outcomes"] == {"complete": 3, "timed_out": 1, "invalid": 1}
     assert [r["outcome"] for r in result.rows["request"]] == ["complete"] * 3 + ["invalid", "timed_out"]
-    conns = group_connections(read_segments(pcap), server_port=80)
     measured = [row for row in result.rows["request"] if row.get("delay_ms") is not None]
     assert [r["client_port"] for r in measured] == [40000, 40010, 40000]
     for row, req in zip(measured, reqs):

@@ -15,16 +15,13 @@ docs/data-format.md); python/tests/unit/test_request_outcome.py holds sound rows
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from dataclasses import dataclass
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.spec.fieldpath import FieldPathError, set_field
+from congestlab.rundir.records import GetRecord
+from congestlab.stats.samples import INVALID, TIMED_OUT
 from congestlab.testbed.plan import HTB_BURST_BYTES
-
-COMPLETE, TIMED_OUT, INVALID = "complete", "timed_out", "invalid"
-OUTCOMES = (COMPLETE, TIMED_OUT, INVALID)
 
 # the client's own time against the capture's (ms): the client's time holds the handshake
 # (about one RTT the capture's delay leaves out) plus its own start and finish; the capture's
@@ -45,62 +42,50 @@ class Bottleneck:
     burst_bytes: int
 
 
-def client_outcome(raw: dict, timeout_s: float | None) -> tuple[str | None, str]:
+def client_outcome(record: GetRecord) -> tuple[str | None, str]:
     """(None, "") when the client says it got the file; else (timed_out | invalid, why)."""
-    if raw.get("ok"):
+    if record.ok:
         return None, ""
-    error = str(raw.get("error") or "request failed")
-    ran_s = float(raw.get("time_total_s") or 0.0)
+    error = record.error or "request failed"
     if "timed out" in error or error.startswith("no response within") or (
-            timeout_s is not None and ran_s >= timeout_s - TIMEOUT_MARGIN_S):
+            record.timeout_s is not None and record.time_total_s >= record.timeout_s - TIMEOUT_MARGIN_S):
         return TIMED_OUT, error
     return INVALID, error
 
 
-def outcome_of_stored_row(row: dict) -> str:
-    """The outcome of a results/request.csv row written before rows carried one: `ok`, and
-    the client's error for the rest (a timeout's wording as client_outcome reads it)."""
-    if str(row.get("ok")) in ("True", "true", "1"):
-        return COMPLETE
-    error = str(row.get("error") or "")
-    return TIMED_OUT if "timed out" in error or error.startswith("no response within") else INVALID
-
-
-def cross_check(raw: dict, conn_unacked_bytes: int, m: ConnectionMetrics,
+def cross_check(record: GetRecord, conn_unacked_bytes: int, m: ConnectionMetrics,
                 bottleneck: Bottleneck | None) -> str:
     """Why a request the client completed cannot be taken as measured; "" when it can."""
     if m.syn_to_last_ack_ms is None:
         return "incomplete in the capture: no SYN from the client"
     if conn_unacked_bytes > 0:
         return f"incomplete in the capture: {conn_unacked_bytes} B of server data never acknowledged by the client"
-    body = int(raw.get("size_download") or 0)
+    body = record.size_download
     if m.payload_bytes < body:
         return f"incomplete in the capture: {m.payload_bytes} B from the server, the client received {body} B"
-    why = client_time_disagrees(raw, m)
+    why = client_time_disagrees(record, m)
     if why:
         return why
     return rate_exceeded(m, bottleneck)
 
 
-def client_time_bounds_ms(raw: dict, m: ConnectionMetrics) -> tuple[float, float]:
+def client_time_bounds_ms(record: GetRecord, m: ConnectionMetrics) -> tuple[float, float]:
     """[low, high] the client's own time may take given the capture's delay: at least the
     delay less a delayed ACK, at most the delay plus the handshake (SYN to request at the
     server, about one RTT) and slack."""
     handshake_ms = max((m.syn_to_last_ack_ms or m.delay_ms) - m.delay_ms, 0.0)
-    slack_ms = BROWSER_SLACK_MS if raw.get("client_kind") == "chromium" else CLIENT_SLACK_MS
-    client_ms = float(raw.get("time_total_s") or 0.0) * 1e3
+    slack_ms = BROWSER_SLACK_MS if record.client_kind == "chromium" else CLIENT_SLACK_MS
+    client_ms = record.time_total_s * 1e3
     slack_ms += CLIENT_SLACK_SHARE * client_ms
     return m.delay_ms - slack_ms, m.delay_ms + handshake_ms + slack_ms
 
 
-def client_time_disagrees(raw: dict, m: ConnectionMetrics) -> str:
-    if raw.get("time_total_s") is None:
-        return ""  # a record without the client's own time
-    client_ms = float(raw["time_total_s"]) * 1e3
-    low, high = client_time_bounds_ms(raw, m)
+def client_time_disagrees(record: GetRecord, m: ConnectionMetrics) -> str:
+    client_ms = record.time_total_s * 1e3
+    low, high = client_time_bounds_ms(record, m)
     if low <= client_ms <= high:
         return ""
-    who = "chromium's" if raw.get("client_kind") == "chromium" else "curl's"
+    who = "chromium's" if record.client_kind == "chromium" else "curl's"
     return (f"the capture's delay {m.delay_ms:.3f} ms disagrees with {who} own {client_ms:.1f} ms "
             f"(allowed {max(low, 0):.1f}-{high:.1f} ms)")
 
@@ -117,17 +102,6 @@ def rate_exceeded(m: ConnectionMetrics, b: Bottleneck | None) -> str:
         return ""
     return (f"NRT throughput {m.nrt_throughput_mbps:.1f} Mbit/s is beyond the {b.rate_bps / 1e6:g} Mbit/s link "
             f"({m.bytes_nrt} B in {m.delay_ms:.3f} ms; at most {bound:.0f} B with its burst)")
-
-
-def point_spec(spec: dict, settings: dict) -> dict:
-    """The study spec (as the manifest stores it) with one point's settings applied."""
-    out = copy.deepcopy(spec)
-    for path, value in (settings or {}).items():
-        try:
-            set_field(out, path, value)
-        except (FieldPathError, KeyError, IndexError, TypeError):
-            pass  # a setting the spec dict does not hold (e.g. a level name): no rate in it
-    return out
 
 
 def path_bottleneck(spec: dict, client: str, server_node: str) -> Bottleneck | None:

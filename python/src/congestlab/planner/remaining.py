@@ -27,7 +27,7 @@ from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.spec import load_preset, preset_names
 from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import expand
-from congestlab.study import same_run_spec
+from congestlab.stored import StoredRun
 
 
 @dataclass
@@ -97,13 +97,13 @@ def left_s(run_dir: Path) -> float | None:
 
 def _own_spec(run_dir: Path, m: dict) -> StudySpec:
     """The run's spec: its preset as this revision has it, when that is the spec it ran (as
-    `--resume` requires: study.py `same_run_spec`). A suite's sub-run recorded before suites
+    `--resume` requires: rundir/upgrade.py `same_run_spec`). A suite's sub-run recorded before suites
     named their presets is found by its study's name, under the same check."""
     name = m.get("preset") or m.get("study")
     if name not in preset_names():
         raise RunDirError(f"{run_dir}: not a run of a preset; the rest of a run is priced only for presets")
     spec = load_preset(name)
-    if not same_run_spec(m.get("spec"), spec, bool(m.get("quick"))):
+    if not StoredRun(run_dir, require_complete=False, manifest=m).ran(spec, bool(m.get("quick"))):
         raise RunDirError(f"{run_dir}: ran another spec than preset {name!r} as this revision has it (as --resume "
                           "would refuse it); price its rest with the revision it ran")
     return spec

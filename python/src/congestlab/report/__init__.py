@@ -1,6 +1,6 @@
 """Reports made only from a stored run directory (no root): one engine for every study.
 
-`build_report(run_dir)` renders a format_version 2 run directory with the engine (engine.py):
+`build_report(run_dir)` renders a run directory (read through congestlab.stored) with the engine (engine.py):
 the spec's declared tables, plots and claims (docs/reports.md), or, for a spec that declares
 none, a default report of its main numbers (defaults.py).
 """

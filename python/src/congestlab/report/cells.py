@@ -14,7 +14,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from congestlab.report.data import EngineCell, RunData, norm, over_complete_requests
+from congestlab.report.data import EngineCell, RunData, over_complete_requests
+from congestlab.stored import norm
 from congestlab.spec.report import MetricSpec, TableSpec
 from congestlab.stats.summary import CellSummary, mean_with_ci, summarize
 

@@ -56,7 +56,8 @@ import numpy as np
 from scipy import stats as st
 from scipy.optimize import curve_fit
 
-from congestlab.report.data import EngineCell, RunData, Stats, matches, norm, parse_number
+from congestlab.report.data import EngineCell, RunData, Stats, matches
+from congestlab.stored import norm, number_of
 from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec, Selector
 from congestlab.stats import gehan, tobit
 from congestlab.stats.compare import Effect, compare, from_percent
@@ -497,7 +498,7 @@ def _monotone(ctx: _Context, check: CheckSpec, metric: MetricSpec, selection: Se
     up = check.direction == "increasing"
     xs, ys = [], []
     for v, c in cells:
-        x = parse_number(v)
+        x = number_of(v)
         x = float(len(xs)) if x is None else x
         for y in c.cell.completed():
             xs.append(x), ys.append(y)
@@ -557,7 +558,7 @@ def _shape(ctx: _Context, check: CheckSpec, metric: MetricSpec, selection: Selec
     points = frozenset().union(*(c.points for _, c in cells)) if cells else frozenset()
     xs, ys = [], []
     for v, c in cells:
-        x = parse_number(v)
+        x = number_of(v)
         if x is None:
             return CheckResult(label, INCONCLUSIVE, "–", "", f"{check.along}={v} is not a number", points=points)
         done = c.cell.completed()
@@ -599,7 +600,7 @@ def _share(ctx: _Context, check: CheckSpec, metric: MetricSpec, selection: Selec
     groups: dict[tuple[str, str], list[float]] = {}
     for row in ctx.data.rows(metric.kind):
         if matches(row, where) and (ctx.keep is None or row.get("repetition") in ctx.keep):
-            value = parse_number(row.get(metric.column))
+            value = row.number(metric.column)
             if value is not None:
                 groups.setdefault((row["point_id"], row["repetition"]), []).append(value * metric.scale)
     points = frozenset(p for p, _ in groups)

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.errors import RunDirError
-from congestlab.fidelity import shown_section
 from congestlab.report.claims import evaluate_claims, fmt_cell
 from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
-from congestlab.report.data import EngineCell, RunData, parse_number, norm
+from congestlab.report.data import EngineCell, RunData
+from congestlab.stored import norm, number_of
 from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
@@ -139,7 +139,7 @@ def _union(runs: list[RunData], dim: str | None, explicit: list, kinds: list[str
         for v in run.values(dim, kinds, where):
             seen.setdefault(v, None)
     values = list(seen)
-    if values and all(parse_number(v) is not None for v in values):
+    if values and all(number_of(v) is not None for v in values):
         values.sort(key=float)
     return values
 
@@ -225,7 +225,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
                   "quick": run.manifest.get("quick"), "status": run.manifest.get("status"),
                   "git_revision": (run.manifest.get("environment") or {}).get("git_revision"),
                   "kernel": (run.manifest.get("environment") or {}).get("kernel"),
-                  "warnings": len(shown_section(run.manifest.get("fidelity") or {})["warnings"])}
+                  "warnings": len(run.manifest["fidelity"]["warnings"])}
                  for label, run in zip(labels, runs)],
         "labels": labels, "tables": tables, "figures": figures, "claims": claims, "warnings": warnings,
         "rule": (f"Cells: mean of the completed samples [95 % CI] (n, censored at the timeout, invalid). "

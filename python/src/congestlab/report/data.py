@@ -1,5 +1,5 @@
-"""A stored run directory (format_version 2) as the report engine sees it: the manifest, the
-results in long form (congestlab/results.py), and samples of declared metrics.
+"""A stored run directory as the report engine sees it (read through congestlab.stored): the
+manifest, the results in long form (congestlab/results.py), and samples of declared metrics.
 
 A sample is one point x repetition: the metric's records in that point and repetition that
 match a selection, reduced to one number (declaration.MetricSpec.per_repetition).
@@ -12,14 +12,13 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.analysis.request_outcome import COMPLETE, INVALID, TIMED_OUT, outcome_of_stored_row
 from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
-from congestlab.results import KIND_COLUMNS, read_results
-from congestlab.rundir import read_manifest
-from congestlab.spec.fieldpath import FieldPathError, get_field
-from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
+from congestlab.results import KIND_COLUMNS
+from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published
 from congestlab.stats import samples as engine
+from congestlab.stats.samples import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stored import ResultRow, StoredRun, norm, number_of
 
 # request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
 # delays are longer than the timeout (right-censored); throughputs are below what the whole
@@ -30,34 +29,6 @@ LEFT_CENSORED_MBPS = ("goodput_mbps", "nrt_throughput_mbps")
 # NRT bytes over payload when no completed GET of the run gives the factor (an upper bound:
 # 1514-byte frames carrying 1448 bytes are 1.046, plus handshake and ACKs)
 NRT_OVERHEAD_FALLBACK = 1.10
-
-
-def norm(value) -> str:
-    """One spelling per value, so TOML 10000, CSV "10000.0" and "1e4" select the same rows."""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, (int, float)):
-        return f"{float(value):.12g}"
-    text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if math.isfinite(number) and text.lower() not in ("nan", "inf", "-inf", "infinity"):
-        return f"{number:.12g}"
-    return text
-
-
-def parse_number(text) -> float | None:
-    if text is None or text == "":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        if text in ("True", "False"):
-            return 1.0 if text == "True" else 0.0
-        return None
-    return value if math.isfinite(value) else None
 
 
 @dataclass
@@ -99,40 +70,34 @@ def _check_stored_published(run_dir: Path, report, published) -> None:
 
 
 class RunData:
-    """One run directory, read once; rows are kept as strings (as the CSV has them)."""
+    """One run directory, read once (congestlab.stored); rows are kept as strings (as the CSV
+    has them, in one spelling) with their numbers parsed once."""
 
     def __init__(self, run_dir: Path, report: ReportSpec | None = None, require_complete: bool = True):
         self.run_dir = Path(run_dir)
-        # the run's format_version must be this congestlab's, and its status complete
+        # the run's format_version must be one this congestlab reads, and its status complete
         # (docs/data-format.md: `congestlab report` refuses a run that did not finish; the
         # looks of `--until-decisive` read a run in progress: congestlab/decisive/driver.py)
-        self.manifest = read_manifest(self.run_dir, require_complete=require_complete)
-        self.spec: dict = self.manifest.get("spec") or {}
-        self.axes: list[str] = list(self.manifest.get("axes") or [])
+        self.stored = StoredRun(self.run_dir, require_complete=require_complete)
+        self.manifest = self.stored.manifest
+        self.spec: dict = self.stored.spec_data
+        self.axes: list[str] = self.stored.axes
         if report is None:
-            if self.spec.get("report"):
-                report = load_report_spec(self.spec, stored=True)
+            if self.stored.report is not None:
+                report = self.stored.report
                 _check_stored_published(self.run_dir, report, self.spec.get("published"))
             else:
                 report = default_report(self.run_dir, self.axes)
         self.report = report
         self.points: list[dict] = list(self.manifest.get("points") or [])
         self.published: list[dict] = list(self.spec.get("published") or [])
-        self._rows: dict[str, list[dict]] = {}
 
     @property
     def name(self) -> str:
         return self.run_dir.name
 
-    def rows(self, kind: str) -> list[dict]:
-        if kind not in self._rows:
-            self._rows[kind] = [{k: norm(v) if v is not None else "" for k, v in row.items()}
-                                for row in read_results(self.run_dir, kind)]
-            if kind == "request":
-                for row in self._rows[kind]:
-                    if not row.get("outcome"):  # a run analysed before rows carried their outcome
-                        row["outcome"] = outcome_of_stored_row(row)
-        return self._rows[kind]
+    def rows(self, kind: str) -> list[ResultRow]:
+        return self.stored.results(kind)
 
     def kinds_present(self) -> list[str]:
         return [k for k in KIND_COLUMNS if (self.run_dir / "results" / f"{k}.csv").exists()]
@@ -147,7 +112,7 @@ class RunData:
                 if dim in row and row[dim] != "" and matches(row, where or {}):
                     seen.setdefault(row[dim], None)
         found = list(seen)
-        if found and all(parse_number(v) is not None for v in found):
+        if found and all(number_of(v) is not None for v in found):
             return sorted(found, key=lambda v: float(v))
         if dim in self.axes:
             order = {}
@@ -190,7 +155,7 @@ class RunData:
             coords = {k: rows[0].get(k, "") for k in [*self.axes, *where]}
             t = None
             if time_column:
-                times = [x for x in (parse_number(r.get(time_column)) for r in rows) if x is not None]
+                times = [x for x in (r.number(time_column) for r in rows) if x is not None]
                 t = min(times) if times else None
             out.append(Sample(key[0], key[1], value * metric.scale, coords, t))
         return out
@@ -242,38 +207,26 @@ class RunData:
             return None
         bounds = []
         for row in timed_out:
-            timeout_s = parse_number(row.get("timeout_s")) or self._declared_timeout_s(metric, row)
+            timeout_s = row.number("timeout_s")
             if not timeout_s or timeout_s <= 0:
                 return None
             if metric.column in RIGHT_CENSORED_MS:
                 bounds.append(timeout_s * 1000.0)
             elif metric.column in LEFT_CENSORED_MBPS:
-                size_kib = parse_number(row.get("file_kib"))
+                size_kib = row.number("file_kib")
                 if not size_kib:
                     return None
                 factor = self._nrt_overhead() if metric.column == "nrt_throughput_mbps" else 1.0
                 bounds.append(size_kib * 1024 * 8 * factor / timeout_s / 1e6)
             else:
                 return None
-        value = reduce_rows([{"v": str(b)} for b in bounds], "v", metric.per_repetition)
+        value = reduce_values(bounds, metric.per_repetition)
         return None if value is None else value * metric.scale
-
-    def _declared_timeout_s(self, metric: MetricSpec, row: dict) -> float | None:
-        """A row stored before rows carried their timeout: the metric's `censored_at` field, from
-        the point's settings, else from the spec."""
-        if not metric.censored_at:
-            return None
-        own = next((p.get("settings") or {} for p in self.points if p.get("id") == row.get("point_id")), {})
-        try:
-            value = own[metric.censored_at] if metric.censored_at in own else get_field(self.spec, metric.censored_at)
-        except FieldPathError:  # a path the stored spec does not have: no bound
-            return None
-        return parse_number(norm(value))
 
     def _nrt_overhead(self) -> float:
         """NRT bytes over payload bytes, the most any completed GET of the run had."""
         if not hasattr(self, "_overhead"):
-            ratios = [b / p for b, p in ((parse_number(r.get("bytes_nrt")), parse_number(r.get("payload_bytes")))
+            ratios = [b / p for b, p in ((r.number("bytes_nrt"), r.number("payload_bytes"))
                                          for r in self.rows("request") if r.get("outcome") == COMPLETE)
                       if b and p]
             self._overhead = max(ratios) if ratios else NRT_OVERHEAD_FALLBACK
@@ -324,10 +277,13 @@ def matches(row: dict, where: Selector) -> bool:
     return True
 
 
-def reduce_rows(rows: list[dict], column: str, how: str) -> float | None:
+def reduce_rows(rows: list[ResultRow], column: str, how: str) -> float | None:
     if how == "count":
         return float(len(rows))
-    values = [x for x in (parse_number(r.get(column)) for r in rows) if x is not None]
+    return reduce_values([x for x in (r.number(column) for r in rows) if x is not None], how)
+
+
+def reduce_values(values: list[float], how: str) -> float | None:
     if not values:
         return None
     if how == "mean":

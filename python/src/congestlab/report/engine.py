@@ -1,4 +1,4 @@
-"""`build_report(run_dir)`: report.md, report.html and plots/ of a format_version 2 run
+"""`build_report(run_dir)`: report.md, report.html and plots/ of a run
 directory, from its stored files only (no root): the declared tables and plots, the claims'
 verdicts (findings first), fidelity, settings, tool versions and links to every point's files.
 """
@@ -14,7 +14,6 @@ from pathlib import Path
 
 from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
-from congestlab.fidelity import shown_section
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
@@ -67,7 +66,7 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
         check_references(data.report, list(dict.fromkeys([*data.axes, *filter(None, declared)])), data.published)
     except ValueError as err:
         raise SpecError("report", str(err)) from None
-    warnings: list[str] = shown_section(data.manifest.get("fidelity") or {})["warnings"]
+    warnings: list[str] = list(data.manifest["fidelity"]["warnings"])
     sections: dict[str, Section] = {}
     reps = RepInfo(run_dir)
     cell_panels = panel_context(data, run_dir, reps, draw=panels)
@@ -245,8 +244,7 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
         "sections": [s for s in sections if s.tables or s.figures],
         "empty_plots": [p.id for p in data.report.plots
                         if not any(f.id == p.id for s in sections for f in s.figures)],
-        # a run stored before the per-run summaries has a row per repetition: folded here too
-        "fidelity_checks": shown_section(fidelity)["checks"],
+        "fidelity_checks": fidelity["checks"],
         "settings": _settings(spec),
         "environment": m.get("environment") or {},
         "tools": m.get("tools") or {},

@@ -25,7 +25,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from congestlab.report.data import RunData, Stats, parse_number, norm  # noqa: E402
+from congestlab.report.data import RunData, Stats  # noqa: E402
+from congestlab.stored import norm, number_of  # noqa: E402
 from congestlab.spec.report import PlotSpec  # noqa: E402
 from congestlab.stats.samples import RIGHT  # noqa: E402
 from congestlab.stats.summary import mean_with_ci  # noqa: E402
@@ -81,7 +82,7 @@ def _values(sources: list[Source], dim: str | None, explicit: list, kinds: list[
         for v in src.data.values(dim, kinds, where):
             seen.setdefault(v, None)
     values = list(seen)
-    if values and all(parse_number(v) is not None for v in values) and len(sources) > 1:
+    if values and all(number_of(v) is not None for v in values) and len(sources) > 1:
         values.sort(key=float)
     return values
 
@@ -203,8 +204,8 @@ def _axes_text(ax, plot: PlotSpec, metrics, facet, x_values) -> None:
         if not plot.log_y:
             ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # room above a plateau and the seed's markers
     if plot.log_x and plot.type != "bar":
-        ax.set_xscale("symlog" if any(parse_number(v) == 0 for v in x_values if v is not None) else "log")
-    numbers = [parse_number(v) for v in x_values if v is not None]
+        ax.set_xscale("symlog" if any(number_of(v) == 0 for v in x_values if v is not None) else "log")
+    numbers = [number_of(v) for v in x_values if v is not None]
     if plot.type == "line" and numbers and None not in numbers and len(numbers) <= 12:
         # ticks at the swept values themselves (a sweep has few points; log minor labels overlap)
         from matplotlib.ticker import NullFormatter
@@ -255,7 +256,7 @@ def _bars(ax, data: RunData, metric, mname, sel, plot, x_values, k, n_keys, styl
 
 
 def _line(ax, data: RunData, metric, mname, sel, plot, x_values, style, label, seed, censored) -> int:
-    numeric = all(parse_number(v) is not None for v in x_values)
+    numeric = all(number_of(v) is not None for v in x_values)
     pos = {v: (float(v) if numeric else i) for i, v in enumerate(x_values)}
     xs, means, below, above, dots_x, dots_y, pub = [], [], [], [], [], [], []
     for v in x_values:

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from congestlab.analysis.request_outcome import COMPLETE, TIMED_OUT  # noqa: E402
+from congestlab.stats.samples import COMPLETE, TIMED_OUT  # noqa: E402
 from congestlab.report.data import RunData  # noqa: E402
 from congestlab.report.figures import PALETTE  # noqa: E402
 from congestlab.report.get_series import GetSeries, load_get  # noqa: E402

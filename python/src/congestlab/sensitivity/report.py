@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.errors import CongestlabError, RunDirError
-from congestlab.fidelity import shown_section
 from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.report.engine import Console, data_uri, verdict_class
@@ -108,7 +107,7 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
         row["status"] = "complete"
         row["not_ok"] = _requests_not_ok(data)
         # e.g. the background short of its rate on a loaded machine: the configuration's own report lists them
-        row["fidelity_warnings"] = len(shown_section(data.manifest.get("fidelity") or {})["warnings"])
+        row["fidelity_warnings"] = len(data.manifest["fidelity"]["warnings"])
         distances[cid] = distance(published_cells(data))
         findings = evaluate_claims(data)
         verdicts[cid] = {f.claim.id: f.verdict for f in findings}

@@ -8,7 +8,8 @@ import json
 import statistics
 from pathlib import Path
 
-from congestlab.fidelity import failed, shown_section
+from congestlab.fidelity import failed
+from congestlab.rundir.upgrade import fidelity_view
 
 COMPARED = [
     ("delay_ms", "delay (ms)"),
@@ -108,7 +109,7 @@ def failed_checks(emu_dir: Path) -> list[str]:
         manifest = json.loads((emu_dir / "manifest.json").read_text())
     except (OSError, ValueError):
         return ["no readable manifest.json"]
-    return [c.get("message") or c.get("name", "?") for c in shown_section(manifest.get("fidelity") or {})["checks"]
+    return [c.get("message") or c.get("name", "?") for c in fidelity_view(manifest.get("fidelity") or {})["checks"]
             if failed(c)]
 
 

@@ -64,19 +64,6 @@ class MetricSpec(_Strict):
     censored_at: str = Field(default="", description="field path of that limit in seconds (e.g. "
                              "workloads.get.timeout_s), read from each point's settings or the spec")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _outcomes(cls, data):
-        """A declaration stored before request outcomes censors {ok = false}: now only a
-        timed-out GET is censored (analysis/request_outcome.py), an invalid one is excluded
-        and counted."""
-        if isinstance(data, dict) and data.get("kind") == "request" and (data.get("censored") or {}).get("ok") is False:
-            data = dict(data, censored={**{k: v for k, v in data["censored"].items() if k != "ok"},
-                                        "outcome": "timed_out"})
-            if (data.get("where") or {}).get("ok") is True:
-                data["where"] = {**{k: v for k, v in data["where"].items() if k != "ok"}, "outcome": "complete"}
-        return data
-
     @model_validator(mode="after")
     def _columns(self) -> "MetricSpec":
         if self.kind not in KIND_COLUMNS:
@@ -352,46 +339,13 @@ def _finite_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-STORED_MARGIN_REASON = ("declared before margins were: the check's tolerance_pct (default 10 %) stands in "
-                        "(spec/report.py, upgrade_stored_claims)")
-
-
-def upgrade_stored_claims(report: dict) -> dict:
-    """A `[report]` section stored by a congestlab whose compare rules had no margins (a run's
-    manifest): the old `margin` factor is dropped, and a ~ / >= / <= check without margin_pct gets
-    its tolerance_pct as margin, with a reason that says so. Presets must declare their own."""
-    def upgrade(item: dict, inherited: dict) -> dict:
-        item = {k: v for k, v in item.items() if k != "margin"}
-        merged = {**inherited, **item}
-        tolerance = merged.get("tolerance_pct", 10.0)
-        if (isinstance(merged.get("relation"), str) and merged["relation"] in MARGIN_RELATIONS
-                and "margin_pct" not in merged and _finite_number(tolerance)):  # else validation names it
-            item["margin_pct"] = float(tolerance)
-            item.setdefault("reason", STORED_MARGIN_REASON)
-        return item
-
-    if not isinstance(report.get("claims") or [], list):
-        return report  # validation names it
-    claims = []
-    for claim in report.get("claims") or []:
-        if not isinstance(claim, dict):
-            return report
-        base = upgrade(claim, {})
-        if "parts" in claim and isinstance(claim["parts"], list):
-            base["parts"] = [upgrade(p, {k: v for k, v in base.items() if k != "parts"}) if isinstance(p, dict)
-                             else p for p in claim["parts"]]
-        claims.append(base)
-    return {**report, "claims": claims} if "claims" in report else report
-
-
-def load_report_spec(spec: dict, stored: bool = False) -> ReportSpec:
-    """The `[report]` section of a resolved spec (a manifest's "spec"), validated; a
-    declaration error becomes a SpecError naming the field. `stored`: a run's manifest, whose
-    claims may predate margins (upgrade_stored_claims)."""
+def load_report_spec(spec: dict) -> ReportSpec:
+    """The `[report]` section of a resolved spec, validated; a declaration error becomes a
+    SpecError naming the field. A run's stored spec comes through congestlab.stored, which
+    upgrades what older runs stored (rundir/upgrade.py)."""
     try:
         section = spec.get("report") or {}
-        return ReportSpec.model_validate(upgrade_stored_claims(section) if stored and isinstance(section, dict)
-                                         else section)
+        return ReportSpec.model_validate(section)
     except ValidationError as err:
         first = err.errors()[0]
         where = "report." + ".".join(str(p) for p in first["loc"]) if first["loc"] else "report"

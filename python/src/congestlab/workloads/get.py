@@ -17,7 +17,7 @@ import threading
 import time
 
 from congestlab.fidelity import Check
-from congestlab.rundir import RAW_KIND
+from congestlab.rundir.records import RAW_KIND, GetRecord
 from congestlab.servers.files import url_path
 from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
@@ -92,14 +92,14 @@ class GetRunner(Measuring):
                 result = parse_curl_json(family, url, req.file_kib * 1024, proc)
             end = time.time()
             client_addr = ctx.address(req.client, family)
-            out.append((RAW_KIND, {
-                "workload": self.spec.name, "request": index, "server": req.server, "server_port": server.port,
-                "server_kind": server.spec.kind, "client": req.client, "family": family, "file_kib": req.file_kib,
-                "client_kind": self.spec.client_kind, "client_addr": client_addr,
-                "start_ts": start, "end_ts": end, "client_port": result.local_port,
-                "family_pair": f"{ctx.point_id}#{repetition}.{index}", "family_position": position,
-                "family_order": ",".join(families), "previous_closed": closed, "previous_wait_ms": waited_ms}
-                | vars(result)))
+            out.append((RAW_KIND, GetRecord(
+                workload=self.spec.name, request=index, server=req.server, server_port=server.port,
+                server_kind=server.spec.kind, client=req.client, file_kib=req.file_kib,
+                client_kind=self.spec.client_kind, client_addr=client_addr, timeout_s=self.spec.timeout_s,
+                start_ts=start, end_ts=end, client_port=result.local_port,
+                family_pair=f"{ctx.point_id}#{repetition}.{index}", family_position=position,
+                family_order=",".join(families), previous_closed=closed, previous_wait_ms=waited_ms,
+                **vars(result)).model_dump()))
             previous = ServerConnection(req.server, server.spec.node, server.port, client_addr, result.local_port,
                                         server.log_path, offset) if result.local_port else None
             if position < len(families) - 1:

@@ -1,4 +1,5 @@
-"""The run directory: the contract between running and reporting (docs/data-format.md)."""
+"""The run directory's manifest: its format version, the shape readers rely on, and how it is
+read and written (docs/data-format.md)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from congestlab.errors import RunDirError
 from congestlab.paths import REPO_ROOT
+from congestlab.rundir.layout import MANIFEST
 
-FORMAT_VERSION = 2
-# the records.jsonl kind of a GET as curl saw it (workloads/get.py); the analysis measures it in the capture
-RAW_KIND = "get_raw"
+# 3: every record carries the settings it ran with (a GET its timeout_s) and is checked
+# against its kind's schema (rundir/records.py); 2: records as each workload wrote them.
+# A run is written in FORMAT_VERSION and read in any of READABLE_VERSIONS; an older one
+# through rundir/upgrade.py, in memory: nothing on disk changes.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 
 
 def utc_now() -> str:
@@ -24,31 +29,10 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def new_run_dir(base: Path, name: str, prefix: str) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    # absolute: servers and tools started in namespaces get these paths (Apache would read a
-    # relative config path against its own ServerRoot)
-    path = (base / f"{name}-{stamp}-{prefix}").absolute()
-    path.mkdir(parents=True, exist_ok=False)
-    (path / "logs").mkdir()
-    return path
-
-
-def prepare_out_dir(out: Path) -> Path:
-    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one.
-    Returns it absolute (see new_run_dir)."""
-    out = out.absolute()
-    if out.exists() and any(out.iterdir()):
-        raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "logs").mkdir(exist_ok=True)
-    return out
-
-
 def write_manifest(run_dir: Path, manifest: dict) -> None:
-    tmp = run_dir / "manifest.json.tmp"
+    tmp = run_dir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, run_dir / "manifest.json")
+    os.replace(tmp, run_dir / MANIFEST)
 
 
 class _Loose(BaseModel):
@@ -122,7 +106,9 @@ def _shape_problem(manifest: object) -> str | None:
 
 
 def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
-    path = Path(run_dir) / "manifest.json"
+    """The manifest as stored (a writer's copy: `analyze` and `--resume` write it back as they
+    found it). Readers take the upgraded view through congestlab.stored instead."""
+    path = Path(run_dir) / MANIFEST
     if not Path(run_dir).is_dir():
         raise RunDirError(f"{run_dir}: no such directory")
     if not path.exists():
@@ -131,15 +117,22 @@ def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
         manifest = json.loads(path.read_bytes())
     except (ValueError, OSError) as err:
         raise RunDirError(f"{path}: not valid JSON ({err})") from None
+    return checked_manifest(run_dir, manifest, require_complete)
+
+
+def checked_manifest(run_dir: Path, manifest: object, require_complete: bool = True) -> dict:
+    """A manifest whose version this congestlab reads, in the shape its readers rely on
+    (RunDirError naming the key otherwise), complete when `require_complete`."""
+    path = Path(run_dir) / MANIFEST
     if not isinstance(manifest, dict):
         raise RunDirError(f"{path}: damaged manifest: {_shape_problem(manifest)}")
     version = manifest.get("format_version")
-    if version == FORMAT_VERSION:
-        problem = _shape_problem(manifest)
-        if problem:
-            raise RunDirError(f"{path}: damaged manifest: {problem}")
-    if version != FORMAT_VERSION:
-        raise RunDirError(f"{path}: format_version {version!r}, this congestlab reads {FORMAT_VERSION}")
+    if version not in READABLE_VERSIONS:
+        readable = " or ".join(map(str, READABLE_VERSIONS))
+        raise RunDirError(f"{path}: format_version {version!r}, this congestlab reads {readable}")
+    problem = _shape_problem(manifest)
+    if problem:
+        raise RunDirError(f"{path}: damaged manifest: {problem}")
     if require_complete and manifest.get("status") != "complete":
         raise RunDirError(f"{run_dir}: run status is {manifest.get('status')!r}, not complete "
                           f"({manifest.get('error', 'no error recorded')})")
@@ -173,11 +166,3 @@ def planned_repetitions(manifest: dict) -> int:
     """The repetitions a run's points plan (its manifest's `points`)."""
     return sum(p.get("repetitions", 0) for p in manifest.get("points") or [])
 
-
-def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
-    """(point id, repetition, directory) of every repetition that wrote its rep.json."""
-    out = []
-    for rep_json in sorted(Path(run_dir).glob("points/*/r*/rep.json")):
-        rep_dir = rep_json.parent
-        out.append((rep_dir.parent.name, int(rep_dir.name[1:]), rep_dir))
-    return out

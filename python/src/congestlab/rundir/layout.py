@@ -1,0 +1,55 @@
+"""Where a run directory keeps what (docs/data-format.md, "Layout"): the only module that
+spells its file and folder names."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from congestlab.errors import RunDirError
+
+MANIFEST = "manifest.json"
+POINTS_DIR = "points"
+LOGS_DIR = "logs"
+RESULTS_DIR = "results"
+REP_INFO = "rep.json"  # written last: a repetition with it is complete
+RECORDS = "records.jsonl"
+PCAP_DIR = "pcap"
+
+
+def new_run_dir(base: Path, name: str, prefix: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    # absolute: servers and tools started in namespaces get these paths (Apache would read a
+    # relative config path against its own ServerRoot)
+    path = (base / f"{name}-{stamp}-{prefix}").absolute()
+    path.mkdir(parents=True, exist_ok=False)
+    (path / LOGS_DIR).mkdir()
+    return path
+
+
+def prepare_out_dir(out: Path) -> Path:
+    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one.
+    Returns it absolute (see new_run_dir)."""
+    out = out.absolute()
+    if out.exists() and any(out.iterdir()):
+        raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / LOGS_DIR).mkdir(exist_ok=True)
+    return out
+
+
+def rep_dir(run_dir: Path, point_id: str, rep: int) -> Path:
+    return Path(run_dir) / POINTS_DIR / point_id / f"r{rep}"
+
+
+def rep_complete(run_dir: Path, point_id: str, rep: int) -> bool:
+    return (rep_dir(run_dir, point_id, rep) / REP_INFO).is_file()
+
+
+def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
+    """(point id, repetition, directory) of every repetition that wrote its rep.json."""
+    out = []
+    for info in sorted(Path(run_dir).glob(f"{POINTS_DIR}/*/r*/{REP_INFO}")):
+        folder = info.parent
+        out.append((folder.parent.name, int(folder.name[1:]), folder))
+    return out

@@ -1,0 +1,216 @@
+"""A stored run directory read once into types: its study and each point as validated spec
+objects (what each point ran with), its repetitions with their records checked against their
+kinds' schemas, and its result tables. Older runs come through rundir/upgrade.py, so every
+reader here sees the current format only. Nothing outside congestlab.stored and
+congestlab.rundir indexes the stored spec or parses a stored number itself."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from congestlab.errors import RunDirError
+from congestlab.results import read_results
+from congestlab.rundir import layout, upgrade
+from congestlab.rundir.manifest import checked_manifest, read_manifest
+from congestlab.rundir.records import RAW_KIND, Record, RecordError, get_record, pass_through
+from congestlab.spec.fieldpath import FieldPathError, apply, field_path
+from congestlab.spec.models import VALUES_CHECKED, StudySpec
+from congestlab.spec.report import ReportSpec, load_report_spec
+from congestlab.stored.rows import ResultRow
+
+
+class StoredRun:
+    """One run directory. `raw` is the manifest as stored (what a writer writes back);
+    `manifest` the same upgraded to the current format (what readers read)."""
+
+    def __init__(self, path: Path, require_complete: bool = True, manifest: dict | None = None):
+        """`manifest`: the manifest a running run holds in memory (checked as a stored one)."""
+        self.path = Path(path)
+        self.raw = read_manifest(self.path, require_complete) if manifest is None else checked_manifest(
+            self.path, manifest, require_complete)
+        self.version: int = self.raw["format_version"]
+        self.manifest = upgrade.manifest_view(self.raw)
+        self.axes: list[str] = list(self.manifest.get("axes") or [])
+        self.points = [StoredPoint(self, p) for p in self.manifest.get("points") or []]
+        self._points = {p.id: p for p in self.points}
+        self._results: dict[str, list[ResultRow]] = {}
+
+    @property
+    def where(self) -> str:
+        return str(self.path / layout.MANIFEST)
+
+    @cached_property
+    def spec_data(self) -> dict:
+        """The stored spec as the current models take it (rundir/upgrade.py stored_spec_view)."""
+        return self.manifest.get("spec") or {}
+
+    @cached_property
+    def study(self) -> StudySpec:
+        """The study as it ran, validated (its points' settings not applied)."""
+        return self._validated(self.spec_data, "spec", checked=False)
+
+    @property
+    def published(self) -> list[dict]:
+        return list(self.study.published)
+
+    @cached_property
+    def report(self) -> ReportSpec | None:
+        """The study's `[report]` declaration, validated; None when it declares none (a
+        SpecError naming the field when it is damaged)."""
+        return load_report_spec(self.spec_data) if self.spec_data.get("report") else None
+
+    def ran(self, spec: StudySpec, quick: bool) -> bool:
+        """Whether this run ran `spec` (with `quick`) as far as the run goes: what `--resume`
+        requires (rundir/upgrade.py same_run_spec)."""
+        return upgrade.same_run_spec(self.raw.get("spec"), spec, quick)
+
+    def point(self, point_id: str) -> StoredPoint:
+        try:
+            return self._points[point_id]
+        except KeyError:
+            raise RunDirError(f"{self.where}: point {point_id!r} is not in the manifest") from None
+
+    @cached_property
+    def planned(self) -> dict[tuple[str, int], dict]:
+        """(point id, repetition) -> its place in the run (round, block, run index) as the
+        manifest's run_order recorded it ({} for a run from before it did)."""
+        return {(r["point"], r["repetition"]): r for r in self.manifest.get("run_order") or []}
+
+    def repetitions(self) -> list[StoredRepetition]:
+        """Every repetition that wrote its rep.json, in the order of their directories."""
+        out = []
+        for point_id, rep, folder in layout.completed_repetitions(self.path):
+            if point_id not in self._points:
+                raise RunDirError(f"{folder}: point {point_id!r} is not in the manifest")
+            out.append(StoredRepetition(self._points[point_id], rep, folder))
+        return out
+
+    def results(self, kind: str) -> list[ResultRow]:
+        """Rows of one result table, each value in one spelling (stored/rows.py norm); [] when
+        the run has no such table."""
+        if kind not in self._results:
+            rows = [ResultRow.of(row) for row in read_results(self.path, kind)]
+            if kind == "request" and self.version < upgrade.FORMAT_VERSION:
+                rows = [ResultRow.of(upgrade.request_row_view(row, self.version, self._row_timeout(row)))
+                        for row in rows]
+            self._results[kind] = rows
+        return self._results[kind]
+
+    def has_results(self, kind: str) -> bool:
+        return (self.path / layout.RESULTS_DIR / f"{kind}.csv").exists()
+
+    def _row_timeout(self, row: dict):
+        def timeout_s() -> float | None:
+            point = self._points.get(row.get("point_id", ""))
+            return point.request_timeout_s(row.get("server", ""), row.get("client", "")) if point else None
+        return timeout_s
+
+    def _validated(self, data: dict, where: str, checked: bool) -> StudySpec:
+        try:
+            return StudySpec.model_validate(data, context={VALUES_CHECKED: True} if checked else None)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = field_path(first["loc"], data)
+            raise RunDirError(f"{self.where}: damaged {where}: {loc}: "
+                              f"{first['msg'].removeprefix('Value error, ')}") from None
+
+
+class StoredPoint:
+    """A sweep point as the manifest recorded it, with the spec it ran with (`study`)."""
+
+    def __init__(self, run: StoredRun, entry: dict):
+        self.run = run
+        self.id: str = entry["id"]
+        self.experiment: str = entry["experiment"]
+        self.labels: dict[str, str] = {k: v for k, v in (entry.get("axes") or {}).items()}
+        self.settings: dict = dict(entry.get("settings") or {})
+        self.repetitions: int = entry.get("repetitions", 1)
+        self.unit: int = entry.get("unit", 0)
+        self.servers: list[str] = list(entry.get("servers") or [])
+        self.workloads: list[str] = list(entry.get("workloads") or [])
+
+    @cached_property
+    def study(self) -> StudySpec:
+        """The study with this point's settings applied: what the point ran with."""
+        if not self.settings:
+            return self.run.study
+        try:
+            data = apply(self.run.spec_data, self.settings)
+        except FieldPathError as err:
+            raise RunDirError(f"{self.run.where}: damaged point {self.id!r}: {err}") from None
+        _ = self.run.study  # the stored values are checked once, with the run's study
+        return self.run._validated(data, f"point {self.id!r}", checked=True)
+
+    def workload_timeout_s(self, workload: str) -> float | None:
+        """A GET workload's time limit at this point."""
+        try:
+            return getattr(self.study.workload(workload), "timeout_s", None)
+        except KeyError:
+            return None
+
+    def request_timeout_s(self, server: str, client: str) -> float | None:
+        """The time limit of the GET workload that asks `server` from `client` at this point."""
+        for w in self.study.workloads:
+            if any(r.server == server and r.client == client for r in getattr(w, "requests", [])):
+                return getattr(w, "timeout_s", None)
+        return None
+
+
+@dataclass
+class StoredRepetition:
+    point: StoredPoint
+    number: int
+    dir: Path
+
+    @property
+    def where(self) -> str:
+        return f"{self.point.id} #{self.number}"
+
+    @property
+    def planned(self) -> dict:
+        return self.point.run.planned.get((self.point.id, self.number), {})
+
+    @cached_property
+    def info(self) -> dict:
+        """rep.json, as runs write it now (rundir/upgrade.py rep_info_view)."""
+        path = self.dir / layout.REP_INFO
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise RunDirError(f"{path}: unreadable ({err})") from None
+        if not isinstance(info, dict):
+            raise RunDirError(f"{path}: a JSON {type(info).__name__}, not an object")
+        return upgrade.rep_info_view(info)
+
+    def records(self) -> list[Record]:
+        """records.jsonl, each record checked against its kind's schema (rundir/records.py)."""
+        path = self.dir / layout.RECORDS
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as err:
+            raise RunDirError(f"{path}: unreadable ({err})") from None
+        out: list[Record] = []
+        version = self.point.run.version
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                if not isinstance(entry, dict) or "kind" not in entry or "row" not in entry:
+                    raise RecordError("not a {\"kind\", \"row\"} object")
+                if entry["kind"] == RAW_KIND:
+                    out.append(get_record(upgrade.get_record_view(entry["row"], version,
+                                                                  self.point.workload_timeout_s)))
+                else:
+                    out.append(pass_through(entry["kind"], entry["row"]))
+            except (ValueError, RecordError) as err:
+                raise RunDirError(f"{path}:{number}: {err}") from None
+        return out
+
+    def pcaps(self) -> list[Path]:
+        return sorted((self.dir / layout.PCAP_DIR).glob("*.pcap"))
