@@ -71,6 +71,11 @@ class _WorkloadRunner(ABC):
         """Congestion controls its flows select per socket (the kernel must offer them)."""
         return set()
 
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        """The programs it drives whose versions the manifest records (workloads.TOOL_VERSIONS)."""
+        return set()
+
 
 class Background(_WorkloadRunner):
     @abstractmethod

@@ -42,6 +42,10 @@ class HttpLoadRunner(OneClientOneServer, Background):
         self.span_epoch_s: list[float] = []  # first window's start, last window's end
         self.stdout_path = log_dir / f"dualbench-{spec.name}.txt"
 
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"dualbench"}
+
     @property
     def off(self) -> bool:
         return self.spec.fetch_rate_per_s() <= 0

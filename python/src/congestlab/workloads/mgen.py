@@ -35,6 +35,10 @@ class MgenRunner(Background):
     def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
         return {(p.source, p.sink) for p in spec.pairs}
 
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"mgen"}
+
     """The flows of one MgenWorkload. Every flow is switched off by the source script
     itself after the context's bound, so the traffic stops even if congestlab dies."""
 
