@@ -17,7 +17,7 @@ A full unit = its server starts + its warm-ups + for each of its points, its rep
   and stay as measured;
 - timeout waits: the quick run's waits over its point's GET timeout are the GETs per
   repetition that ran into it; each costs the full point's own timeout (rto: chosen per level
-  from the published delays, spec/get_timeouts.py: 97.6 s at 100 Mbit/s against the quick's 45 s).
+  from the published delays, spec/request_timeouts.py: 97.6 s at 100 Mbit/s against the quick's 45 s).
 
 A point the quick run did not measure takes the mean of the measured points at its level (its
 label on the axis of [levels]: the congestion condition, which decides whether GETs time

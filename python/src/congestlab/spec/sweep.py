@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
-from congestlab.spec.get_timeouts import FROM_PUBLISHED, ChosenTimeout, choose
+from congestlab.spec.request_timeouts import FROM_PUBLISHED, ChosenTimeout, choose
 from congestlab.spec.models import VALUES_CHECKED, ExperimentSpec, StudySpec
 from congestlab.spec.workloads import BACKGROUND_KINDS
 
@@ -67,7 +67,7 @@ class Point:
     unit: int = 0  # points of one unit share their long-lived servers and background
     extra: dict = field(default_factory=dict)
     measured: list[str] = field(default_factory=list)  # the servers its workloads talk to (captured)
-    timeouts: list[dict] = field(default_factory=list)  # GET timeouts chosen from published delays (get_timeouts)
+    timeouts: list[dict] = field(default_factory=list)  # GET timeouts chosen from published delays (request_timeouts)
 
     def describe(self) -> dict:
         out = {"id": self.id, "experiment": self.experiment, "axes": self.labels, "settings": self.settings,
@@ -171,7 +171,7 @@ def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: Experimen
 
 def _chosen_timeouts(study: StudySpec, exp: ExperimentSpec, labels: dict[str, str],
                      workloads: list[str]) -> list[ChosenTimeout]:
-    """The point's GET timeouts chosen from the published delays (spec/get_timeouts.py)."""
+    """The point's GET timeouts chosen from the published delays (spec/request_timeouts.py)."""
     level_axis = next((a.name for a in exp.axes if a.levels), None)
     level = labels.get(level_axis) if level_axis else None
     return [choose(w, level, study.published) for name in workloads

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from congestlab.results import COMMON_COLUMNS, DESIGN_COLUMNS
 from congestlab.spec.addresses import check_subnets, host_ids
-from congestlab.spec.get_timeouts import FROM_PUBLISHED, has_published_delay
+from congestlab.spec.request_timeouts import FROM_PUBLISHED, has_published_delay
 
 if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec

@@ -130,7 +130,7 @@ class GetWorkload(_Workload):
         default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
     timeout_s: float = Field(default=30.0, gt=0, le=600, description="give up after this long (with timeout = "
                              "\"from-published\": the most it waits, and the wait at a level with no published delay)")
-    # the timeout per point from the seed's published delays (spec/get_timeouts.py)
+    # the timeout per point from the seed's published delays (spec/request_timeouts.py)
     timeout: Literal["fixed", "from-published"] = Field(
         default="fixed", description="fixed: timeout_s everywhere; from-published: per point, timeout_margin x the "
         "longest delay the study publishes at the point's level, at least timeout_min_s, at most timeout_s")
