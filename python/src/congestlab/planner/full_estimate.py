@@ -63,8 +63,7 @@ class UnitCost:
 def get_timeout_s(point: Point | None) -> float | None:
     if point is None:
         return None
-    times = [point.study.workload(n).timeout_s for n in point.workloads
-             if getattr(point.study.workload(n), "kind", "") == "get"]
+    times = [w.timeout_s for n in point.workloads if (w := point.study.workload(n)).measures_gets]
     return max(times) if times else None
 
 

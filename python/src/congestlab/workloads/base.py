@@ -76,6 +76,13 @@ class _WorkloadRunner(ABC):
         """The programs it drives whose versions the manifest records (workloads.TOOL_VERSIONS)."""
         return set()
 
+    @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """Its traffic as background flows of a leansim scenario (simulate/mapping.py,
+        crates/leansim/src/scenario.rs); None: leansim does not model it. A setting it cannot
+        model raises a SpecError naming that field under `where` (the workload's field path)."""
+        return None
+
 
 class Background(_WorkloadRunner):
     @abstractmethod

@@ -36,6 +36,11 @@ class GetRunner(Measuring):
         return next((req.client for req in spec.requests if req.server == server_name), None)
 
     @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """No background: its GETs are the scenario's measured ones (simulate/mapping.py)."""
+        return []
+
+    @classmethod
     def tools(cls, spec) -> set[str]:
         """The browser when it fetches with one (every run records curl's: runner/orchestrator.py)."""
         return {"chromium"} if spec.client_kind == "chromium" else set()
