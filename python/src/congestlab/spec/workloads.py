@@ -161,7 +161,7 @@ class HttpLoadWorkload(_Workload):
         return [Named("client", self.client), Named("server", self.server, server=True, file_kib=self.file_kib)]
 
     def servers_asked(self) -> list[str]:
-        """None while the load is off (rate_mbps = 0)."""
+        """No server while the load is off (rate_mbps = 0)."""
         return [] if self.rate_mbps == 0 else [self.server]
 
     def fetch_rate_per_s(self) -> float:

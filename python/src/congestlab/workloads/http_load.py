@@ -21,6 +21,7 @@ from congestlab.workloads.base import Background, OneClientOneServer, Record
 # leansim: competing lean fetches are scheduled this long past the warm-up (they end with the GETs)
 LEANSIM_HORIZON_S = 30.0
 LEANSIM_MAX_FETCHES = 10_000
+
 # dualbench's per-second line (crates/dualbench/src/load.rs, SecondLine::human)
 _SECOND = re.compile(rb"^\s*(\d+)s\s+started\s+(\d+)\s+done\s+(\d+)\s+normal\s+(\d+)\s+reset\s+(\d+)\s+timeout\s+(\d+)"
                      rb"\s+refused\s+(\d+)\s+other\s+(\d+)\s+([\d.]+) Mbit/s(?:\s+skipped\s+(\d+))?")
