@@ -5,7 +5,8 @@ What leansim models (crates/leansim/src/scenario.rs): one lean server; one `get`
 asking it; one bottleneck link (its rate and FIFO on both directions, delay and loss in the
 directions its `impair_direction` names); background MGEN UDP classes (constant-rate
 datagrams through the bottleneck) and `http_load` fetches from the lean server (competing
-lean flows). Everything else is refused rather than silently left out.
+lean flows). Everything else is refused rather than silently left out. What leansim makes of
+a background is its runner's (`leansim_background`, workloads/).
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from congestlab.servers.files import url_path
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
 from congestlab.spec.models import LinkSpec, StudySpec
 from congestlab.spec.sweep import Point, expand
-
-# Ethernet + IP + UDP headers on an MGEN datagram: its payload rate becomes a frame rate.
-UDP_OVERHEAD_BYTES = {"v4": 14 + 20 + 8, "v6": 14 + 40 + 8}
-# Competing lean fetches are scheduled this long past the warm-up (they end with the GETs).
-BACKGROUND_HORIZON_S = 30.0
-MAX_BACKGROUND_FETCHES = 10_000
+from congestlab.workloads import runner_for
 
 
 @dataclass
@@ -110,43 +106,18 @@ def _background(study: StudySpec, point: Point, lean: str, where: str) -> list[d
     for name in point.workloads:
         w = by_name[name]
         here = f"{where}workloads.{name}"
-        if w.kind == "get":
-            continue
-        if w.kind == "mgen":
-            if w.rate_bps == 0:
-                continue
-            for cls, rate in w.class_rates_bps().items():
-                if rate <= 0:
-                    continue
-                if not cls.startswith("udp"):
-                    raise SpecError(f"{here}.mix", f"class {cls} is kernel TCP, which the simulator does not model "
-                                    "(only MGEN's UDP classes)")
-                family = "v" + cls[-1]
-                payload = w.udp_payload_v4_bytes if family == "v4" else w.udp_payload_v6_bytes
-                frame = payload + UDP_OVERHEAD_BYTES[family]
-                flows.append({"kind": "udp", "family": family, "frame_bytes": frame,
-                              "rate_bps": rate * frame / payload})
-        elif w.kind == "http_load":
-            if w.server != lean:
-                raise SpecError(f"{here}.server", f"{w.server!r} is not the simulated lean server {lean!r}")
-            if w.keepalive:
-                raise SpecError(f"{here}.keepalive", "keep-alive fetches are not simulated (one connection each)")
-            per_s = w.fetch_rate_per_s()
-            if per_s <= 0:
-                continue
-            count = min(MAX_BACKGROUND_FETCHES, int((study.warmup_s + BACKGROUND_HORIZON_S) * per_s) + 1)
-            flows.append({"kind": "get", "family": w.family, "path": url_path(w.file_kib),
-                          "interval_ms": 1000.0 / per_s, "count": count})
-        else:
+        simulated = runner_for(w).leansim_background(w, study, lean, here)
+        if simulated is None:
             raise SpecError(f"{here}.kind", f"{w.kind!r} is not simulated (leansim models get, MGEN UDP and "
                             "http_load against the lean server)")
+        flows += simulated
     return flows
 
 
 def sim_point(point: Point) -> SimPoint:
     study = point.study
     where = f"{point.id}: "
-    gets = [w for w in study.workloads if w.name in point.workloads and w.kind == "get"]
+    gets = [w for w in study.workloads if w.name in point.workloads and w.measures_gets]
     if len(gets) != 1:
         raise SpecError(f"{where}workloads", f"{len(gets)} get workloads; the simulator measures exactly one")
     get = gets[0]
