@@ -16,7 +16,7 @@ from congestlab.analysis.request_outcome import (COMPLETE, INVALID, TIMED_OUT, B
                                                  cross_check, path_bottleneck, point_spec)
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap
-from congestlab.testbed.plan import HTB_BURST_BYTES
+from congestlab.spec.network import HTB_BURST_BYTES
 from congestlab.workloads.get import RAW_KIND
 
 DATA = Path(__file__).parent / "data"
@@ -58,7 +58,9 @@ def paced_get(family: str, t0: float, client_port: int, segments: int = 100, rtt
 
 def _manifest(reps: int) -> dict:
     spec = {
-        "topology": {"unshaped_at_or_above_bps": 1_000_000_000, "nodes": [
+        "topology": {"unshaped_at_or_above_bps": 1_000_000_000, "switches": [
+            {"name": "s0", "subnet4": "10.0.0.0/24", "subnet6": "fd00:0:0:0::/64"},
+            {"name": "s1", "subnet4": "10.0.1.0/24", "subnet6": "fd00:0:0:1::/64"}], "nodes": [
             {"name": "client", "kind": "host", "links": [{"switch": "s0"}]},
             {"name": "r1", "kind": "router", "links": [{"switch": "s0", "rate_bps": RATE_BPS}, {"switch": "s1"}]},
             {"name": "srv", "kind": "host", "links": [{"switch": "s1"}]}]},
