@@ -14,7 +14,8 @@ import math
 from congestlab.fidelity import Check
 from congestlab.stats.compare import compare
 from congestlab.stats.rules import holm
-from congestlab.stats.samples import COMPLETE, TIMED_OUT, Cell
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stats.samples import Cell
 
 ALPHA = 0.01
 METRIC = "delay_ms"
@@ -99,12 +100,12 @@ def _cell(rows: list[dict]) -> Cell:
     for row in rows:
         outcome = row.get("outcome")
         if outcome == COMPLETE and not _positive(row.get(METRIC)):
-            outcome = "invalid"
+            outcome = INVALID
         values.append(float(row[METRIC]) if outcome == COMPLETE else math.nan)
-        outcomes.append(outcome if outcome in (COMPLETE, TIMED_OUT) else "invalid")
+        outcomes.append(outcome if outcome in (COMPLETE, TIMED_OUT) else INVALID)
         timeout_s = row.get("timeout_s")
         limits.append(float(timeout_s) * 1e3 if _positive(timeout_s) else math.nan)
-    outcomes = [o if o != TIMED_OUT or math.isfinite(lim) else "invalid" for o, lim in zip(outcomes, limits)]
+    outcomes = [o if o != TIMED_OUT or math.isfinite(lim) else INVALID for o, lim in zip(outcomes, limits)]
     return Cell.of(values, outcomes, limits=limits)
 
 

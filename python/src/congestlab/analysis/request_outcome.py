@@ -21,10 +21,8 @@ from dataclasses import dataclass
 
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.spec.fieldpath import FieldPathError, set_field
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.testbed.plan import HTB_BURST_BYTES
-
-COMPLETE, TIMED_OUT, INVALID = "complete", "timed_out", "invalid"
-OUTCOMES = (COMPLETE, TIMED_OUT, INVALID)
 
 # the client's own time against the capture's (ms): the client's time holds the handshake
 # (about one RTT the capture's delay leaves out) plus its own start and finish; the capture's

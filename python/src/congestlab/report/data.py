@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from congestlab.analysis.request_outcome import COMPLETE, INVALID, TIMED_OUT, outcome_of_stored_row
+from congestlab.analysis.request_outcome import outcome_of_stored_row
 from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
@@ -20,6 +20,7 @@ from congestlab.rundir import read_manifest
 from congestlab.spec.fieldpath import FieldPathError, get_field
 from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
 from congestlab.stats import samples as engine
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
 # delays are longer than the timeout (right-censored); throughputs are below what the whole
@@ -206,7 +207,7 @@ class RunData:
         as invalid ones; other metrics have complete samples only."""
         done = self.samples(metric, selection)
         values = [s.value for s in done]
-        outcomes = [engine.COMPLETE] * len(done)
+        outcomes = [COMPLETE] * len(done)
         blocks = [s.repetition for s in done]
         limits = [math.nan] * len(done)
         points = {s.point_id for s in done}
@@ -226,9 +227,9 @@ class RunData:
                 values.append(math.nan)
                 timed_out = [r for r in rows if r["outcome"] == TIMED_OUT]
                 limit = self._censoring_limit(metric, timed_out)
-                outcomes.append(engine.TIMED_OUT if limit is not None else engine.INVALID)
+                outcomes.append(TIMED_OUT if limit is not None else INVALID)
                 limits.append(limit if limit is not None else math.nan)
-        positive = all(v > 0 for v, o in zip(values, outcomes) if o == engine.COMPLETE)
+        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE)
         if positive:
             cell = engine.Cell.of(values, outcomes, blocks, limits, side)
         else:  # no ratio: the claims compare such cells by rank (report/claims.py)

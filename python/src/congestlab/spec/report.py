@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from congestlab.errors import SpecError
 from congestlab.results import COMMON_COLUMNS, KIND_COLUMNS
+from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 
 Scalar = str | int | float | bool
 # dimension -> a value or a list of values (any of them)
@@ -72,9 +73,9 @@ class MetricSpec(_Strict):
         and counted."""
         if isinstance(data, dict) and data.get("kind") == "request" and (data.get("censored") or {}).get("ok") is False:
             data = dict(data, censored={**{k: v for k, v in data["censored"].items() if k != "ok"},
-                                        "outcome": "timed_out"})
+                                        "outcome": TIMED_OUT})
             if (data.get("where") or {}).get("ok") is True:
-                data["where"] = {**{k: v for k, v in data["where"].items() if k != "ok"}, "outcome": "complete"}
+                data["where"] = {**{k: v for k, v in data["where"].items() if k != "ok"}, "outcome": COMPLETE}
         return data
 
     @model_validator(mode="after")
