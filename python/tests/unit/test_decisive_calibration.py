@@ -23,7 +23,7 @@ from scipy.stats import norm
 
 from congestlab.decisive.procedure import DECIDED, Procedure
 from congestlab.stats import power, rules
-from congestlab.stats.compare import compare
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 from congestlab.stats.samples import Cell
 

@@ -22,7 +22,7 @@ import pytest
 from scipy.stats import norm
 
 from congestlab.stats import power, rules
-from congestlab.stats.compare import compare
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 from congestlab.stats.samples import Cell
 from congestlab.stats.sequential import SequentialDesign, run_sequential

@@ -13,7 +13,8 @@ from scipy import stats as st
 
 from congestlab.errors import StatsInputError
 from congestlab.stats import power, rules
-from congestlab.stats.compare import Effect, compare
+from congestlab.stats.effect import Effect
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stats.samples import LEFT, Cell
 from congestlab.stats.sequential import SequentialDesign, nominal_levels, next_step, run_sequential, spent

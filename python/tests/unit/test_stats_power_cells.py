@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as st
 
 from congestlab.stats import power, rules
-from congestlab.stats.compare import Effect
+from congestlab.stats.effect import Effect
 
 SD_PAIR = 0.25 * math.sqrt(2)
 

@@ -1,7 +1,7 @@
 """The drift check: the reference unit of each experiment (its first declared point's unit)
 runs in the first block and again in the last (the mirrored order of `passes = 2`,
 spec/sweep.py plan). Its GET delays from the two ends are compared per point and family with
-the stats engine (the censored log-normal model, stats/compare.py; a timed-out GET is
+the stats engine (the censored log-normal model, stats/median_ratio.py; a timed-out GET is
 censored at its timeout); a Holm-adjusted two-sided p below ALPHA flags the run: the machine
 changed between its start and its end, so every comparison across time in it deserves doubt.
 A reference cell that cannot be compared is listed with the reason (`skipped`): one pass, a
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from congestlab.fidelity import Check
-from congestlab.stats.compare import compare
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.rules import holm
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stats.samples import Cell

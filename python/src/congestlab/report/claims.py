@@ -12,7 +12,7 @@ it), an invalid one is excluded and counted (report/data.py, RunData.cell). The 
 sample is its repetition.
 
 compare   a <relation> b on the effect log(median a / median b) of the censored log-normal
-          model with the repetition as block (stats/compare.py). > and <: the CI excludes 0
+          model with the repetition as block (stats/median_ratio.py). > and <: the CI excludes 0
           on the claimed side (stats.rules.direction). ~: TOST against +-margin_pct; >= / <=:
           non-inferiority, a at most margin_pct below / above b. `range_pct`: a/b - 1 lies in
           the seed's range (magnitude: holds when the CI lies inside it, does not hold when it
@@ -59,7 +59,8 @@ from scipy.optimize import curve_fit
 from congestlab.report.data import EngineCell, RunData, Stats, matches, norm, parse_number
 from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec, Selector
 from congestlab.stats import gehan, tobit
-from congestlab.stats.compare import Effect, compare, from_percent
+from congestlab.stats.effect import Effect, from_percent
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.power import rounds_needed_for_verdict
 from congestlab.stats.rules import (FAILS, HOLDS, INCONCLUSIVE, Verdict, at_least, at_most, best_changes, direction,
                                     equivalence, every_cell, holm, magnitude, range_p_values)

@@ -4,7 +4,7 @@ plots; the claims' verdicts per run. The first run's [report] declaration decide
 
 Each cell is the statistics engine's (report/data.py `RunData.cell`: GETs that timed out are
 censored at their timeout, invalid ones excluded and counted), and the effect of run X against
-the first run is `stats.compare` on the two cells: log(median X / median first) from the censored
+the first run is `stats.median_ratio.compare` on the two cells: log(median X / median first) from the censored
 log-normal model, shown as a relative difference with its 95 % CI. The runs' repetitions are not
 paired (repetition 1 of one run and of another ran at different times), so the cells are
 compared unblocked. Cells with values <= 0 have no ratio: Gehan's permutation test decides

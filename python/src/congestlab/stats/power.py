@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from scipy.optimize import brentq
 from scipy.stats import nct, t
 
-from congestlab.stats.compare import Effect, from_percent
+from congestlab.stats.effect import Effect, from_percent
 from congestlab.stats.rules import ALPHA, FAILS, HOLDS, INCONCLUSIVE, Verdict
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
 

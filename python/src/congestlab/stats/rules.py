@@ -1,6 +1,6 @@
 """Rules that can fail both ways (docs/statistics.md).
 
-Every rule is two one-sided tests on an effect (log(a / b), congestlab/stats/compare.py), each
+Every rule is two one-sided tests on an effect (log(a / b), congestlab/stats/median_ratio.py), each
 at level `alpha` (default 2.5 %, the sides of a 95 % CI): one whose rejection says the claim
 holds, one whose rejection says it does not. Neither rejected: inconclusive. So an underpowered
 run is inconclusive, never "holds" by default.
@@ -28,7 +28,8 @@ import math
 from dataclasses import dataclass, field, replace
 
 from congestlab.errors import StatsInputError
-from congestlab.stats.compare import Effect, compare, from_percent, to_percent
+from congestlab.stats.effect import Effect, from_percent, to_percent
+from congestlab.stats.median_ratio import compare
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 ALPHA = 0.025  # per side: the two sides of a 95 % CI
