@@ -86,7 +86,7 @@ def _pct(x: float) -> str:
 
 def cell_effect(base: EngineCell, other: EngineCell) -> Effect:
     """log(other / base), unblocked; for values <= 0 an undetermined effect whose p Gehan's
-    permutation test on the values gives (report/claims.py `effect` does the same, blocked)."""
+    permutation test on the values gives (report/claims/check.py `effect` does the same, blocked)."""
     if base.positive and other.positive:
         return compare(other.cell, base.cell, blocked=False)
     a, b = other.cell.valid(), base.cell.valid()

@@ -232,7 +232,7 @@ class RunData:
         positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE)
         if positive:
             cell = engine.Cell.of(values, outcomes, blocks, limits, side)
-        else:  # no ratio: the claims compare such cells by rank (report/claims.py)
+        else:  # no ratio: the claims compare such cells by rank (report/claims/)
             cell = engine.Cell(tuple(values), tuple(outcomes), tuple(blocks), tuple(limits), side)
         return EngineCell(cell, frozenset(points), positive)
 
