@@ -9,7 +9,8 @@ import pytest
 
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, seed_agrees
 from congestlab.report.data import RunData
-from congestlab.spec.report import CheckSpec, MetricSpec, ReportSpec, upgrade_stored_claims
+from congestlab.spec.metric import MetricSpec
+from congestlab.spec.report import CheckSpec, ReportSpec, upgrade_stored_claims
 from congestlab.stats.fits import fit_shapes
 from report_fixtures import RunBuilder, get_outcome_row, request_run
 

@@ -2,7 +2,7 @@
 results in long form (congestlab/results.py), and samples of declared metrics.
 
 A sample is one point x repetition: the metric's records in that point and repetition that
-match a selection, reduced to one number (declaration.MetricSpec.per_repetition).
+match a selection, reduced to one number (spec/metric.py, MetricSpec.per_repetition).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS, read_results
 from congestlab.rundir import read_manifest
 from congestlab.spec.fieldpath import FieldPathError, get_field
-from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published, load_report_spec
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import ReportSpec, check_published, load_report_spec
 from congestlab.stats import samples as engine
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 

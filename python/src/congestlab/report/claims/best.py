@@ -13,7 +13,8 @@ from dataclasses import replace
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, decided, effect, without_outcome
 from congestlab.report.claims.formatting import fmt_cell, numbers, short
 from congestlab.report.data import EngineCell, matches
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.outcomes import TIMED_OUT
 from congestlab.stats.rules import FAILS, INCONCLUSIVE, best_changes, direction, every_cell
 from congestlab.stats.samples import RIGHT

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Callable, Collection
 
 from congestlab.report.data import EngineCell, RunData, Stats, norm
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.effect import Effect
 from congestlab.stats.gehan import rank_effect
 from congestlab.stats.median_ratio import compare

@@ -19,7 +19,8 @@ from congestlab.report.claims.relation import decide_compare
 from congestlab.report.claims.shape import decide_shape
 from congestlab.report.claims.share import decide_share
 from congestlab.report.data import RunData, matches, norm
-from congestlab.spec.report import CheckSpec, ClaimSpec, MetricSpec
+from congestlab.spec.metric import MetricSpec
+from congestlab.spec.report import CheckSpec, ClaimSpec
 from congestlab.stats.power import rounds_needed_for_verdict
 from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE, Verdict, every_cell
 

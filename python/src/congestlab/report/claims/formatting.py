@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from congestlab.report.data import Stats
-from congestlab.spec.report import Selector
+from congestlab.spec.metric import Selector
 from congestlab.stats.outcomes import TIMED_OUT
 from congestlab.stats.rules import Verdict
 from congestlab.stats.samples import RIGHT, Cell

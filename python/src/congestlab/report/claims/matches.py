@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, decided
 from congestlab.report.claims.formatting import fmt_stats
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.rules import FAILS, HOLDS
 
 

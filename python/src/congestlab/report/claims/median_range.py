@@ -8,7 +8,8 @@ import math
 
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, decided
 from congestlab.report.claims.formatting import fmt_cell, numbers
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.location import level_effect
 from congestlab.stats.rules import INCONCLUSIVE, raw_magnitude
 

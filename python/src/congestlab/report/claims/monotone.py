@@ -10,7 +10,8 @@ import math
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, effect
 from congestlab.report.claims.formatting import fmt_num, numbers
 from congestlab.report.data import parse_number
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.effect import from_percent
 from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE, Verdict, holm
 from congestlab.stats.summary import mean_with_ci

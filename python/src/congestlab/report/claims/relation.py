@@ -10,7 +10,8 @@ from dataclasses import replace
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, effect
 from congestlab.report.claims.formatting import fmt_cell, fmt_num, numbers, short
 from congestlab.report.data import RunData
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.location import paired_difference
 from congestlab.stats.rules import at_least, at_most, direction, equivalence, magnitude, raw_magnitude
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, decided
 from congestlab.report.claims.formatting import fmt_num
 from congestlab.report.data import parse_number
-from congestlab.spec.report import CheckSpec, MetricSpec, Selector
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import CheckSpec
 from congestlab.stats.fits import aic, fit_shapes, r_squared
 from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE
 from congestlab.stats.summary import mean_with_ci
