@@ -12,11 +12,11 @@ import pytest
 from pcap_builder import ACK, FIN, MSS, PSH, SYN, Conversation
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.request_outcome import (COMPLETE, INVALID, TIMED_OUT, Bottleneck, client_outcome,
-                                                 cross_check, path_bottleneck, point_spec)
+from congestlab.analysis.request_outcome import Bottleneck, client_outcome, cross_check, path_bottleneck, point_spec
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap
 from congestlab.spec.network import HTB_BURST_BYTES
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.workloads.get import RAW_KIND
 
 DATA = Path(__file__).parent / "data"

@@ -22,9 +22,7 @@ from congestlab.spec import network
 from congestlab.spec.fieldpath import FieldPathError, set_field
 from congestlab.spec.models import TopologySpec
 from congestlab.spec.network import Bottleneck
-
-COMPLETE, TIMED_OUT, INVALID = "complete", "timed_out", "invalid"
-OUTCOMES = (COMPLETE, TIMED_OUT, INVALID)
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # the client's own time against the capture's (ms): the client's time holds the handshake
 # (about one RTT the capture's delay leaves out) plus its own start and finish; the capture's

@@ -19,8 +19,7 @@ from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.probe_clock import probe_clock
 from congestlab.analysis.queue_series import queue_rows, write_queue_series
 from congestlab.analysis.sender_series import kernel_rows, lean_rows, write_sender_series
-from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
-                                                 path_bottleneck, point_spec)
+from congestlab.analysis.request_outcome import client_outcome, cross_check, path_bottleneck, point_spec
 from congestlab.analysis.rto_replay import lean_servers, replay_run
 from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap, write_trace
 from congestlab.capture.probes import CLOCK_FILE, KERNEL_FILE, QUEUE_FILE, RAW_DIR
@@ -28,6 +27,7 @@ from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, result_path, write_results
 from congestlab.rundir import RAW_KIND, completed_repetitions
+from congestlab.stats.outcomes import COMPLETE, INVALID, OUTCOMES
 
 
 @dataclass

@@ -15,7 +15,8 @@ import statistics
 from dataclasses import dataclass
 
 from congestlab.report.data import EngineCell, RunData, norm, over_complete_requests
-from congestlab.spec.report import MetricSpec, TableSpec
+from congestlab.spec.metric import MetricSpec
+from congestlab.spec.report import TableSpec
 from congestlab.stats.summary import CellSummary, mean_with_ci, summarize
 
 

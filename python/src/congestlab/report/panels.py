@@ -28,10 +28,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from congestlab.analysis.request_outcome import COMPLETE, TIMED_OUT
 from congestlab.report.data import RunData
 from congestlab.report.figures import PALETTE
 from congestlab.report.request_series import GetSeries, load_get
+from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 
 ROWS = ("time-sequence", "window", "RTT", "queue")
 KIB = 1024.0

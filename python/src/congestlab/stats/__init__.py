@@ -4,11 +4,13 @@ The bottom layer beside errors: it imports nothing else of congestlab, takes pla
 of samples with an outcome and a block each) and returns plain dataclasses the report renders.
 """
 
-from congestlab.stats.compare import Effect, compare
+from congestlab.stats.effect import Effect
+from congestlab.stats.median_ratio import compare
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stats.power import rounds_needed, rounds_needed_for, rounds_needed_for_verdict
 from congestlab.stats.rules import (FAILS, HOLDS, INCONCLUSIVE, Verdict, at_least, at_most, best_changes, direction,
                                     equivalence, every_cell, magnitude)
-from congestlab.stats.samples import COMPLETE, INVALID, LEFT, RIGHT, TIMED_OUT, Cell
+from congestlab.stats.samples import LEFT, RIGHT, Cell
 from congestlab.stats.sequential import SequentialDesign, next_step, run_sequential
 from congestlab.stats.summary import CellSummary, summarize
 
