@@ -4,7 +4,7 @@ While a pairing runs, the client's namespace prints `ss -tinH` once a second (th
 fairness_trace.py); each flow's connection is found by an endpoint it has in the client (a
 lean flow: the lean node's address and port 80 as the peer; a kernel flow: the iperf3
 server's port in the client as the local end) and its `bytes_received` counter read
-(congestlab.workloads.iperf.parse_ss_connections). From those cumulative counts:
+(congestlab.traffic.socket_stats.parse_ss_connections). From those cumulative counts:
   - the share of flow A per sampling interval (convergence over time);
   - the steady-state share: A's share of the bytes received after a start-up of `settle_s`;
   - Jain's fairness index (sum x)^2 / (n * sum x^2) of the flows' bytes in that window.
@@ -12,7 +12,7 @@ server's port in the client as the local end) and its `bytes_received` counter r
 
 from __future__ import annotations
 
-from congestlab.workloads.iperf import parse_ss_connections
+from congestlab.traffic.socket_stats import parse_ss_connections
 
 
 def unmapped(endpoint: str) -> str:

@@ -20,7 +20,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from congestlab.workloads.iperf import parse_ss_connections
+from congestlab.traffic.socket_stats import parse_ss_connections
 from fairness_share import sample_chunks
 
 # the integer counters of a kernel flow's `ss -tinH` line kept per sample

@@ -24,7 +24,7 @@ from congestlab.rundir import new_run_dir, prepare_out_dir
 from congestlab.runner import Runner, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
-from congestlab.spec.get_timeouts import describe_timeout
+from congestlab.spec.request_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
 from congestlab.spec.sweep import expand, experiment_passes, longest_streaks, plan, rounds_per_pass

@@ -23,8 +23,9 @@ from scipy.stats import norm
 
 from congestlab.decisive.procedure import DECIDED, Procedure
 from congestlab.stats import power, rules
-from congestlab.stats.compare import compare
-from congestlab.stats.samples import COMPLETE, TIMED_OUT, Cell
+from congestlab.stats.median_ratio import compare
+from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
+from congestlab.stats.samples import Cell
 
 BASE_MS = 100.0
 ROUND_SD = 0.3
@@ -73,7 +74,7 @@ def simulate(s: Scenario, seed: int) -> dict:
         proc = Procedure.new(POINTS, s.max_rounds, first_look=FIRST_LOOK)
         limit = BASE_MS * math.exp(s.limit_log) if s.limit_log is not None else math.inf
 
-        def cell(p: str) -> Cell:
+        def cell(p: str, samples=samples, limit=limit) -> Cell:
             rounds = sorted(samples[p])
             ys = [samples[p][r] for r in rounds]
             out = [COMPLETE if y < limit else TIMED_OUT for y in ys]

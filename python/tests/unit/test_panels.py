@@ -1,4 +1,4 @@
-"""Per-cell panels (report/panels.py, get_series.py, panel_index.py), `congestlab plot` and the
+"""Per-cell panels (report/panels.py, request_series.py, panel_index.py), `congestlab plot` and the
 FIFO drops / CPU busy columns (report/cell_testbed.py), on synthetic series in the formats
 docs/data-format.md gives (series_fixtures.py)."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from congestlab.report import build_report
 from congestlab.report.data import RunData
-from congestlab.report.get_series import load_get
+from congestlab.report.request_series import load_get
 from congestlab.report.panels import cells, figure, pick
 from series_fixtures import panels_run
 from test_bad_input_property import call_cli

@@ -1,4 +1,4 @@
-"""Verdicts on hand-made results, each rule of congestlab/report/claims.py decided by the
+"""Verdicts on hand-made results, each rule of congestlab/report/claims/ decided by the
 statistics engine: every rule is shown to hold and not to hold, an underpowered run to be
 inconclusive (never "holds" by default), timed-out GETs censored (never dropped), invalid ones
 excluded and counted."""
@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, fit_shapes, seed_agrees
+from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, seed_agrees
 from congestlab.report.data import RunData
-from congestlab.spec.report import CheckSpec, MetricSpec, ReportSpec
+from congestlab.spec.metric import MetricSpec
+from congestlab.spec.report import CheckSpec, ReportSpec
+from congestlab.stats.fits import fit_shapes
 from report_fixtures import RunBuilder, get_outcome_row, request_run
 
 METRICS = {

@@ -12,12 +12,12 @@ import pytest
 from pcap_builder import ACK, FIN, MSS, PSH, SYN, Conversation
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.request_outcome import Bottleneck, client_outcome, cross_check, path_bottleneck
+from congestlab.analysis.request_outcome import client_outcome, cross_check
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap
-from congestlab.testbed.plan import HTB_BURST_BYTES
 from congestlab.rundir import FORMAT_VERSION, RAW_KIND
-from congestlab.stats.samples import COMPLETE, INVALID, TIMED_OUT
+from congestlab.spec.network import HTB_BURST_BYTES, Bottleneck
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from record_fixtures import get_record, get_row, tiny_stored_spec
 
 DATA = Path(__file__).parent / "data"
@@ -203,15 +203,6 @@ def test_client_outcome():
     assert outcome(ok=False, error="http 404, 0 of 1024 bytes", time_total_s=0.01) == \
         (INVALID, "http 404, 0 of 1024 bytes")
     assert outcome(ok=False, error="Failed to connect", time_total_s=0.001)[0] == INVALID
-
-
-def test_bottleneck_on_the_path_only():
-    manifest = json.loads((DATA / "ipv6-quick-run" / "manifest.json").read_text())
-    spec = manifest["spec"]
-    neck = path_bottleneck(spec, "client", "server")
-    assert neck == Bottleneck(100e6, HTB_BURST_BYTES)
-    assert path_bottleneck(spec, "m4src", "server") is None  # both on s4: no shaper between them
-    assert path_bottleneck(spec, "client", "nonexistent") is None
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -135,6 +134,13 @@ def test_refuses_what_it_cannot_model(spec_args, where):
 def test_refuses_two_bottlenecks():
     with pytest.raises(SpecError, match="2 shaped or impaired links"):
         sim_points(_spec(link2="rate_bps = 10_000_000"))
+
+
+def test_refuses_an_impaired_link_off_the_gets_path():
+    far = '[[topology.nodes]]\nname = "far"\nlinks = [{ switch = "s1", host_id = 30, delay_ms = 5 }]'
+    with pytest.raises(SpecError, match="nodes.far.links.s1: the link is not on the path from the server's node "
+                                        "'bare' to the client 'client'"):
+        sim_points(_spec(far, link="queue_packets = 100"))
 
 
 def test_cli_refusal_is_one_line_exit_2(tmp_path):

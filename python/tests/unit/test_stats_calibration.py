@@ -22,8 +22,9 @@ import pytest
 from scipy.stats import norm
 
 from congestlab.stats import power, rules
-from congestlab.stats.compare import compare
-from congestlab.stats.samples import COMPLETE, TIMED_OUT, Cell
+from congestlab.stats.median_ratio import compare
+from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
+from congestlab.stats.samples import Cell
 from congestlab.stats.sequential import SequentialDesign, run_sequential
 
 BASE_MS = 100.0
@@ -79,7 +80,7 @@ def simulate(s: Scenario, seed: int) -> dict[str, float]:
     for _ in range(s.claims):
         pairs = s.cells(rng)
 
-        def evaluate(r: int, alpha: float) -> rules.Verdict:
+        def evaluate(r: int, alpha: float, pairs=pairs) -> rules.Verdict:
             keep = set(range(r))
             return s.rule([compare(a.first_blocks(keep), b.first_blocks(keep)) for a, b in pairs], alpha)
 
@@ -212,7 +213,7 @@ def simulate_best(s: BestScenario, seed: int) -> dict[str, float]:
     for _ in range(s.claims):
         levels = s.cells(rng)
 
-        def evaluate(r: int, alpha: float) -> rules.Verdict:
+        def evaluate(r: int, alpha: float, levels=levels) -> rules.Verdict:
             keep = set(range(r))
             return rules.best_changes({lv: {k: c.first_blocks(keep) for k, c in cells.items()}
                                        for lv, cells in levels.items()}, "highest", alpha)

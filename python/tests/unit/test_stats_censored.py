@@ -13,8 +13,10 @@ from scipy import stats as st
 
 from congestlab.errors import StatsInputError
 from congestlab.stats import power, rules
-from congestlab.stats.compare import Effect, compare
-from congestlab.stats.samples import COMPLETE, INVALID, LEFT, TIMED_OUT, Cell
+from congestlab.stats.effect import Effect
+from congestlab.stats.median_ratio import compare
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stats.samples import LEFT, Cell
 from congestlab.stats.sequential import SequentialDesign, nominal_levels, next_step, run_sequential, spent
 from congestlab.stats.summary import summarize
 
@@ -368,7 +370,7 @@ def test_random_cells_never_raise_and_verdicts_stay_in_range():
         if a.n and b.n:
             blocks = sorted({blk for blk in a.blocks + b.blocks if blk is not None})
             if len(blocks) >= 2:
-                out = run_sequential(design, lambda r, alpha: rules.direction(
+                out = run_sequential(design, lambda r, alpha, a=a, b=b, blocks=blocks: rules.direction(
                     compare(a.first_blocks(set(blocks[:r])), b.first_blocks(set(blocks[:r]))), True, alpha),
                     rounds_available=len(blocks))
                 assert out.verdict.verdict in (rules.HOLDS, rules.FAILS, rules.INCONCLUSIVE)

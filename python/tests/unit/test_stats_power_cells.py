@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as st
 
 from congestlab.stats import power, rules
-from congestlab.stats.compare import Effect
+from congestlab.stats.effect import Effect
 
 SD_PAIR = 0.25 * math.sqrt(2)
 
@@ -66,7 +66,7 @@ def test_does_not_hold_among_k_cells_is_powered_at_holms_first_level(ks):
         assert needs[-1] == power.rounds_needed(SD_PAIR, distance=0.3, tests=k)
     assert needs[0] == power.rounds_needed_for_verdict(failing)
     assert all(a < b for a, b in zip(needs, needs[1:])), needs
-    # a check of a claim (report/claims.py) says its own need at the level its claim decides it
+    # a check of a claim (report/claims/) says its own need at the level its claim decides it
     assert power.rounds_needed_for_verdict(failing, tests=4) == needs[2]
     # "holds" is never adjusted: a check within reach of it needs the same at any k
     holding = undecided_direction(0.3)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from congestlab.workloads import iperf, ping
+from congestlab.traffic import iperf, ping, socket_stats
+from congestlab.workloads.ping import loss_check, rtt_check
 
 # real lines from iperf 2.1.8 on this machine (server side, -P 2 and -u -P 2)
 TCP_SERVER = ("19700101000000,10.201.1.2,57282,10.201.2.2,50123,1,0.0-2.1,12451900,48118914\n"
@@ -124,15 +125,15 @@ def test_ss_algorithm_of_the_busiest_connection_per_port():
            "\t ts sack compound wscale:7,7 rto:204 rtt:3.1/0.5 bytes_acked:5000000 segs_out:3000\n"
            "0      0         10.1.0.1:22         10.9.9.9:5000\n"
            "\t ts sack bbr wscale:7,7 rto:204 bytes_acked:1\n")
-    seen = iperf.parse_ss_algorithms(out, "10.2.0.1")
+    seen = socket_stats.parse_ss_algorithms(out, "10.2.0.1")
     assert seen == {5201: (99999999, "cubic"), 5202: (5000000, "compound")}
 
 
 def test_ss_algorithm_without_window_scaling():
     # a peer with tcp_window_scaling = 0 (an XP-like receive window): ss prints no wscale
-    assert iperf.ss_algorithm("\t ts sack cubic rto:204 rtt:0.1/0.05 mss:1448") == "cubic"
-    assert iperf.ss_algorithm("\t sack compound wscale:7,7 rto:204") == "compound"
-    assert iperf.ss_algorithm("0      0   10.1.0.1:80   10.2.0.1:40000") is None
+    assert socket_stats.ss_algorithm("\t ts sack cubic rto:204 rtt:0.1/0.05 mss:1448") == "cubic"
+    assert socket_stats.ss_algorithm("\t sack compound wscale:7,7 rto:204") == "compound"
+    assert socket_stats.ss_algorithm("0      0   10.1.0.1:80   10.2.0.1:40000") is None
 
 
 PING = """PING 10.203.2.2 (10.203.2.2) 56(84) bytes of data.
@@ -168,13 +169,13 @@ def test_ping_parse_replies_summary_and_flood():
 
 def test_ping_checks_pass_and_fail():
     r = ping.parse_ping(PING)
-    assert ping.rtt_check("rtt", r, 40.0, 0.5, "a -> b").ok
-    bad = ping.rtt_check("rtt", r, 20.0, 0.5, "a -> b")
+    assert rtt_check("rtt", r, 40.0, 0.5, "a -> b").ok
+    bad = rtt_check("rtt", r, 20.0, 0.5, "a -> b")
     assert not bad.ok and "median 40.300" in bad.message
     f = ping.parse_ping(FLOOD)
-    ok = ping.loss_check("loss", f, 0.01, 0.003, 10_000, "a -> b")
+    ok = loss_check("loss", f, 0.01, 0.003, 10_000, "a -> b")
     assert ok.ok and ok.value == pytest.approx(1.02) and "only 5000 packets" in ok.message
-    assert not ping.loss_check("loss", f, 0.05, 0.003, 1000, "a -> b").ok
+    assert not loss_check("loss", f, 0.05, 0.003, 1000, "a -> b").ok
 
 
 def test_ping_argv_flood_and_deadline():
@@ -191,9 +192,9 @@ def test_ss_connections_endpoints_and_counters():
            "TIME-WAIT 0 0 10.61.0.10:41999 10.62.0.12:80\n"
            "ESTAB 0      0      [fd00:61::a]:41000 [fd00:62::b]:80\n"
            "\t ts sack cubic wscale:7,7 rto:204 bytes_received:42\n")
-    conns = iperf.parse_ss_connections(out)
+    conns = socket_stats.parse_ss_connections(out)
     assert [(c.local, c.peer) for c in conns] == [("10.61.0.10:5201", "10.62.0.10:40002"),
                                                  ("[fd00:61::a]:41000", "[fd00:62::b]:80")]
     assert conns[0].counters["bytes_received"] == 3_000_000 and conns[0].counters["mss"] == 1448
     assert "rtt" not in conns[0].counters  # rtt:0.1/0.05 is not an integer counter
-    assert iperf.ss_algorithm(conns[1].info) == "cubic"
+    assert socket_stats.ss_algorithm(conns[1].info) == "cubic"

@@ -1,7 +1,7 @@
 """The drift check: the reference unit of each experiment (its first declared point's unit)
 runs in the first block and again in the last (the mirrored order of `passes = 2`,
 spec/sweep.py plan). Its GET delays from the two ends are compared per point and family with
-the stats engine (the censored log-normal model, stats/compare.py; a timed-out GET is
+the stats engine (the censored log-normal model, stats/median_ratio.py; a timed-out GET is
 censored at its timeout); a Holm-adjusted two-sided p below ALPHA flags the run: the machine
 changed between its start and its end, so every comparison across time in it deserves doubt.
 A reference cell that cannot be compared is listed with the reason (`skipped`): one pass, a
@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 
 from congestlab.fidelity import Check
-from congestlab.stats.compare import compare
+from congestlab.stats.median_ratio import compare
 from congestlab.stats.rules import holm
-from congestlab.stats.samples import COMPLETE, TIMED_OUT, Cell
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stats.samples import Cell
 
 ALPHA = 0.01
 METRIC = "delay_ms"
@@ -99,12 +100,12 @@ def _cell(rows: list[dict]) -> Cell:
     for row in rows:
         outcome = row.get("outcome")
         if outcome == COMPLETE and not _positive(row.get(METRIC)):
-            outcome = "invalid"
+            outcome = INVALID
         values.append(float(row[METRIC]) if outcome == COMPLETE else math.nan)
-        outcomes.append(outcome if outcome in (COMPLETE, TIMED_OUT) else "invalid")
+        outcomes.append(outcome if outcome in (COMPLETE, TIMED_OUT) else INVALID)
         timeout_s = row.get("timeout_s")
         limits.append(float(timeout_s) * 1e3 if _positive(timeout_s) else math.nan)
-    outcomes = [o if o != TIMED_OUT or math.isfinite(lim) else "invalid" for o, lim in zip(outcomes, limits)]
+    outcomes = [o if o != TIMED_OUT or math.isfinite(lim) else INVALID for o, lim in zip(outcomes, limits)]
     return Cell.of(values, outcomes, limits=limits)
 
 

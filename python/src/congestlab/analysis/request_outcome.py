@@ -15,13 +15,10 @@ docs/data-format.md); python/tests/unit/test_request_outcome.py holds sound rows
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
-
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.rundir.records import GetRecord
-from congestlab.stats.samples import INVALID, TIMED_OUT
-from congestlab.testbed.plan import HTB_BURST_BYTES
+from congestlab.spec.network import Bottleneck
+from congestlab.stats.outcomes import INVALID, TIMED_OUT
 
 # the client's own time against the capture's (ms): the client's time holds the handshake
 # (about one RTT the capture's delay leaves out) plus its own start and finish; the capture's
@@ -34,12 +31,6 @@ BROWSER_SLACK_MS = 500.0  # Chromium: DevTools events and the download file's wr
 RATE_SLACK_SHARE = 0.15
 # a client that stopped this close to its limit ran out of time
 TIMEOUT_MARGIN_S = 0.05
-
-
-@dataclass(frozen=True)
-class Bottleneck:
-    rate_bps: float
-    burst_bytes: int
 
 
 def client_outcome(record: GetRecord) -> tuple[str | None, str]:
@@ -102,57 +93,3 @@ def rate_exceeded(m: ConnectionMetrics, b: Bottleneck | None) -> str:
         return ""
     return (f"NRT throughput {m.nrt_throughput_mbps:.1f} Mbit/s is beyond the {b.rate_bps / 1e6:g} Mbit/s link "
             f"({m.bytes_nrt} B in {m.delay_ms:.3f} ms; at most {bound:.0f} B with its burst)")
-
-
-def path_bottleneck(spec: dict, client: str, server_node: str) -> Bottleneck | None:
-    """The lowest shaped rate on the shortest paths between two hosts (routers forward,
-    hosts do not; a link's rate shapes both directions of its attachment). With several
-    shortest paths, the most lenient. None when nothing on the way is shaped."""
-    topo = spec.get("topology") or {}
-    unshaped = float(topo.get("unshaped_at_or_above_bps") or 1e9)
-    nodes = {n["name"]: n for n in topo.get("nodes", [])}
-    if client not in nodes or server_node not in nodes:
-        return None
-    on_switch: dict[str, list[tuple[str, dict]]] = {}
-    for name, node in nodes.items():
-        for link in node.get("links", []):
-            on_switch.setdefault(link["switch"], []).append((name, link))
-
-    def shaping(link: dict) -> Bottleneck | None:
-        rate = link.get("rate_bps")
-        if not rate or rate >= unshaped:
-            return None
-        tbf = link.get("tbf_rate_bps")
-        if tbf and tbf < rate:
-            return Bottleneck(float(tbf), HTB_BURST_BYTES + int(link.get("tbf_burst_bytes") or 0))
-        return Bottleneck(float(rate), HTB_BURST_BYTES)
-
-    def narrower(a: Bottleneck | None, b: Bottleneck | None) -> Bottleneck | None:
-        if a is None or b is None:
-            return a or b
-        return a if a.rate_bps <= b.rate_bps else b
-
-    def wider(a: Bottleneck | None, b: Bottleneck | None) -> Bottleneck | None:
-        if a is None or b is None:
-            return None  # an unshaped path: the most lenient
-        return a if a.rate_bps >= b.rate_bps else b
-
-    # breadth-first over nodes; best[n] = (hops, bottleneck of the most lenient shortest path)
-    best: dict[str, tuple[int, Bottleneck | None]] = {client: (0, None)}
-    queue = deque([client])
-    while queue:
-        here = queue.popleft()
-        hops, neck = best[here]
-        if here != client and nodes[here].get("kind") != "router":
-            continue
-        for out_link in nodes[here].get("links", []):
-            for there, in_link in on_switch.get(out_link["switch"], []):
-                if there == here:
-                    continue
-                via = narrower(neck, narrower(shaping(out_link), shaping(in_link)))
-                if there not in best:
-                    best[there] = (hops + 1, via)
-                    queue.append(there)
-                elif best[there][0] == hops + 1:
-                    best[there] = (hops + 1, wider(best[there][1], via))
-    return best[server_node][1] if server_node in best else None

@@ -11,7 +11,7 @@ from congestlab.analysis.request_outcome import client_outcome, cross_check
 from congestlab.analysis.trace import PcapConnection
 from congestlab.rundir.records import GetRecord
 from congestlab.analysis.request_outcome import Bottleneck
-from congestlab.stats.samples import COMPLETE, INVALID
+from congestlab.stats.outcomes import COMPLETE, INVALID
 
 # the record's fields a request row carries as they are (results.py KIND_COLUMNS["request"])
 _CARRIED = ("server", "client", "family", "file_kib", "client_port", "timeout_s", "start_ts", "client_kind",

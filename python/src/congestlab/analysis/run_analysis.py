@@ -23,7 +23,8 @@ from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, result_path, write_results
 from congestlab.rundir.records import GetRecord
-from congestlab.stats.samples import COMPLETE, OUTCOMES
+from congestlab.spec.network import Bottleneck, path_bottleneck
+from congestlab.stats.outcomes import COMPLETE, OUTCOMES
 from congestlab.stored import StoredPoint, StoredRepetition, StoredRun
 
 
@@ -166,12 +167,14 @@ def _server_port(run: StoredRun, point: StoredPoint, server: str, info: dict) ->
         raise RunDirError(f"server {server!r} has a capture but is not in the manifest") from None
 
 
-def _bottleneck(point: StoredPoint, record: GetRecord):
+def _bottleneck(point: StoredPoint, record: GetRecord) -> Bottleneck | None:
+    """The narrowest shaping between the GET's client and its server at this point
+    (spec/network.py); None when nothing on the way is shaped."""
+    topology = point.study.topology
     try:
-        node = point.study.server(record.server).node
-    except KeyError:
+        return path_bottleneck(topology, record.client, point.study.server(record.server).node)
+    except KeyError:  # a host the topology does not have: nothing to hold the rate to
         return None
-    return path_bottleneck(point.study.model_dump(mode="json"), record.client, node)
 
 
 def _write_series(series_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],

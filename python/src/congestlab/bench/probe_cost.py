@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from congestlab.results import read_results
+from congestlab.stats.outcomes import COMPLETE
 
 DELAY_MARGIN_PCT = 5.0
 CPU_LIMIT_PCT = 2.0
@@ -30,7 +31,7 @@ def probe_cost(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     delays: dict[str, list[float]] = {}
     for row in read_results(run_dir, "request"):
-        if row["outcome"] == "complete":
+        if row["outcome"] == COMPLETE:
             delays.setdefault(row["probes"], []).append(float(row["delay_ms"]))
     reps = []
     samplers: dict[int, dict] = {}

@@ -33,6 +33,7 @@ from congestlab.report import build_report
 from congestlab.report.data import RunData
 from congestlab.report.terminal import print_report
 from congestlab.results import write_results
+from congestlab.stats.outcomes import INVALID
 from congestlab import __version__
 from congestlab.rundir import git_revision, read_manifest, write_manifest
 from congestlab.runner import require_root
@@ -225,7 +226,7 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
           f"{result.summary['analysis_s']} s")
     for problem in result.summary["problems"]:
         print(f"  {problem}")
-    invalid = result.summary.get("request_outcomes", {}).get("invalid", 0)
+    invalid = result.summary.get("request_outcomes", {}).get(INVALID, 0)
     unusable = result.summary.get("captures_unusable", [])
     if invalid or unusable:  # results are written; the exit code says they hold problems
         print(f"congestlab: problems found: {invalid} invalid requests, {len(unusable)} unusable captures",

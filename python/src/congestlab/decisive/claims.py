@@ -1,8 +1,8 @@
 """What the sequential procedure needs of a claim, in one place: the points feeding it, its
 verdict at a look's level, and the rounds a power estimate says it needs.
 
-These are the only functions that know how report/claims.py decides (the procedure itself,
-procedure.py, takes verdict words). report/claims.py's `alpha` is already the level of each
+These are the only functions that know how report/claims/ decides (the procedure itself,
+procedure.py, takes verdict words). report/claims/'s `alpha` is already the level of each
 one-sided test, so a look at level L per side evaluates at L; the points come from the claim's
 selectors over the run's rows (so a point whose GETs all time out still feeds its claims); the
 power estimate is stats/power.py's on the claim's own engine verdict.

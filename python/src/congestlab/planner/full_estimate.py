@@ -17,7 +17,7 @@ A full unit = its server starts + its warm-ups + for each of its points, its rep
   and stay as measured;
 - timeout waits: the quick run's waits over its point's GET timeout are the GETs per
   repetition that ran into it; each costs the full point's own timeout (rto: chosen per level
-  from the published delays, spec/get_timeouts.py: 97.6 s at 100 Mbit/s against the quick's 45 s).
+  from the published delays, spec/request_timeouts.py, longer than the quick's).
 
 A point the quick run did not measure takes the mean of the measured points at its level (its
 label on the axis of [levels]: the congestion condition, which decides whether GETs time
@@ -27,8 +27,8 @@ whose GETs time out only at levels the quick run leaves out (rto at 125 Mbit/s) 
 underestimated (docs/cluster-planning.md). `caveats` names what it rests on that the
 quick run did not measure: points priced from other points, and GETs measured after a shorter warm-up than the
 full run's (open-loop loads pile up open fetches for as long as they run, so a GET after a
-longer warm-up shares the link with more of them: cubic-compound's 504 KB GETs took a median
-2.0 s after its quick 20 s and 10.7 s after its full 60 s, docs/fidelity.md).
+longer warm-up shares the link with more of them and takes longer: docs/cluster-planning.md,
+"Why the GETs after a longer warm-up take longer").
 """
 
 from __future__ import annotations
@@ -63,8 +63,7 @@ class UnitCost:
 def get_timeout_s(point: Point | None) -> float | None:
     if point is None:
         return None
-    times = [point.study.workload(n).timeout_s for n in point.workloads
-             if getattr(point.study.workload(n), "kind", "") == "get"]
+    times = [w.timeout_s for n in point.workloads if (w := point.study.workload(n)).measures_gets]
     return max(times) if times else None
 
 

@@ -15,8 +15,9 @@ import statistics
 from dataclasses import dataclass
 
 from congestlab.report.data import EngineCell, RunData, over_complete_requests
+from congestlab.spec.metric import MetricSpec
+from congestlab.spec.report import TableSpec
 from congestlab.stored import norm
-from congestlab.spec.report import MetricSpec, TableSpec
 from congestlab.stats.summary import CellSummary, mean_with_ci, summarize
 
 

@@ -4,7 +4,7 @@ plots; the claims' verdicts per run. The first run's [report] declaration decide
 
 Each cell is the statistics engine's (report/data.py `RunData.cell`: GETs that timed out are
 censored at their timeout, invalid ones excluded and counted), and the effect of run X against
-the first run is `stats.compare` on the two cells: log(median X / median first) from the censored
+the first run is `stats.median_ratio.compare` on the two cells: log(median X / median first) from the censored
 log-normal model, shown as a relative difference with its 95 % CI. The runs' repetitions are not
 paired (repetition 1 of one run and of another ran at different times), so the cells are
 compared unblocked. Cells with values <= 0 have no ratio: Gehan's permutation test decides
@@ -86,7 +86,7 @@ def _pct(x: float) -> str:
 
 def cell_effect(base: EngineCell, other: EngineCell) -> Effect:
     """log(other / base), unblocked; for values <= 0 an undetermined effect whose p Gehan's
-    permutation test on the values gives (report/claims.py `effect` does the same, blocked)."""
+    permutation test on the values gives (report/claims/check.py `effect` does the same, blocked)."""
     if base.positive and other.positive:
         return compare(other.cell, base.cell, blocked=False)
     a, b = other.cell.valid(), base.cell.valid()

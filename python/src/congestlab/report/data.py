@@ -2,7 +2,7 @@
 manifest, the results in long form (congestlab/results.py), and samples of declared metrics.
 
 A sample is one point x repetition: the metric's records in that point and repetition that
-match a selection, reduced to one number (declaration.MetricSpec.per_repetition).
+match a selection, reduced to one number (spec/metric.py, MetricSpec.per_repetition).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 from congestlab.errors import RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS
-from congestlab.spec.report import MetricSpec, ReportSpec, Selector, check_published
+from congestlab.spec.metric import MetricSpec, Selector
+from congestlab.spec.report import ReportSpec, check_published
 from congestlab.stats import samples as engine
-from congestlab.stats.samples import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stored import ResultRow, StoredRun, norm, number_of
 
 # request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
@@ -171,7 +172,7 @@ class RunData:
         as invalid ones; other metrics have complete samples only."""
         done = self.samples(metric, selection)
         values = [s.value for s in done]
-        outcomes = [engine.COMPLETE] * len(done)
+        outcomes = [COMPLETE] * len(done)
         blocks = [s.repetition for s in done]
         limits = [math.nan] * len(done)
         points = {s.point_id for s in done}
@@ -191,12 +192,12 @@ class RunData:
                 values.append(math.nan)
                 timed_out = [r for r in rows if r["outcome"] == TIMED_OUT]
                 limit = self._censoring_limit(metric, timed_out)
-                outcomes.append(engine.TIMED_OUT if limit is not None else engine.INVALID)
+                outcomes.append(TIMED_OUT if limit is not None else INVALID)
                 limits.append(limit if limit is not None else math.nan)
-        positive = all(v > 0 for v, o in zip(values, outcomes) if o == engine.COMPLETE)
+        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE)
         if positive:
             cell = engine.Cell.of(values, outcomes, blocks, limits, side)
-        else:  # no ratio: the claims compare such cells by rank (report/claims.py)
+        else:  # no ratio: the claims compare such cells by rank (report/claims/)
             cell = engine.Cell(tuple(values), tuple(outcomes), tuple(blocks), tuple(limits), side)
         return EngineCell(cell, frozenset(points), positive)
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from congestlab.spec.report import ReportSpec
 from congestlab.results import result_path
+from congestlab.stats.outcomes import COMPLETE
 
 # kind -> (metric name, declaration); the kinds' main numbers (docs/data-format.md)
 MAIN_METRICS = {
     "request": [("delay_ms", {"column": "delay_ms", "label": "Delay (GET to last ACK)", "unit": "ms",
-                              "digits": 1, "where": {"outcome": "complete"}}),
+                              "digits": 1, "where": {"outcome": COMPLETE}}),
                 ("nrt_throughput_mbps", {"column": "nrt_throughput_mbps", "label": "Throughput (NRT)",
-                                         "unit": "Mbit/s", "where": {"outcome": "complete"}})],
+                                         "unit": "Mbit/s", "where": {"outcome": COMPLETE}})],
     "load": [("shared_bandwidth_pct", {"column": "shared_bandwidth_pct", "label": "Shared bandwidth", "unit": "%",
                                        "digits": 1})],
     "iperf": [("iperf_total_mbps", {"column": "throughput_mbps", "label": "iperf throughput, all sessions",

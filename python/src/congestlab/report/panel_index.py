@@ -16,7 +16,7 @@ from pathlib import Path
 
 from congestlab.report.cell_testbed import RepInfo
 from congestlab.report.data import RunData, matches
-from congestlab.report.get_series import series_dir, trace_file
+from congestlab.report.request_series import series_dir, trace_file
 from congestlab.report.panels import Cell, cell_figure, cells
 
 PANELS_DIR = ("plots", "panels")

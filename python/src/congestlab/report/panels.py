@@ -10,7 +10,7 @@ first segment, the same scale in both columns):
 4. the bottleneck queues: backlog (packets) per shaped egress and their drops.
 
 RTOs (the server's own record) are dashed lines across every panel. Series come from
-report/get_series.py; a panel without its data says so instead of drawing nothing.
+report/request_series.py; a panel without its data says so instead of drawing nothing.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-from congestlab.stats.samples import COMPLETE, TIMED_OUT  # noqa: E402
-from congestlab.report.data import RunData  # noqa: E402
-from congestlab.report.figures import PALETTE  # noqa: E402
-from congestlab.report.get_series import GetSeries, load_get  # noqa: E402
+from congestlab.report.data import RunData
+from congestlab.report.figures import PALETTE
+from congestlab.report.request_series import GetSeries, load_get
+from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 
 ROWS = ("time-sequence", "window", "RTT", "queue")
 KIB = 1024.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from congestlab.errors import SeriesError, SpecError
 from congestlab.report.data import RunData
-from congestlab.report.get_series import GetSeries, load_get, series_dir
+from congestlab.report.request_series import GetSeries, load_get, series_dir
 from congestlab.report.panel_index import panel_path
 from congestlab.report.panels import Cell, cells, draw
 

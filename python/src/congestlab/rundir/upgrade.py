@@ -25,7 +25,7 @@ from congestlab.fidelity import PER_RUN_SUMMARIES, checks_from_json, checks_to_j
 from congestlab.rundir.manifest import FORMAT_VERSION
 from congestlab.spec.models import StudySpec
 from congestlab.spec.report import MARGIN_RELATIONS
-from congestlab.stats.samples import COMPLETE, INVALID, TIMED_OUT
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # a stored claim's margin when its congestlab had none (upgrade_stored_claims)
 STORED_MARGIN_REASON = ("declared before margins were: the check's tolerance_pct (default 10 %) stands in "

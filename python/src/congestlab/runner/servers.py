@@ -18,8 +18,8 @@ from congestlab.spec.models import ServerSpec
 from congestlab.spec.sweep import Point
 from congestlab.testbed import Testbed
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
+from congestlab.traffic.socket_stats import ss_algorithm
 from congestlab.workloads import runner_for
-from congestlab.workloads.iperf import ss_algorithm
 
 PROBE_FILE_KIB = 504
 # a new server must answer its ready check within this long (quiet path / under a background)

@@ -1,6 +1,6 @@
 """sensitivity.md, sensitivity.html and plots/ of a sensitivity run, from its stored run
 directories only (no root): per configuration the distance to the published numbers and the
-claims' verdicts (report/claims.py), then which findings are robust, depend on the
+claims' verdicts (report/claims/), then which findings are robust, depend on the
 configuration, or never reproduce (distance.py)."""
 
 from __future__ import annotations

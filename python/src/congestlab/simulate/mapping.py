@@ -5,25 +5,21 @@ What leansim models (crates/leansim/src/scenario.rs): one lean server; one `get`
 asking it; one bottleneck link (its rate and FIFO on both directions, delay and loss in the
 directions its `impair_direction` names); background MGEN UDP classes (constant-rate
 datagrams through the bottleneck) and `http_load` fetches from the lean server (competing
-lean flows). Everything else is refused rather than silently left out.
+lean flows). Everything else is refused rather than silently left out. What leansim makes of
+a background is its runner's (`leansim_background`, workloads/).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from congestlab.errors import SpecError
 from congestlab.servers.files import url_path
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
 from congestlab.spec.models import LinkSpec, StudySpec
+from congestlab.spec.network import Direction, shortest_paths
 from congestlab.spec.sweep import Point, expand
-
-# Ethernet + IP + UDP headers on an MGEN datagram: its payload rate becomes a frame rate.
-UDP_OVERHEAD_BYTES = {"v4": 14 + 20 + 8, "v6": 14 + 40 + 8}
-# Competing lean fetches are scheduled this long past the warm-up (they end with the GETs).
-BACKGROUND_HORIZON_S = 30.0
-MAX_BACKGROUND_FETCHES = 10_000
+from congestlab.workloads import runner_for
 
 
 @dataclass
@@ -48,36 +44,24 @@ def _node_links(study: StudySpec):
             yield node.name, i, link
 
 
-def _side_of(study: StudySpec, node_name: str, link_index: int, host: str) -> str:
-    """'switch' when `host` is reached from the link's switch without crossing the link,
-    else 'node' (the link's own node side)."""
-    owner = next(n for n in study.topology.nodes if n.name == node_name)
-    start = owner.links[link_index].switch
-    edges = {}
-    for n, i, link in _node_links(study):
-        if (n, i) != (node_name, link_index):
-            edges.setdefault(link.switch, set()).add(n)
-            edges.setdefault(n, set()).add(link.switch)
-    seen, todo = {start}, deque([start])
-    while todo:
-        here = todo.popleft()
-        if here == host:
-            return "switch"
-        for there in edges.get(here, ()):
-            # a path may pass routers, never another host
-            router = next((x.kind == "router" for x in study.topology.nodes if x.name == there), True)
-            if there not in seen and (router or there == host):
-                seen.add(there)
-                todo.append(there)
-    return "node"
-
-
 def _impaired(link: LinkSpec) -> bool:
     return link.rate_bps is not None or link.delay_ms > 0 or link.loss > 0 or link.jitter_ms > 0 \
         or link.tbf_rate_bps is not None
 
 
-def _bottleneck(study: StudySpec, client: str, where: str) -> tuple[dict, dict]:
+def _data_direction(study: StudySpec, node: str, index: int, server_node: str, client: str, here: str) -> Direction:
+    """How the server's packets to the client cross the link: egress when they leave the
+    link's node onto its switch, ingress when they arrive at the node from it."""
+    paths = shortest_paths(study.topology, server_node, client)
+    on_link = [c for path in paths for c in path if (c.node, c.link_index) == (node, index)]
+    if not paths or len(on_link) < len(paths):
+        raise SpecError(here, f"the link is not on the path from the server's node {server_node!r} to the client "
+                        f"{client!r}; the simulator's bottleneck carries the GETs")
+    # a shortest path crosses a switch once, so every shortest path crosses the link the same way
+    return on_link[0].direction
+
+
+def _bottleneck(study: StudySpec, server_node: str, client: str, where: str) -> tuple[dict, dict]:
     """(data link, ack link) of the scenario: server -> client and client -> server."""
     shaped = [(n, i, link) for n, i, link in _node_links(study) if _impaired(link)]
     if len(shaped) > 1:
@@ -94,10 +78,7 @@ def _bottleneck(study: StudySpec, client: str, where: str) -> tuple[dict, dict]:
         raise SpecError(f"{here}.jitter_ms", "jitter is not simulated (leansim has a fixed delay)")
     base = {"rate_bps": link.rate_bps or 0, "queue_packets": link.queue_packets}
     impair = {"delay_ms": link.delay_ms, "loss": link.loss}
-    # egress = leaving the link's node toward the switch: server -> client when the client
-    # sits on the switch's side
-    client_on_switch = _side_of(study, node, index, client) == "switch"
-    data_dir = "egress" if client_on_switch else "ingress"
+    data_dir = _data_direction(study, node, index, server_node, client, here)
     data = dict(base, **(impair if link.impair_direction in ("both", data_dir) else {}))
     ack = dict(base, **(impair if link.impair_direction in ("both", "egress" if data_dir == "ingress" else "ingress")
                         else {}))
@@ -110,43 +91,18 @@ def _background(study: StudySpec, point: Point, lean: str, where: str) -> list[d
     for name in point.workloads:
         w = by_name[name]
         here = f"{where}workloads.{name}"
-        if w.kind == "get":
-            continue
-        if w.kind == "mgen":
-            if w.rate_bps == 0:
-                continue
-            for cls, rate in w.class_rates_bps().items():
-                if rate <= 0:
-                    continue
-                if not cls.startswith("udp"):
-                    raise SpecError(f"{here}.mix", f"class {cls} is kernel TCP, which the simulator does not model "
-                                    "(only MGEN's UDP classes)")
-                family = "v" + cls[-1]
-                payload = w.udp_payload_v4_bytes if family == "v4" else w.udp_payload_v6_bytes
-                frame = payload + UDP_OVERHEAD_BYTES[family]
-                flows.append({"kind": "udp", "family": family, "frame_bytes": frame,
-                              "rate_bps": rate * frame / payload})
-        elif w.kind == "http_load":
-            if w.server != lean:
-                raise SpecError(f"{here}.server", f"{w.server!r} is not the simulated lean server {lean!r}")
-            if w.keepalive:
-                raise SpecError(f"{here}.keepalive", "keep-alive fetches are not simulated (one connection each)")
-            per_s = w.fetch_rate_per_s()
-            if per_s <= 0:
-                continue
-            count = min(MAX_BACKGROUND_FETCHES, int((study.warmup_s + BACKGROUND_HORIZON_S) * per_s) + 1)
-            flows.append({"kind": "get", "family": w.family, "path": url_path(w.file_kib),
-                          "interval_ms": 1000.0 / per_s, "count": count})
-        else:
+        simulated = runner_for(w).leansim_background(w, study, lean, here)
+        if simulated is None:
             raise SpecError(f"{here}.kind", f"{w.kind!r} is not simulated (leansim models get, MGEN UDP and "
                             "http_load against the lean server)")
+        flows += simulated
     return flows
 
 
 def sim_point(point: Point) -> SimPoint:
     study = point.study
     where = f"{point.id}: "
-    gets = [w for w in study.workloads if w.name in point.workloads and w.kind == "get"]
+    gets = [w for w in study.workloads if w.name in point.workloads and w.measures_gets]
     if len(gets) != 1:
         raise SpecError(f"{where}workloads", f"{len(gets)} get workloads; the simulator measures exactly one")
     get = gets[0]
@@ -164,7 +120,7 @@ def sim_point(point: Point) -> SimPoint:
         if name not in KNOB_FLAGS:
             raise SpecError(f"{where}servers.{server.name}.knobs.{name}", "unknown knob")
     client = next(iter(clients))
-    data, ack = _bottleneck(study, client, where)
+    data, ack = _bottleneck(study, server.node, client, where)
     order = [(family, r.file_kib) for r in get.requests for family in r.families]
     scenario = {
         "server_args": knob_args(server.knobs),

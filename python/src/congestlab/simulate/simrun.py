@@ -14,6 +14,7 @@ from congestlab.paths import rust_binary
 from congestlab.results import write_results
 from congestlab.servers.files import write_files
 from congestlab.simulate.mapping import SimPoint
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 LEANSIM_TIMEOUT_S = 600
 METRIC_COLUMNS = ["delay_ms", "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps",
@@ -47,9 +48,9 @@ def _rows(sp: SimPoint, repetition: int, outcome: dict, pcap: Path) -> list[dict
             error = "not finished in the simulated time" if not get["ok"] else (
                 conns[-1].error if conns else "no connection in the capture")
             rows.append({**row, "ok": False, "error": error,
-                         "outcome": "timed_out" if not get["ok"] else "invalid"})  # analysis/request_outcome.py
+                         "outcome": TIMED_OUT if not get["ok"] else INVALID})  # analysis/request_outcome.py
             continue
-        rows.append({**row, "ok": True, "outcome": "complete", "error": "",
+        rows.append({**row, "ok": True, "outcome": COMPLETE, "error": "",
                      **{c: getattr(metrics, c) for c in METRIC_COLUMNS},
                      "rtt_mean_ms": metrics.rtt_mean_ms, "rtt_samples": len(metrics.rtt_samples_ms)})
     return rows

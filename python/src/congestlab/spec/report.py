@@ -4,7 +4,8 @@ A *dimension* is anything a result row can be selected or grouped by: an axis of
 (a column of every results/<kind>.csv) or a column of the metric's kind (e.g. `family` of
 results/request.csv). A *sample* is one point x repetition: the records of a metric's kind
 that match a selection in one point and one repetition reduce to one number
-(`per_repetition`), and a cell is the mean +- sd of its samples, with n.
+(`per_repetition`), and a cell is the mean +- sd of its samples, with n. The metrics and the
+selectors are declared in spec/metric.py.
 
 Published values (`StudySpec.published`) are dicts whose keys naming a declared metric are
 the seed's numbers and whose other keys are dimension values, e.g. {server = "apache",
@@ -26,11 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from congestlab.errors import SpecError
 from congestlab.results import COMMON_COLUMNS, KIND_COLUMNS
+from congestlab.spec.metric import MetricSpec, Scalar, Selector
 
-Scalar = str | int | float | bool
-# dimension -> a value or a list of values (any of them)
-Selector = dict[str, Scalar | list[Scalar]]
-Reducer = Literal["mean", "sum", "min", "max", "median", "count", "first"]
 Verdict = Literal["holds", "does not hold", "inconclusive", "not measured"]
 VERDICTS: tuple[str, ...] = ("holds", "does not hold", "inconclusive", "not measured")
 ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$"
@@ -38,58 +36,6 @@ ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MetricSpec(_Strict):
-    """One number per point x repetition, from one results/<kind>.csv column."""
-
-    kind: str = Field(description="results table: request, port, background, load, iperf, anma, ping")
-    column: str = Field(description="column of results/<kind>.csv reduced to the sample")
-    label: str = Field(default="", description="axis and header text; default: the metric's name")
-    unit: str = Field(default="", description="shown after the label, e.g. Mbit/s")
-    where: Selector = Field(default_factory=dict, description="records kept, e.g. {protocol = \"tcp\"}")
-    per_repetition: Reducer = Field(default="mean", description="records of one point x repetition -> one number")
-    divide_by: str | None = Field(default=None, description="a column: sample = reduce(column) / reduce(divide_by)")
-    divide_where: Selector = Field(
-        default_factory=dict, description="the denominator's records: the cell's selection with these keys replaced")
-    subtract: str | None = Field(default=None, description="a column: sample = reduce(column) - reduce(subtract)")
-    subtract_where: Selector = Field(
-        default_factory=dict, description="the subtrahend's records: the cell's selection with these keys replaced")
-    absolute: bool = Field(default=False, description="the sample's absolute value, e.g. |a - b| with subtract")
-    scale: float = Field(default=1.0, description="the sample is multiplied by this (e.g. 100 for a percentage)")
-    digits: int = Field(default=2, ge=0, le=6, description="decimals shown")
-    censored: Selector = Field(
-        default_factory=dict, description="records known only to exceed a limit, e.g. {ok = false} for a GET that "
-        "timed out: the metric's where with these keys replaced; a table cell counts them as \"> limit\"")
-    censored_at: str = Field(default="", description="field path of that limit in seconds (e.g. "
-                             "workloads.get.timeout_s), read from each point's settings or the spec")
-
-    @model_validator(mode="after")
-    def _columns(self) -> "MetricSpec":
-        if self.kind not in KIND_COLUMNS:
-            raise ValueError(f"kind {self.kind!r} is not a results table; known: {', '.join(KIND_COLUMNS)}")
-        for name in filter(None, (self.column, self.divide_by, self.subtract)):
-            if name not in KIND_COLUMNS[self.kind]:
-                raise ValueError(f"column {name!r} is not in results/{self.kind}.csv")
-        if self.divide_where and not self.divide_by:
-            raise ValueError("divide_where needs divide_by")
-        if self.subtract_where and not self.subtract:
-            raise ValueError("subtract_where needs subtract")
-        if self.divide_by and self.subtract:
-            raise ValueError("give divide_by or subtract, not both")
-        if bool(self.censored) != bool(self.censored_at):
-            raise ValueError("censored and censored_at go together")
-        return self
-
-    def operand(self) -> tuple[str | None, Selector]:
-        """The second column a sample is combined with, and its records' selection."""
-        if self.subtract:
-            return self.subtract, self.subtract_where
-        return self.divide_by, self.divide_where
-
-    def title(self, name: str) -> str:
-        label = self.label or name
-        return f"{label} ({self.unit})" if self.unit else label
 
 
 class TableSpec(_Strict):

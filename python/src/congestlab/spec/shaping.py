@@ -1,13 +1,15 @@
 """Links a spec asks to shape that the testbed leaves at veth speed: a rate at or above
-`topology.unshaped_at_or_above_bps` gets no shaper (testbed/layout.py), so the link's queue
-and token bucket are not applied either. Not an error (the threshold is a machine's limit,
-not the study's), but the run would not be what the spec says: `--dry-run` prints these and
-the Runner records them as failed fidelity checks in the manifest."""
+`topology.unshaped_at_or_above_bps` gets no shaper (spec/network.py, `shaped_rate_bps`), so
+the link's queue and token bucket are not applied either. Not an error (the threshold is a
+machine's limit, not the study's), but the run would not be what the spec says: `--dry-run`
+prints these and the Runner records them as failed fidelity checks in the manifest."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from congestlab.spec.network import shaped_rate_bps
 
 if TYPE_CHECKING:
     from congestlab.spec.sweep import Point
@@ -30,7 +32,7 @@ def unshaped_links(points: list["Point"]) -> list[UnshapedLink]:
         topology = point.study.topology
         for node in topology.nodes:
             for link in node.links:
-                if link.rate_bps is not None and link.rate_bps >= topology.unshaped_at_or_above_bps:
+                if link.rate_bps is not None and shaped_rate_bps(topology, link) is None:
                     key = (node.name, link.switch, link.rate_bps, topology.unshaped_at_or_above_bps,
                            link.queue_packets, link.tbf_rate_bps)
                     found.setdefault(key, []).append(point.id)

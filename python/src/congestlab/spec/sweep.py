@@ -38,9 +38,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
-from congestlab.spec.get_timeouts import FROM_PUBLISHED, ChosenTimeout, choose
 from congestlab.spec.models import VALUES_CHECKED, ExperimentSpec, StudySpec
-from congestlab.spec.workloads import BACKGROUND_KINDS
+from congestlab.spec.request_timeouts import ChosenTimeout
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
 
@@ -67,7 +66,7 @@ class Point:
     unit: int = 0  # points of one unit share their long-lived servers and background
     extra: dict = field(default_factory=dict)
     measured: list[str] = field(default_factory=list)  # the servers its workloads talk to (captured)
-    timeouts: list[dict] = field(default_factory=list)  # GET timeouts chosen from published delays (get_timeouts)
+    timeouts: list[dict] = field(default_factory=list)  # GET timeouts chosen from published delays (request_timeouts)
 
     def describe(self) -> dict:
         out = {"id": self.id, "experiment": self.experiment, "axes": self.labels, "settings": self.settings,
@@ -171,11 +170,10 @@ def _experiment_points(study: StudySpec, base: tuple[dict, dict], exp: Experimen
 
 def _chosen_timeouts(study: StudySpec, exp: ExperimentSpec, labels: dict[str, str],
                      workloads: list[str]) -> list[ChosenTimeout]:
-    """The point's GET timeouts chosen from the published delays (spec/get_timeouts.py)."""
+    """The point's GET timeouts chosen from the published delays (spec/request_timeouts.py)."""
     level_axis = next((a.name for a in exp.axes if a.levels), None)
     level = labels.get(level_axis) if level_axis else None
-    return [choose(w, level, study.published) for name in workloads
-            if (w := study.workload(name)).kind == "get" and w.timeout == FROM_PUBLISHED]
+    return [t for name in workloads if (t := study.workload(name).chosen_timeout(level, study.published)) is not None]
 
 
 def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> StudySpec:
@@ -196,24 +194,15 @@ def _resolve(base: tuple[dict, dict], settings: dict[str, Any], where: str) -> S
 def _servers_of(study: StudySpec, exp: ExperimentSpec, workloads: list[str]) -> list[str]:
     named = list(exp.servers or [])
     for name in workloads:
-        w = study.workload(name)
-        if w.kind == "get":
-            named += [r.server for r in w.requests]
-        elif w.kind in ("http_load", "anma"):
-            if not (w.kind == "http_load" and _load_is_off(w)):
-                named.append(w.server)
+        named += study.workload(name).servers_asked()
     return list(dict.fromkeys(named))
-
-
-def _load_is_off(w) -> bool:
-    return w.rate_mbps == 0
 
 
 def block_backgrounds(point: Point) -> dict:
     """The point's long-lived (`lifetime = "block"`) backgrounds: name -> settings."""
     study = point.study
     return {name: study.workload(name).model_dump(mode="json") for name in point.workloads
-            if study.workload(name).kind in BACKGROUND_KINDS and study.workload(name).lifetime == "block"}
+            if study.workload(name).long_lived}
 
 
 def background_key(point: Point) -> str:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from congestlab.results import COMMON_COLUMNS, DESIGN_COLUMNS
 from congestlab.spec.addresses import check_subnets, host_ids
-from congestlab.spec.get_timeouts import FROM_PUBLISHED, has_published_delay
 
 if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec
@@ -96,29 +95,13 @@ def check_references(study: "StudySpec") -> None:
     if len(set(names)) != len(names):
         raise ValueError("workload names must be unique")
     for w in study.workloads:
-        where = f"workloads.{w.name}"
-        if w.kind == "mgen":
-            for pair in w.pairs:
-                host(pair.source, f"{where}.pairs source")
-                host(pair.sink, f"{where}.pairs sink")
-        elif w.kind == "get":
-            for i, req in enumerate(w.requests):
-                host(req.client, f"{where}.requests[{i}].client")
-                server(req.server, f"{where}.requests[{i}].server", req.file_kib)
-            # the study's [set] applies to every point, so a `timeout = "fixed"` there wins
-            timeout = study.set.get(f"{where}.timeout", w.timeout)
-            if timeout == FROM_PUBLISHED and not has_published_delay(study.published, w.timeout_published):
-                raise ValueError(f'{where}.timeout: "from-published" but no published row has '
-                                 f"{' or '.join(w.timeout_published)} (give them, or timeout = \"fixed\")")
-        elif w.kind in ("http_load", "anma"):
-            host(w.client, f"{where}.client")
-            server(w.server, f"{where}.server", w.file_kib)
-        elif w.kind in ("iperf", "ping"):
-            host(w.client, f"{where}.client")
-            host(w.server, f"{where}.server")
-            for i, flow in enumerate(getattr(w, "flows", [])):
-                if flow.client is not None:
-                    host(flow.client, f"{where}.flows[{i}].client")
+        for named in w.named():
+            what = f"workloads.{w.name}.{named.field}"
+            if named.server:
+                server(named.name, what, named.file_kib)
+            else:
+                host(named.name, what)
+        w.check_study(study)
 
     levels = [lv.name for lv in study.levels]
     if len(set(levels)) != len(levels):

@@ -4,16 +4,34 @@ Background kinds (mgen, http_load) live as long as their settings stay the same 
 point to the next (`lifetime = "block"`), or are restarted for every point; measuring kinds
 (get, iperf, anma, ping) run once per point and repetition and end by themselves. Each
 kind has one runner in congestlab/workloads/ and one table of results (congestlab/results.py).
+What the spec side asks of a kind (the hosts and servers it names, whether it is the measured
+GET, ...) is a method of its model, so no caller tests `kind`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from congestlab.spec.request_timeouts import FROM_PUBLISHED, ChosenTimeout, choose, has_published_delay
+
+if TYPE_CHECKING:
+    from congestlab.spec.models import StudySpec
+
 Family = Literal["v4", "v6"]
 MGEN_CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
+
+
+@dataclass(frozen=True)
+class Named:
+    """A host or server a workload names; spec/validate.py checks it exists and fits."""
+
+    field: str  # where the workload names it, e.g. "requests[0].client"
+    name: str
+    server: bool = False  # a server's name, else a host's
+    file_kib: int | None = None  # a file the server must serve
 
 
 class _Strict(BaseModel):
@@ -22,6 +40,31 @@ class _Strict(BaseModel):
 
 class _Workload(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,15}$", description="referred to by experiments and axes")
+
+    @property
+    def measures_gets(self) -> bool:
+        """Its GETs are the measured requests, each waiting up to its `timeout_s` (the get kind)."""
+        return False
+
+    @property
+    def long_lived(self) -> bool:
+        """A background kept running from point to point while its settings stay the same."""
+        return False
+
+    def named(self) -> list[Named]:
+        """The hosts and servers it names, in the order spec/validate.py checks them."""
+        return []
+
+    def check_study(self, study: "StudySpec") -> None:
+        """Its own checks against the whole study (ValueError naming the field), after `named`."""
+
+    def servers_asked(self) -> list[str]:
+        """The servers it talks to at a point: the point runs them and captures their traffic."""
+        return []
+
+    def chosen_timeout(self, level: str | None, published: list[dict]) -> ChosenTimeout | None:
+        """Its timeout at a point of `level`, when chosen from the published delays."""
+        return None
 
 
 class MgenPair(_Strict):
@@ -63,6 +106,13 @@ class MgenWorkload(_Workload):
             raise ValueError(f"mix percentages add up to {total:g}, not 100")
         return self
 
+    @property
+    def long_lived(self) -> bool:
+        return self.lifetime == "block"
+
+    def named(self) -> list[Named]:
+        return [n for pair in self.pairs for n in (Named("pairs source", pair.source), Named("pairs sink", pair.sink))]
+
     def reversed_classes(self) -> frozenset[str]:
         """Classes sent from the pair's sink to its source: `reverse`, plus UDP with udp_from = sink."""
         return frozenset(self.reverse) | (frozenset({"udp4", "udp6"}) if self.udp_from == "sink" else frozenset())
@@ -103,6 +153,17 @@ class HttpLoadWorkload(_Workload):
             raise ValueError("give exactly one of rate_mbps or fetches_per_s")
         return self
 
+    @property
+    def long_lived(self) -> bool:
+        return self.lifetime == "block"
+
+    def named(self) -> list[Named]:
+        return [Named("client", self.client), Named("server", self.server, server=True, file_kib=self.file_kib)]
+
+    def servers_asked(self) -> list[str]:
+        """No server while the load is off (rate_mbps = 0)."""
+        return [] if self.rate_mbps == 0 else [self.server]
+
     def fetch_rate_per_s(self) -> float:
         if self.fetches_per_s is not None:
             return self.fetches_per_s
@@ -130,7 +191,7 @@ class GetWorkload(_Workload):
         default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
     timeout_s: float = Field(default=30.0, gt=0, le=600, description="give up after this long (with timeout = "
                              "\"from-published\": the most it waits, and the wait at a level with no published delay)")
-    # the timeout per point from the seed's published delays (spec/get_timeouts.py)
+    # the timeout per point from the seed's published delays (spec/request_timeouts.py)
     timeout: Literal["fixed", "from-published"] = Field(
         default="fixed", description="fixed: timeout_s everywhere; from-published: per point, timeout_margin x the "
         "longest delay the study publishes at the point's level, at least timeout_min_s, at most timeout_s")
@@ -165,6 +226,29 @@ class GetWorkload(_Workload):
             raise ValueError(f"timeout_min_s {self.timeout_min_s:g} exceeds timeout_s {self.timeout_s:g} (the most "
                              "it waits)")
         return self
+
+    @property
+    def measures_gets(self) -> bool:
+        return True
+
+    def named(self) -> list[Named]:
+        return [n for i, req in enumerate(self.requests)
+                for n in (Named(f"requests[{i}].client", req.client),
+                          Named(f"requests[{i}].server", req.server, server=True, file_kib=req.file_kib))]
+
+    def check_study(self, study: "StudySpec") -> None:
+        where = f"workloads.{self.name}"
+        # the study's [set] applies to every point, so a `timeout = "fixed"` there wins
+        timeout = study.set.get(f"{where}.timeout", self.timeout)
+        if timeout == FROM_PUBLISHED and not has_published_delay(study.published, self.timeout_published):
+            raise ValueError(f'{where}.timeout: "from-published" but no published row has '
+                             f"{' or '.join(self.timeout_published)} (give them, or timeout = \"fixed\")")
+
+    def servers_asked(self) -> list[str]:
+        return [r.server for r in self.requests]
+
+    def chosen_timeout(self, level: str | None, published: list[dict]) -> ChosenTimeout | None:
+        return choose(self, level, published) if self.timeout == FROM_PUBLISHED else None
 
 
 class IperfFlow(_Strict):
@@ -214,6 +298,10 @@ class IperfWorkload(_Workload):
             raise ValueError("expect_min_mbps needs duration_s >= 2 (1 s reports, then the whole-run line)")
         return self
 
+    def named(self) -> list[Named]:
+        return [Named("client", self.client), Named("server", self.server),
+                *(Named(f"flows[{i}].client", f.client) for i, f in enumerate(self.flows) if f.client is not None)]
+
     def flow_list(self) -> list[IperfFlow]:
         """iperf3: the flows as declared, or tcp_sessions TCP then udp_sessions UDP flows."""
         if self.flows:
@@ -240,6 +328,12 @@ class AnmaWorkload(_Workload):
             raise ValueError("v6:v4 ratio 0:0")
         return self
 
+    def named(self) -> list[Named]:
+        return [Named("client", self.client), Named("server", self.server, server=True, file_kib=self.file_kib)]
+
+    def servers_asked(self) -> list[str]:
+        return [self.server]
+
 
 class PingWorkload(_Workload):
     """ping from `client` to `server` (a host): RTT and loss of the emulated path."""
@@ -264,8 +358,9 @@ class PingWorkload(_Workload):
             raise ValueError("a flood ping (-q) prints no per-reply times; check the RTT with flood = false")
         return self
 
+    def named(self) -> list[Named]:
+        return [Named("client", self.client), Named("server", self.server)]
+
 
 Workload = Annotated[MgenWorkload | HttpLoadWorkload | GetWorkload | IperfWorkload | AnmaWorkload | PingWorkload,
                      Field(discriminator="kind")]
-BACKGROUND_KINDS = ("mgen", "http_load")
-MEASURING_KINDS = ("get", "iperf", "anma", "ping")

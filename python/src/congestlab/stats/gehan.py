@@ -8,6 +8,9 @@ below, given the censoring; the statistic is the sum of a's scores. Permutations
 labels within each block (all of them when unblocked): exactly when there are at most
 EXACT_MAX arrangements, else MONTE_CARLO seeded draws. A threshold v tests log(a) - v against
 log(b) (a's values and limits shifted), so margins work as for the model.
+
+Cells with values <= 0 have no ratio at all: `rank_effect` compares them on the values
+themselves, for the direction only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import math
 from typing import Hashable, Sequence
 
 import numpy as np
+
+from congestlab.stats.effect import Effect
+from congestlab.stats.samples import RIGHT, Cell
 
 EXACT_MAX = 20000
 MONTE_CARLO = 5000
@@ -66,3 +72,24 @@ def p_values(log_a: Sequence[float], done_a: Sequence[bool], log_b: Sequence[flo
             totals += s[np.array(idx)][picks].sum(axis=1)
         totals = np.append(totals, observed)  # the observed arrangement is one of them
     return float(np.mean(totals >= observed)), float(np.mean(totals <= observed))
+
+
+def rank_effect(a: Cell, b: Cell) -> Effect:
+    """a against b for cells with values <= 0 (no ratio): an undetermined effect whose direction
+    Gehan's permutation test on the values decides, blocked when every sample's block is shared
+    by both cells (at least two of them); a margin stays undecided."""
+    counts = dict(n=(a.n, b.n), censored=(a.censored, b.censored), invalid=(a.invalid, b.invalid))
+    va, vb = a.valid(), b.valid()
+    shared = {blk for _, _, blk in va} & {blk for _, _, blk in vb}
+    blocked = len(shared) >= 2 and all(blk in shared for _, _, blk in va + vb)
+
+    def fallback(threshold: float) -> tuple[float, float]:
+        if threshold != 0.0 or not va or not vb:
+            return 1.0, 1.0
+        return p_values([v for v, _, _ in va], [c for _, c, _ in va], [v for v, _, _ in vb],
+                        [c for _, c, _ in vb], [blk for *_, blk in va] if blocked else None,
+                        [blk for *_, blk in vb] if blocked else None, a.censoring == RIGHT)
+
+    return Effect(math.nan, math.inf, 0, blocks=0, sd_pair=math.nan, fallback=fallback,
+                  note="values <= 0 have no ratio: Gehan's permutation test on the values decides the "
+                       "direction; a margin cannot be decided", **counts)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from scipy.optimize import brentq
 from scipy.stats import nct, t
 
-from congestlab.stats.compare import Effect, from_percent
+from congestlab.stats.effect import Effect, from_percent
 from congestlab.stats.rules import ALPHA, FAILS, HOLDS, INCONCLUSIVE, Verdict
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
 
@@ -243,7 +243,7 @@ def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = PO
     cells the rounds at which the claim itself decides with `power` (UndecidedClaim: every
     undecided cell holding, Boole's bound, or one failing at the Holm level). None when decided,
     when a cell's need that matters is unknown, or beyond CAP_ROUNDS. `tests`: the verdict is one
-    of that many cells Holm adjusts over (report/claims.py's checks of one claim). `alpha`: the
+    of that many cells Holm adjusts over (report/claims/evaluate.py: the checks of one claim). `alpha`: the
     design's level per side, when the verdict was judged at another (a sequential look's nominal
     level, decisive/claims.py); default the verdict's own."""
     plan = undecided(v, alpha)

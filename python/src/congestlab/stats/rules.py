@@ -1,6 +1,6 @@
 """Rules that can fail both ways (docs/statistics.md).
 
-Every rule is two one-sided tests on an effect (log(a / b), congestlab/stats/compare.py), each
+Every rule is two one-sided tests on an effect (log(a / b), congestlab/stats/median_ratio.py), each
 at level `alpha` (default 2.5 %, the sides of a 95 % CI): one whose rejection says the claim
 holds, one whose rejection says it does not. Neither rejected: inconclusive. So an underpowered
 run is inconclusive, never "holds" by default.
@@ -16,6 +16,7 @@ magnitude      the effect lies in [lo, hi] % (a seed's stated range): an interva
                like equivalence; holds when the CI lies inside [lo, hi]; does not hold when it
                lies wholly above hi or below lo. A CI that merely meets the range (e.g. an
                underpowered one that also covers 0) is inconclusive.
+raw_magnitude  the same on the effect's own scale (a difference or a level, stats/location.py).
 
 A claim over several cells (`every_cell`) is an intersection–union test: it holds when every
 cell holds at `alpha`, unadjusted; it does not hold when some cell does not, after Holm's
@@ -28,7 +29,8 @@ import math
 from dataclasses import dataclass, field, replace
 
 from congestlab.errors import StatsInputError
-from congestlab.stats.compare import Effect, compare, from_percent, to_percent
+from congestlab.stats.effect import Effect, from_percent, to_percent
+from congestlab.stats.median_ratio import compare
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 ALPHA = 0.025  # per side: the two sides of a 95 % CI
@@ -131,6 +133,19 @@ def range_p_values(e: Effect, lo: float, hi: float) -> tuple[float, float]:
     """(p_holds, p_fails) of "lo <= effect <= hi" on the effect's own scale: two one-sided tests
     (above lo, below hi) for holds, as equivalence's TOST; wholly below lo or above hi for fails."""
     return max(e.p_above(lo), e.p_below(hi)), min(e.p_below(lo), e.p_above(hi))
+
+
+def raw_magnitude(e: Effect, lo: float, hi: float, rule: str, alpha: float, label: str) -> Verdict:
+    """A range on the effect's own scale (a difference or a level, stats/location.py): holds when
+    the CI lies inside [lo, hi], does not hold when it lies wholly above or below (as magnitude,
+    without the log-ratio scale)."""
+    if not e.determined:  # not weak: an undetermined range stays inconclusive under every_cell
+        return Verdict(INCONCLUSIVE, rule, math.nan, (math.nan, math.nan), 1.0, 1.0, sum(e.n), sum(e.censored),
+                       sum(e.invalid), alpha, label, e.note, kind="magnitude", interval=(lo, hi), effect=e)
+    p_holds, p_fails = range_p_values(e, lo, hi)
+    verdict = FAILS if p_fails < alpha else HOLDS if p_holds < alpha else INCONCLUSIVE
+    return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_holds, p_fails, sum(e.n), sum(e.censored),
+                   sum(e.invalid), alpha, label, e.note, kind="magnitude", interval=(lo, hi), effect=e)
 
 
 def holm(pvalues: list[float]) -> list[float]:

@@ -1,10 +1,10 @@
 """The engine's input: one cell's samples, each with its outcome and its block (docs/statistics.md).
 
-An outcome is one of three words, as results/request.csv's `outcome` column writes them:
-`complete` (the value is measured), `timed_out` (censored at `limit`, e.g. the GET's timeout
-converted into the metric's unit), `invalid` (excluded, only counted). Which side a timed-out
-sample is censored on is the metric's business: a delay that timed out is longer than its
-limit (`RIGHT`), a throughput is lower than the size over the timeout (`LEFT`).
+An outcome is one of three words (stats/outcomes.py): `complete` (the value is measured),
+`timed_out` (censored at `limit`, e.g. the GET's timeout converted into the metric's unit),
+`invalid` (excluded, only counted). Which side a timed-out sample is censored on is the
+metric's business: a delay that timed out is longer than its limit (`RIGHT`), a throughput is
+lower than the size over the timeout (`LEFT`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Hashable, Sequence
 
 from congestlab.errors import StatsInputError
+from congestlab.stats.outcomes import COMPLETE, INVALID, OUTCOMES, TIMED_OUT
 
-COMPLETE, TIMED_OUT, INVALID = "complete", "timed_out", "invalid"
-OUTCOMES = (COMPLETE, TIMED_OUT, INVALID)
 RIGHT, LEFT = "right", "left"  # a censored value is above (right) or below (left) its limit
 
 

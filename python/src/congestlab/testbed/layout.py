@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from congestlab.errors import SpecError
 from congestlab.spec.addresses import host_ids
 from congestlab.spec.models import TopologySpec
+from congestlab.spec.network import shaped_rate_bps
 
 PREFIX_RE = re.compile(r"^cl[0-9a-f]{6}$")
 NAMESPACE_RE = re.compile(r"^(cl[0-9a-f]{6})-")
@@ -106,7 +107,7 @@ def build_layout(topology: TopologySpec, prefix: str) -> Layout:
         for index, link in enumerate(node.links):
             host_id = ids[(node.name, link.switch)]
             net4, net6 = subnets[link.switch]
-            shaped = link.rate_bps if link.rate_bps and link.rate_bps < topology.unshaped_at_or_above_bps else None
+            shaped = shaped_rate_bps(topology, link)
             layout.interfaces.append(
                 Interface(
                     node=node.name,

@@ -11,14 +11,11 @@ import ipaddress
 import shlex
 from dataclasses import dataclass
 
+from congestlab.spec.network import HTB_BURST_BYTES
 from congestlab.testbed.layout import Interface, Layout, NodeLayout, Route
 
-ETH_FRAME_BYTES = 1514
 USER_STACK_BRIDGE = "br0"
 USER_STACK_TAP = "tap0"
-# HTB's burst is sent at line speed; a small burst keeps the 100 Mbit/s link honest for
-# short transfers (a 15 KB burst lets them briefly exceed the rate).
-HTB_BURST_BYTES = 4 * ETH_FRAME_BYTES
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ import subprocess
 from congestlab.errors import SpecError
 from congestlab.paths import rust_binary
 from congestlab.traffic.chromium import chromium_version
+from congestlab.traffic.iperf import iperf_versions
 from congestlab.traffic.mgen import mgen_version
+from congestlab.traffic.ping import ping_version
 from congestlab.workloads.base import Background
-from congestlab.workloads.iperf import iperf_versions
 
 # kind -> (module, class) of its runner
 RUNNERS = {
@@ -35,20 +36,26 @@ def is_background(spec) -> bool:
     return issubclass(runner_for(spec), Background)
 
 
+def _dualbench_version() -> dict[str, str]:
+    out = subprocess.run([str(rust_binary("dualbench")), "--version"], capture_output=True, text=True, timeout=10)
+    return {"dualbench": out.stdout.strip()}
+
+
+# a program a runner drives (its `tools`) -> its versions, in the order the manifest lists them
+TOOL_VERSIONS = {
+    "chromium": lambda: {"chromium": chromium_version()},
+    "mgen": lambda: {"mgen": mgen_version()},
+    "dualbench": _dualbench_version,
+    "iperf": iperf_versions,  # iperf 2 and iperf3
+    "ping": lambda: {"ping": ping_version()},
+}
+
+
 def tool_versions(specs: list) -> dict[str, str]:
     """Versions of the tools the given workloads drive (for the manifest)."""
-    kinds = {spec.kind for spec in specs}
-    versions = {}
-    if any(spec.kind == "get" and spec.client_kind == "chromium" for spec in specs):
-        versions["chromium"] = chromium_version()
-    if "mgen" in kinds:
-        versions["mgen"] = mgen_version()
-    if kinds & {"http_load", "anma"}:
-        out = subprocess.run([str(rust_binary("dualbench")), "--version"], capture_output=True, text=True, timeout=10)
-        versions["dualbench"] = out.stdout.strip()
-    if "iperf" in kinds:
-        versions |= iperf_versions()
-    if "ping" in kinds:
-        out = subprocess.run(["ping", "-V"], capture_output=True, text=True, timeout=10)
-        versions["ping"] = (out.stdout + out.stderr).strip().splitlines()[0] if out.returncode == 0 else "?"
+    wanted = set().union(*(runner_for(spec).tools(spec) for spec in specs))
+    versions: dict[str, str] = {}
+    for tool, versions_of in TOOL_VERSIONS.items():
+        if tool in wanted:
+            versions |= versions_of()
     return versions

@@ -67,6 +67,10 @@ class AnmaRunner(OneClientOneServer, Measuring):
         return [("anma", anma_row(spec.name, spec.server, fam, report.family(fam))) for fam in FAMILIES], []
 
     @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"dualbench"}
+
+    @classmethod
     def time_bound_s(cls, spec, study) -> float:
         # every round of `concurrency` requests ends within the per-request timeout
         rounds = math.ceil(spec.requests / spec.concurrency)

@@ -71,6 +71,18 @@ class _WorkloadRunner(ABC):
         """Congestion controls its flows select per socket (the kernel must offer them)."""
         return set()
 
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        """The programs it drives whose versions the manifest records (workloads.TOOL_VERSIONS)."""
+        return set()
+
+    @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """Its traffic as background flows of a leansim scenario (simulate/mapping.py,
+        crates/leansim/src/scenario.rs); None: leansim does not model it. A setting it cannot
+        model raises a SpecError naming that field under `where` (the workload's field path)."""
+        return None
+
 
 class Background(_WorkloadRunner):
     @abstractmethod

@@ -35,6 +35,16 @@ class GetRunner(Measuring):
     def client_of(cls, spec, server_name: str) -> str | None:
         return next((req.client for req in spec.requests if req.server == server_name), None)
 
+    @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """No background: its GETs are the scenario's measured ones (simulate/mapping.py)."""
+        return []
+
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        """The browser when it fetches with one (every run records curl's: runner/orchestrator.py)."""
+        return {"chromium"} if spec.client_kind == "chromium" else set()
+
     def run(self, repetition: int) -> tuple[list[Record], list]:
         results: list[list[Record]] = [[] for _ in self.spec.requests]
         # one request: its GETs follow the previous run's in one line (checked closed between)

@@ -11,11 +11,16 @@ import time
 from pathlib import Path
 
 from congestlab.bench.stress import HttpStress
+from congestlab.errors import SpecError
 from congestlab.fidelity import Check
 from congestlab.paths import rust_binary
 from congestlab.servers.files import url_path
 from congestlab.traffic.http_request import url_for
 from congestlab.workloads.base import Background, OneClientOneServer, Record
+
+# leansim: competing lean fetches are scheduled this long past the warm-up (they end with the GETs)
+LEANSIM_HORIZON_S = 30.0
+LEANSIM_MAX_FETCHES = 10_000
 
 # dualbench's per-second line (crates/dualbench/src/load.rs, SecondLine::human)
 _SECOND = re.compile(rb"^\s*(\d+)s\s+started\s+(\d+)\s+done\s+(\d+)\s+normal\s+(\d+)\s+reset\s+(\d+)\s+timeout\s+(\d+)"
@@ -41,6 +46,24 @@ class HttpLoadRunner(OneClientOneServer, Background):
         self.started_epoch_s = 0.0
         self.span_epoch_s: list[float] = []  # first window's start, last window's end
         self.stdout_path = log_dir / f"dualbench-{spec.name}.txt"
+
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"dualbench"}
+
+    @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """Its fetches from the lean server, a connection each, from the start of the warm-up."""
+        if spec.server != lean_server:
+            raise SpecError(f"{where}.server", f"{spec.server!r} is not the simulated lean server {lean_server!r}")
+        if spec.keepalive:
+            raise SpecError(f"{where}.keepalive", "keep-alive fetches are not simulated (one connection each)")
+        per_s = spec.fetch_rate_per_s()
+        if per_s <= 0:
+            return []
+        count = min(LEANSIM_MAX_FETCHES, int((study.warmup_s + LEANSIM_HORIZON_S) * per_s) + 1)
+        return [{"kind": "get", "family": spec.family, "path": url_path(spec.file_kib), "interval_ms": 1000.0 / per_s,
+                 "count": count}]
 
     @property
     def off(self) -> bool:

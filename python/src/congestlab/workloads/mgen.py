@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from congestlab.errors import ToolError
+from congestlab.errors import SpecError, ToolError
 from congestlab.fidelity import Check, background_check, background_min_window_s
 from congestlab.traffic.mgen import (
     CLASSES,
@@ -25,6 +25,9 @@ from congestlab.traffic.mgen import (
 )
 from congestlab.workloads.base import Background, Record
 
+# Ethernet + IP + UDP headers on an MGEN datagram: its payload rate becomes a frame rate.
+UDP_OVERHEAD_BYTES = {"v4": 14 + 20 + 8, "v6": 14 + 40 + 8}
+
 
 def utc_seconds_of_day(epoch_s: float) -> float:
     return epoch_s % 86400.0
@@ -34,6 +37,28 @@ class MgenRunner(Background):
     @classmethod
     def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
         return {(p.source, p.sink) for p in spec.pairs}
+
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"mgen"}
+
+    @classmethod
+    def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
+        """Its UDP classes as constant-rate datagrams (leansim has no kernel TCP)."""
+        flows: list[dict] = []
+        if spec.rate_bps == 0:
+            return flows
+        for mgen_class, rate in spec.class_rates_bps().items():
+            if rate <= 0:
+                continue
+            if not mgen_class.startswith("udp"):
+                raise SpecError(f"{where}.mix", f"class {mgen_class} is kernel TCP, which the simulator does not "
+                                "model (only MGEN's UDP classes)")
+            family = "v" + mgen_class[-1]
+            payload = spec.udp_payload_v4_bytes if family == "v4" else spec.udp_payload_v6_bytes
+            frame = payload + UDP_OVERHEAD_BYTES[family]
+            flows.append({"kind": "udp", "family": family, "frame_bytes": frame, "rate_bps": rate * frame / payload})
+        return flows
 
     """The flows of one MgenWorkload. Every flow is switched off by the source script
     itself after the context's bound, so the traffic stops even if congestlab dies."""

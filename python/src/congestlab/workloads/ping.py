@@ -2,70 +2,18 @@
 fidelity checks a spec asks for (expected RTT within a tolerance, expected loss over at
 least `loss_min_packets` echo requests) — the tcp-lab study's checks of its line.
 
-One `ping` record per run (results.py). The run is bounded by ping's own count and
-deadline (-w) and by a timeout on our side.
+One `ping` record per run (results.py). ping sends its count of echo requests with no
+deadline of its own (traffic/ping.py, ping_argv); a timeout on our side bounds the run.
 """
 
 from __future__ import annotations
 
-import re
-import statistics
-from dataclasses import dataclass, field
-
 from congestlab.errors import ToolError
 from congestlab.fidelity import Check
+from congestlab.traffic.ping import PingParseError, PingResult, parse_ping, ping_argv
 from congestlab.workloads.base import Measuring, Record
 
 DEADLINE_MARGIN_S = 10.0
-
-
-class PingParseError(ValueError):
-    pass
-
-
-@dataclass
-class PingResult:
-    sent: int
-    received: int
-    rtt_min_ms: float | None = None
-    rtt_avg_ms: float | None = None
-    rtt_max_ms: float | None = None
-    rtt_mdev_ms: float | None = None
-    rtts_ms: list[float] = field(default_factory=list)
-
-    @property
-    def loss(self) -> float:
-        return (self.sent - self.received) / self.sent if self.sent else 1.0
-
-    @property
-    def rtt_median_ms(self) -> float | None:
-        return statistics.median(self.rtts_ms) if self.rtts_ms else None
-
-
-def parse_ping(out: str) -> PingResult:
-    """iputils ping output: the summary line, the rtt line (absent when nothing came back)
-    and the per-reply `time=` values (absent with -q)."""
-    m = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received", out)
-    if not m:
-        raise PingParseError("no 'packets transmitted' summary line")
-    result = PingResult(int(m.group(1)), int(m.group(2)))
-    rtt = re.search(r"(?:rtt|round-trip) min/avg/max/(?:mdev|stddev) = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", out)
-    if rtt:
-        result.rtt_min_ms, result.rtt_avg_ms, result.rtt_max_ms, result.rtt_mdev_ms = map(float, rtt.groups())
-    elif result.received:
-        raise PingParseError(f"{result.received} replies but no rtt summary line")
-    result.rtts_ms = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
-    return result
-
-
-def ping_argv(addr: str, family: str, count: int, interval_s: float, flood: bool) -> list[str]:
-    """`count` echo requests, each waited for at most 2 s. No `-w` deadline: with one, ping
-    keeps sending until `count` replies came back, and the requests still in flight when it
-    stops count as lost (at 40 ms RTT and 10 ms spacing, ~1.5 %). The runner's timeout bounds it."""
-    argv = ["ping", "-4" if family == "v4" else "-6", "-n", "-c", str(count), "-i", f"{interval_s:g}", "-W", "2"]
-    if flood:
-        argv[1:1] = ["-f", "-q"]
-    return argv + [addr]
 
 
 def rtt_check(name: str, result: PingResult, expected_ms: float, tolerance_ms: float, where: str) -> Check:
@@ -92,6 +40,10 @@ class PingRunner(Measuring):
     @classmethod
     def host_pairs(cls, spec, study) -> set[tuple[str, str]]:
         return {(spec.client, spec.server)}
+
+    @classmethod
+    def tools(cls, spec) -> set[str]:
+        return {"ping"}
 
     def run(self, repetition: int) -> tuple[list[Record], list[Check]]:
         spec = self.spec

@@ -1,4 +1,4 @@
-"""A GET's timeout chosen per point from the published delays (spec/get_timeouts.py): the
+"""A GET's timeout chosen per point from the published delays (spec/request_timeouts.py): the
 choice per level (margin, floor, ceiling, no published delay, no level axis), the spec errors
 (one line each), and the record in the manifest and --dry-run."""
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from congestlab.runner.manifest import new_manifest
-from congestlab.spec.get_timeouts import CEILING, FLOOR, MARGIN, NO_DELAY, NO_LEVEL
+from congestlab.spec.request_timeouts import CEILING, FLOOR, MARGIN, NO_DELAY, NO_LEVEL
 from congestlab.spec.loader import parse_spec
 from congestlab.spec.sweep import expand
 from spec_fixtures import TINY_TOPOLOGY, dry_run, refused

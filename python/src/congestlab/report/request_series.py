@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from congestlab.analysis.trace import read_trace
+from congestlab.stats.outcomes import COMPLETE
 
 SERIES_ROOT = ("results", "series")
 QUEUE_FILE = "bottleneck-queue.csv"
@@ -132,7 +133,7 @@ def load_get(run_dir: Path, row: dict) -> GetSeries | None:
     t0 = rows[0]["ts_ns"]
     trace = _trace(rows, t0)
     got = GetSeries(row["point_id"], row["repetition"], row["server"], row["family"], port,
-                    row.get("outcome") or "complete", _float(row.get("delay_ms")), t0, trace)
+                    row.get("outcome") or COMPLETE, _float(row.get("delay_ms")), t0, trace)
     d = path.parent
     window = (t0, t0 + int(trace.end_ms * 1e6))
     for suffix, source in SENDER_FILES:
