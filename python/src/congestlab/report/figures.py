@@ -23,12 +23,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from congestlab.report.data import RunData, Stats, parse_number, norm  # noqa: E402
-from congestlab.spec.report import PlotSpec  # noqa: E402
-from congestlab.stats.samples import RIGHT  # noqa: E402
-from congestlab.stats.summary import mean_with_ci  # noqa: E402
+from congestlab.report.data import RunData, Stats, parse_number, norm
+from congestlab.spec.report import PlotSpec
+from congestlab.stats.samples import RIGHT
+from congestlab.stats.summary import mean_with_ci
 
 # Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
 # reddish purple, sky blue, yellow

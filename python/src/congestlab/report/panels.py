@@ -24,14 +24,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-from congestlab.analysis.request_outcome import COMPLETE, TIMED_OUT  # noqa: E402
-from congestlab.report.data import RunData  # noqa: E402
-from congestlab.report.figures import PALETTE  # noqa: E402
-from congestlab.report.get_series import GetSeries, load_get  # noqa: E402
+from congestlab.analysis.request_outcome import COMPLETE, TIMED_OUT
+from congestlab.report.data import RunData
+from congestlab.report.figures import PALETTE
+from congestlab.report.get_series import GetSeries, load_get
 
 ROWS = ("time-sequence", "window", "RTT", "queue")
 KIB = 1024.0
