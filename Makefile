@@ -46,6 +46,7 @@ demo: install
 
 test-python: install
 	$(VENV)/bin/lint-imports  # the package layers (pyproject.toml, docs/python-packages.md)
+	$(VENV)/bin/ruff check python  # [tool.ruff] in pyproject.toml; the rules: docs/testing.md
 	$(PY) -m pytest -q python/tests
 
 test: install test-python $(TEST_TARGETS)

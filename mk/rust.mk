@@ -1,4 +1,5 @@
-# Rust workspace: release build of every crate once, then the workspace tests.
+# Rust workspace: release build of every crate once, then clippy and the workspace tests.
+# The fuzz crate (crates/leanweb/fuzz) is its own workspace, outside `--workspace`.
 CARGO ?= cargo
 RUST_CRATES := $(wildcard crates/*/Cargo.toml)
 ifneq ($(RUST_CRATES),)
@@ -11,4 +12,6 @@ build-rust:
 	$(CARGO) build --release --workspace --quiet
 
 test-rust: build-rust
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
+	$(CARGO) clippy --workspace --release --quiet -- -D warnings  # docs/testing.md
 	$(CARGO) test --release --workspace --quiet

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_lean_loss import SIZE_KIB, fetch  # noqa: E402
-from bench_leanweb import (  # noqa: E402
+from bench_lean_loss import SIZE_KIB, fetch
+from bench_leanweb import (
     KERNEL4,
     LEAN4,
     LEAN6,
@@ -41,8 +41,8 @@ from bench_leanweb import (  # noqa: E402
     wait_http,
 )
 
-from congestlab.servers.files import write_files  # noqa: E402
-from congestlab.servers.lean import LeanServer  # noqa: E402
+from congestlab.servers.files import write_files
+from congestlab.servers.lean import LeanServer
 
 
 def cpu_seconds(pid: int) -> float:

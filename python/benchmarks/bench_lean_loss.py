@@ -31,14 +31,13 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_leanweb import (  # noqa: E402  (the sibling benchmark's topology and nginx runner)
+from bench_leanweb import (  # the sibling benchmark's topology and nginx runner
     KERNEL4,
     KERNEL6,
     LEAN4,
@@ -53,9 +52,9 @@ from bench_leanweb import (  # noqa: E402  (the sibling benchmark's topology and
     wait_http,
 )
 
-from congestlab.errors import ToolError  # noqa: E402
-from congestlab.servers.files import write_files  # noqa: E402
-from congestlab.servers.lean import LeanServer  # noqa: E402
+from congestlab.errors import ToolError
+from congestlab.servers.files import write_files
+from congestlab.servers.lean import LeanServer
 
 SIZE_KIB = 320
 KINDS = ("modern", "nginx", "bare")

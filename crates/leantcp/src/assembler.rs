@@ -34,7 +34,7 @@ impl Assembler {
 
     /// The held ranges, in sequence order.
     pub fn ranges(&self) -> impl Iterator<Item = (Seq, Seq)> + '_ {
-        self.blocks.iter().map(|(s, d)| (*s, s.add(d.len())))
+        self.blocks.iter().map(|(s, d)| (*s, *s + d.len()))
     }
 
     /// Keeps `data` at `seq`, cut at `window_end`, merged with every block it overlaps or
@@ -45,11 +45,11 @@ impl Assembler {
         if len == 0 {
             return false;
         }
-        let (start, end) = (seq, seq.add(len));
+        let (start, end) = (seq, seq + len);
         let touching: Vec<usize> = (0..self.blocks.len())
             .filter(|&i| {
                 let (s, d) = &self.blocks[i];
-                *s <= end && start <= s.add(d.len())
+                *s <= end && start <= *s + d.len()
             })
             .collect();
         if touching.is_empty() && self.blocks.len() >= MAX_BLOCKS {
@@ -59,7 +59,7 @@ impl Assembler {
         let merged_end =
             touching
                 .iter()
-                .map(|&i| self.blocks[i].0.add(self.blocks[i].1.len()))
+                .map(|&i| self.blocks[i].0 + self.blocks[i].1.len())
                 .fold(end, |a, b| if b > a { b } else { a });
         let mut bytes = vec![0u8; merged_end.since(merged_start)];
         let at = start.since(merged_start);
@@ -79,7 +79,7 @@ impl Assembler {
 
     /// Whether `start..end` is held whole.
     pub fn holds(&self, start: Seq, end: Seq) -> bool {
-        self.blocks.iter().any(|(s, d)| *s <= start && end <= s.add(d.len()))
+        self.blocks.iter().any(|(s, d)| *s <= start && end <= *s + d.len())
     }
 
     /// A FIN at `seq`, beyond a hole: the stream ends there once the hole is filled.
@@ -101,7 +101,7 @@ impl Assembler {
             if skip < data.len() {
                 let take = (data.len() - skip).min(capacity.saturating_sub(out.len()));
                 out.extend(&data[skip..skip + take]);
-                next = next.add(take);
+                next = next + take;
             }
         }
         self.recent.retain(|s| *s > next);
@@ -123,10 +123,10 @@ impl Assembler {
         let recent = self
             .recent
             .iter()
-            .filter_map(|start| self.blocks.iter().find(|(s, d)| *s <= *start && *start < s.add(d.len())));
+            .filter_map(|start| self.blocks.iter().find(|(s, d)| *s <= *start && *start < *s + d.len()));
         for (s, d) in recent.chain(self.blocks.iter()) {
-            let end = s.add(d.len());
-            let block = (*s, if self.fin == Some(end) { end.add(1) } else { end });
+            let end = *s + d.len();
+            let block = (*s, if self.fin == Some(end) { end + 1 } else { end });
             if blocks.len() < max_blocks && !blocks.contains(&block) {
                 blocks.push(block);
             }

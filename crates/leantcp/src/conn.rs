@@ -131,7 +131,7 @@ pub fn reset_for(seg: &Segment) -> Option<Segment> {
     }
     let (seq, ack) = match seg.ack {
         Some(ack) => (ack, None),
-        None => (Seq(0), Some(seg.seq.add(seg.seq_len()))),
+        None => (Seq(0), Some(seg.seq + seg.seq_len())),
     };
     Some(Segment {
         src: seg.dst,
@@ -171,7 +171,7 @@ impl Connection {
             send_mss: default_mss.min(config.mtu.saturating_sub(header_bytes)).max(1),
             send_buf: VecDeque::new(),
             send_buffer_limit: config.send_buffer_bytes,
-            buf_seq: iss.add(1),
+            buf_seq: iss + 1,
             fin_queued: false,
             irs: Seq(0),
             rcv_nxt: Seq(0),
@@ -227,7 +227,7 @@ impl Connection {
         }
         let mut conn = Connection::new(syn.dst, syn.src, config, iss, State::SynReceived);
         conn.irs = syn.seq;
-        conn.rcv_nxt = syn.seq.add(1);
+        conn.rcv_nxt = syn.seq + 1;
         conn.apply_syn_options(syn);
         conn.snd_wnd = syn.window as usize;
         conn.snd_wl1 = syn.seq;
@@ -270,8 +270,8 @@ impl Connection {
     ) -> Option<Self> {
         let syn = SynCookies::rebuilt_syn(ack, options);
         let mut conn = Connection::accept(&syn, config, iss)?;
-        conn.snd_nxt = iss.add(1);
-        conn.snd_max = iss.add(1);
+        conn.snd_nxt = iss + 1;
+        conn.snd_max = iss + 1;
         conn.handle_segment(ack, now);
         (conn.state == State::Established).then_some(conn)
     }
@@ -531,11 +531,11 @@ impl Connection {
     }
 
     fn fin_seq(&self) -> Seq {
-        self.buf_seq.add(self.send_buf.len())
+        self.buf_seq + self.send_buf.len()
     }
 
     fn fin_acked(&self) -> bool {
-        self.fin_queued && self.snd_una == self.fin_seq().add(1)
+        self.fin_queued && self.snd_una == self.fin_seq() + 1
     }
 
     /// RFC 7323 §5.4: a 1 ms timestamp clock, offset per connection (§7.1).

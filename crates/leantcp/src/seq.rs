@@ -1,14 +1,20 @@
 //! TCP sequence numbers: 32-bit, compared modulo 2^32 (RFC 9293 §3.4).
 use core::cmp::Ordering;
+use core::ops::Add;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Seq(pub u32);
 
-impl Seq {
-    pub fn add(self, n: usize) -> Seq {
+/// `seq + n`: n bytes further on, modulo 2^32.
+impl Add<usize> for Seq {
+    type Output = Seq;
+
+    fn add(self, n: usize) -> Seq {
         Seq(self.0.wrapping_add(n as u32))
     }
+}
 
+impl Seq {
     /// Distance from `earlier` to `self` (self - earlier); negative if `self` is before.
     pub fn diff(self, earlier: Seq) -> i64 {
         self.0.wrapping_sub(earlier.0) as i32 as i64
@@ -33,7 +39,7 @@ mod tests {
     #[test]
     fn wraps_around() {
         let a = Seq(u32::MAX - 1);
-        let b = a.add(4);
+        let b = a + 4;
         assert_eq!(b, Seq(2));
         assert!(b > a);
         assert_eq!(b.diff(a), 4);

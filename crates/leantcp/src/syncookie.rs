@@ -221,8 +221,8 @@ mod tests {
 
     fn ack_for(syn: &Segment, cookie: Seq) -> Segment {
         Segment {
-            seq: syn.seq.add(1),
-            ack: Some(cookie.add(1)),
+            seq: syn.seq + 1,
+            ack: Some(cookie + 1),
             syn: false,
             mss: None,
             window_scale: None,
@@ -291,7 +291,7 @@ mod tests {
         other_port.src.set_port(40001);
         assert_eq!(c.check(&other_port, now), Err(CookieError::Invalid));
         let mut other_isn = ack.clone();
-        other_isn.seq = other_isn.seq.add(1);
+        other_isn.seq = other_isn.seq + 1;
         assert_eq!(c.check(&other_isn, now), Err(CookieError::Invalid));
         let other_key = SynCookies::new([8; 16], Duration::from_secs(64));
         assert_eq!(other_key.check(&ack, now), Err(CookieError::Invalid));
@@ -349,7 +349,7 @@ mod tests {
             let iss = c.make(&syn, &opts, now);
             let syn_ack = Connection::cookie_syn_ack(&syn, &opts, config, iss, now).unwrap();
             assert_eq!(syn_ack.seq, iss);
-            assert!(syn_ack.syn && syn_ack.ack == Some(syn.seq.add(1)));
+            assert!(syn_ack.syn && syn_ack.ack == Some(syn.seq + 1));
             now = now + Duration::from_millis(10);
             client.handle_segment(&syn_ack, now);
             assert_eq!(client.state(), State::Established);

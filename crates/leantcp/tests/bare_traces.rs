@@ -1,8 +1,9 @@
 //! The `bare` profile's segment traces must not change: every scenario below is run in the
 //! deterministic simulator and its full trace (virtual send time, direction, sequence and
 //! ACK numbers, flags, window, options, payload length and checksum) is compared with
-//! `tests/fixtures/bare_traces.txt`, recorded from the code before the seams refactor of
-//! issue 12. Re-record only on purpose: `LEANTCP_RECORD_TRACES=1 cargo test -p leantcp --test bare_traces`.
+//! `tests/fixtures/bare_traces.txt`, recorded from the code before the timer, congestion-control
+//! and loss-recovery seams went in (docs/notes/leantcp-loss-recovery.md, "Seams").
+//! Re-record only on purpose: `LEANTCP_RECORD_TRACES=1 cargo test -p leantcp --test bare_traces`.
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;

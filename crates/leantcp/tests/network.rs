@@ -274,7 +274,7 @@ fn drop_tail_queue_overflow_is_recovered_by_go_back_n() {
 fn reset_from(from: &leantcp::sim::Endpoint, seq_offset: u32) -> leantcp::Segment {
     let last = from.sent_log.last().expect("endpoint sent something");
     let mut rst = last.clone();
-    rst.seq = last.seq.add(last.seq_len() + seq_offset as usize);
+    rst.seq = last.seq + (last.seq_len() + seq_offset as usize);
     rst.ack = None;
     (rst.syn, rst.fin, rst.rst, rst.psh) = (false, false, true, false);
     rst.payload.clear();
@@ -334,7 +334,7 @@ fn fin_wait_1_to_time_wait_and_close_before_established() {
     client.handle_segment(&fin, now);
     client.close(now);
     let fin_ack = client.poll_transmit(now).expect("client FIN+ACK");
-    assert!(fin_ack.fin && fin_ack.ack == Some(fin.seq.add(1)));
+    assert!(fin_ack.fin && fin_ack.ack == Some(fin.seq + 1));
     let server = sim.b.conn.as_mut().unwrap();
     assert_eq!(server.state(), State::FinWait1);
     server.handle_segment(&fin_ack, now);
@@ -405,7 +405,7 @@ fn push_marks_every_segment_or_only_the_end_of_the_queued_data() {
         let sim = transfer(TcpConfig { push, ..TcpConfig::modern() }, link(), link(), len);
         let data: Vec<_> = sim.b.sent_log.iter().filter(|s| !s.payload.is_empty()).collect();
         let end_of_data = |s: &&Segment| {
-            s.seq.add(s.payload.len()) == data.last().unwrap().seq.add(data.last().unwrap().payload.len())
+            s.seq + s.payload.len() == data.last().unwrap().seq + data.last().unwrap().payload.len()
         };
         assert!(data.len() > 60, "{} data segments", data.len());
         for seg in &data {

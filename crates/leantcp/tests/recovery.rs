@@ -296,7 +296,7 @@ fn reassembly_with_holes_and_overlaps_and_sack_block_order() {
     let seg = |from: usize, to: usize| {
         let mut s = synack.clone();
         (s.syn, s.sack_permitted, s.mss, s.window_scale) = (false, false, None, None);
-        s.seq = base.add(from);
+        s.seq = base + from;
         s.payload = data[from..to].to_vec();
         s
     };
@@ -320,10 +320,10 @@ fn reassembly_with_holes_and_overlaps_and_sack_block_order() {
     assert_eq!(rel(&ack.sack_blocks), vec![(300, 700), (800, 900)]);
     assert_eq!(client.recv_queue_len(), 0, "nothing in order yet");
     let ack = ack_after(&mut client, seg(0, 310)); // fills the first hole, overlapping
-    assert_eq!(ack.ack, Some(base.add(700)));
+    assert_eq!(ack.ack, Some(base + 700));
     assert_eq!(rel(&ack.sack_blocks), vec![(800, 900)], "acknowledged data leaves the blocks");
     let ack = ack_after(&mut client, seg(700, 1000));
-    assert_eq!(ack.ack, Some(base.add(1000)));
+    assert_eq!(ack.ack, Some(base + 1000));
     assert!(ack.sack_blocks.is_empty());
     assert_eq!(client.recv(usize::MAX), data);
     assert_eq!(client.stats().bytes_received, 1000);

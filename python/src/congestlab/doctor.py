@@ -1,4 +1,4 @@
-"""`congestlab doctor`: is everything a run needs present on this machine?"""
+"""`congestlab doctor`: is everything a run needs present on the host it runs on?"""
 
 from __future__ import annotations
 

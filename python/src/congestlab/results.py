@@ -65,7 +65,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "server", "source", "weight", "sampling", "live_settings", "connections", "samples",
         "rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",
         "rto_gt_1s_rtt_lt_rto_pct", "rto_gt_1s_rtt_ge_rto_pct",
-        # the same five against the RTO after the connection's previous sample (SEED-STUDIES.md's wording)
+        # the same five against the RTO after the connection's previous sample (docs/rto-replay.md)
         "previous_sample_rto_le_1s_rtt_le_rto_pct", "previous_sample_rto_le_1s_rtt_gt_rto_lt_1s_pct",
         "previous_sample_rto_le_1s_rtt_gt_rto_ge_1s_pct", "previous_sample_rto_gt_1s_rtt_lt_rto_pct",
         "previous_sample_rto_gt_1s_rtt_ge_rto_pct",

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ray_helpers import LocalCluster  # noqa: E402
-from spine_helpers import mini_spec_text  # noqa: E402
+from ray_helpers import LocalCluster
+from spine_helpers import mini_spec_text
 
 CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -209,7 +210,7 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     for n, (moment, env, reached) in enumerate(moments):
         t = time.monotonic()
         attempt = Attempt(tmp_path, spec, run_dir, n, env)
-        attempt.wait_for(lambda: reached(attempt), 60, moment)
+        attempt.wait_for(partial(reached, attempt), 60, moment)
         before = _manifest(run_dir)
         processes = attempt.kill()
         _clean_and_check(attempt.prefix, processes)

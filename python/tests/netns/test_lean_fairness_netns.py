@@ -17,7 +17,7 @@ from congestlab.spec.models import TopologySpec
 from congestlab.testbed import Testbed
 
 sys.path.insert(0, str(REPO_ROOT / "python" / "benchmarks"))
-import bench_lean_fairness as fairness  # noqa: E402
+import bench_lean_fairness as fairness
 
 pytestmark = [
     pytest.mark.netns,

@@ -14,7 +14,7 @@ import subprocess
 import time
 
 import pytest
-from test_leanweb_netns import SERVER4, LanPair, docroot, lean_server, require_leanweb, sha, url  # noqa: F401
+from test_leanweb_netns import SERVER4, LanPair, docroot, lean_server, require_leanweb, sha, url  # noqa: F401 - fixtures
 
 from congestlab.analysis.lean_log import compare_with_pcap, logged_connections
 from congestlab.analysis.rto_estimator import Estimator
@@ -30,7 +30,7 @@ FETCHES = 4  # per family, 320 KiB each, two at a time
 LOSS = "0.04"
 
 
-def test_log_matches_capture_and_replay_matches_logged_rto_under_loss(tmp_path, docroot):  # noqa: F811
+def test_log_matches_capture_and_replay_matches_logged_rto_under_loss(tmp_path, docroot):  # noqa: F811 - the imported fixture
     require_leanweb()
     log = tmp_path / "lean.jsonl"
     pcap = tmp_path / "lean.pcap"

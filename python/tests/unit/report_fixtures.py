@@ -11,6 +11,8 @@ import json
 import random
 from pathlib import Path
 
+from preset_declarations import load_declaration
+
 from congestlab.results import write_results
 from congestlab.rundir import FORMAT_VERSION
 from congestlab.rundir.upgrade import stored_row_outcome
@@ -109,8 +111,6 @@ def realistic_ipv6(repetitions: int = 10, seed: int = 7) -> RunBuilder:
     """A full ipv6 run with plausible numbers (not a measurement): Apache near the seed's
     shape, the lean server faster than Apache at 75 Mbit/s as README reports, and leanmodern
     (the lean server with TCP's optimizations) a little faster than Apache everywhere."""
-    from congestlab.report.declarations import load_declaration
-
     decl = load_declaration("ipv6")
     rng = random.Random(seed)
     b = RunBuilder("ipv6", ["server", "level"], decl["report"], decl["published"],
@@ -139,8 +139,6 @@ def tcplab_run(repetitions: int = 1, seed: int = 3) -> RunBuilder:
     """A tcp-lab run shaped like the preset (spec/presets/tcp-lab.toml: one experiment per figure,
     axis x) at its quick points, with numbers like docs/notes/linkem.md's quick run, plus more
     loss/delay points so that shapes can be fitted."""
-    from congestlab.report.declarations import load_declaration
-
     decl = load_declaration("tcp-lab")
     rng = random.Random(seed)
     b = RunBuilder("tcp-lab", ["x"], decl["report"], decl["published"], title="TCP throughput lab (seed 003)")
@@ -182,8 +180,6 @@ def tcplab_run(repetitions: int = 1, seed: int = 3) -> RunBuilder:
 
 def anma_run(repetitions: int = 1, seed: int = 4) -> RunBuilder:
     """An anma run: both servers, patterns A-E, dualbench's exact N*k/E split, no RESETs."""
-    from congestlab.report.declarations import load_declaration
-
     decl = load_declaration("anma")
     rng = random.Random(seed)
     b = RunBuilder("anma", ["server", "pattern"], decl["report"], decl["published"], title="ANMA (seed 004)")

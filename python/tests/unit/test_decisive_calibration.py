@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pytest
@@ -63,6 +64,20 @@ def _verdict(s: Scenario, a: Cell, b: Cell, level: float) -> str:
     return rules.equivalence(e, MARGIN_PCT, level).verdict
 
 
+def _cell(samples: dict[int, float], limit: float) -> Cell:
+    """A point's samples by round, right-censored at `limit`."""
+    rounds = sorted(samples)
+    ys = [samples[r] for r in rounds]
+    out = [COMPLETE if y < limit else TIMED_OUT for y in ys]
+    return Cell.of([y if y < limit else math.nan for y in ys], out, rounds,
+                   limit if math.isfinite(limit) else None)
+
+
+def _evaluate(s: Scenario, samples: dict[str, dict[int, float]], limit: float, claim: str, level: float) -> str:
+    a, b = CLAIMS[claim]
+    return _verdict(s, _cell(samples[a], limit), _cell(samples[b], limit), level)
+
+
 def simulate(s: Scenario, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     mu = s.means()
@@ -73,18 +88,7 @@ def simulate(s: Scenario, seed: int) -> dict:
         levels: dict[int, float] = {}
         proc = Procedure.new(POINTS, s.max_rounds, first_look=FIRST_LOOK)
         limit = BASE_MS * math.exp(s.limit_log) if s.limit_log is not None else math.inf
-
-        def cell(p: str, samples=samples, limit=limit) -> Cell:
-            rounds = sorted(samples[p])
-            ys = [samples[p][r] for r in rounds]
-            out = [COMPLETE if y < limit else TIMED_OUT for y in ys]
-            return Cell.of([y if y < limit else math.nan for y in ys], out, rounds,
-                           limit if math.isfinite(limit) else None)
-
-        def evaluate(claim: str, level: float) -> str:
-            a, b = CLAIMS[claim]
-            return _verdict(s, cell(a), cell(b), level)
-
+        evaluate = partial(_evaluate, s, samples, limit)
         while True:
             wanted = proc.runs_wanted()
             if not wanted:

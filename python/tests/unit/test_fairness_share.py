@@ -10,7 +10,7 @@ import pytest
 from congestlab.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "python" / "benchmarks"))
-import fairness_share  # noqa: E402
+import fairness_share
 
 # `ss -tinH` in the client: curl's connection to a lean node (peer port 80), iperf3's control
 # and data connections on its server's port 5202 (v4-mapped: iperf3 listens on IPv6's

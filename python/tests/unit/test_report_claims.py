@@ -322,7 +322,9 @@ def test_monotone_trend_holds_fails_and_needs_enough_values(tmp_path):
 
 
 def test_monotone_fails_on_a_significant_step_back(tmp_path):
-    reps = lambda y: [[y * f] for f in (0.99, 1.0, 1.01)]  # noqa: E731
+    def reps(y):
+        return [[y * f] for f in (0.99, 1.0, 1.01)]
+
     dip = {("window", x): reps(y) for x, y in ((1000, 10.0), (2000, 20.0), (4000, 40.0), (8000, 30.0),
                                                (10000, 93.0), (50000, 94.0))}
     result = evaluate_claims(_iperf_run(tmp_path, dip, [_monotone("increasing")]))[0]

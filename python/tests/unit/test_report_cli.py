@@ -73,7 +73,10 @@ def test_compare_adjusts_over_the_cells_compared(tmp_path):
     # alone, C1B's small shift has p = 0.03 (its CI excludes 0); beside a second cell Holm doubles it
     base = {("apache", "C1B", "v4"): [30.0, 30.5, 29.8, 30.3], ("apache", "C2B", "v4"): [30.0, 30.5, 29.8, 30.3]}
     moved = {("apache", "C1B", "v4"): [29.0, 29.9, 29.2, 29.6], ("apache", "C2B", "v4"): [30.0, 30.5, 29.8, 30.3]}
-    one = lambda values: {k: v for k, v in values.items() if k[1] == "C1B"}  # noqa: E731
+
+    def one(values):
+        return {k: v for k, v in values.items() if k[1] == "C1B"}
+
     alone = compare_runs([request_run(one(base), report=THR_REPORT).write(tmp_path / "a1"),
                           request_run(one(moved), report=THR_REPORT).write(tmp_path / "b1")], tmp_path / "o1")
     assert "**yes**" in _line(alone.markdown_path.read_text(), "C1B")
@@ -110,7 +113,9 @@ def test_compare_counts_timed_out_gets_and_excludes_invalid_ones(tmp_path):
 
 
 def test_compare_with_one_repetition_cannot_tell():
-    one = lambda v: EngineCell(Cell.of([v]), frozenset(), True)  # noqa: E731
+    def one(v):
+        return EngineCell(Cell.of([v]), frozenset(), True)
+
     d = difference(one(30.0), one(15.0))
     assert d.exceeds == "–" and "too few completed samples" in d.how()
     adjust([d])
@@ -119,8 +124,10 @@ def test_compare_with_one_repetition_cannot_tell():
 
 
 def test_compare_of_values_at_or_below_zero_by_permutation():
-    cell = lambda vs: EngineCell(Cell(tuple(vs), ("complete",) * len(vs), (None,) * len(vs),  # noqa: E731
-                                      (math.nan,) * len(vs)), frozenset(), False)
+    def cell(vs):
+        return EngineCell(Cell(tuple(vs), ("complete",) * len(vs), (None,) * len(vs), (math.nan,) * len(vs)),
+                          frozenset(), False)
+
     apart = difference(cell([0.0, -1.0, -2.0, 0.0, -1.0]), cell([5.0, 6.0, 7.0, 5.0, 6.0]))
     near = difference(cell([0.0, -1.0, -2.0, 0.0, -1.0]), cell([0.0, -1.0, -1.0, 0.0, -2.0]))
     adjust([apart, near])

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from preset_declarations import declaration_names, load_declaration
 
 from congestlab.errors import SpecError
 from congestlab.spec.report import ReportSpec, check_references, load_report_spec
-from congestlab.report.declarations import declaration_names, load_declaration
 from congestlab.paths import REPO_ROOT
 
 AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"],

@@ -65,9 +65,8 @@ def test_ipv6_report_has_findings_tables_and_figures(tmp_path):
 
 
 def test_quick_run_with_one_server_marks_the_rest_not_measured(tmp_path):
+    from preset_declarations import load_declaration
     from report_fixtures import IPV6_LEVELS
-
-    from congestlab.report.declarations import load_declaration
 
     decl = load_declaration("ipv6")
     values = {("apache", lv, fam): [30.0 if fam == "v4" else 25.0] for lv in IPV6_LEVELS[:2] for fam in ("v4", "v6")}

@@ -12,10 +12,11 @@ import json
 import shutil
 from pathlib import Path
 
+from preset_declarations import load_declaration
+
 from congestlab.report import build_report
 from congestlab.report.claims import NOT_MEASURED
 from congestlab.report.compare import compare_runs
-from congestlab.report.declarations import load_declaration
 
 DATA = Path(__file__).parent / "data"
 REAL = DATA / "ipv6-quick-run"

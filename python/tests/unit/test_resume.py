@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "netns"))
-from spine_helpers import write_mini_spec  # noqa: E402
+from spine_helpers import write_mini_spec
 
-from congestlab.runner import Runner  # noqa: E402
-from congestlab.spec import load_spec  # noqa: E402
+from congestlab.runner import Runner
+from congestlab.spec import load_spec
 
 
 def _stored(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -72,19 +73,19 @@ def censored_fraction(effects: list[float], sigma: float, limit_log: float) -> f
     return sum(shares) / len(shares)
 
 
+def _evaluate_pairs(s: Scenario, pairs: list[tuple[Cell, Cell]], r: int, alpha: float) -> rules.Verdict:
+    """The scenario's rule over the first `r` blocks of every pair."""
+    keep = set(range(r))
+    return s.rule([compare(a.first_blocks(keep), b.first_blocks(keep)) for a, b in pairs], alpha)
+
+
 def simulate(s: Scenario, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     design = SequentialDesign(s.max_rounds, FIRST_LOOK)
     counts = {rules.HOLDS: 0, rules.FAILS: 0, rules.INCONCLUSIVE: 0}
     rounds_used = 0
     for _ in range(s.claims):
-        pairs = s.cells(rng)
-
-        def evaluate(r: int, alpha: float, pairs=pairs) -> rules.Verdict:
-            keep = set(range(r))
-            return s.rule([compare(a.first_blocks(keep), b.first_blocks(keep)) for a, b in pairs], alpha)
-
-        out = run_sequential(design, evaluate)
+        out = run_sequential(design, partial(_evaluate_pairs, s, s.cells(rng)))
         counts[out.verdict.verdict] += 1
         rounds_used += out.rounds
     return {"wrong": counts[s.wrong] / s.claims,
@@ -205,20 +206,20 @@ class BestScenario(Scenario):
         return levels
 
 
+def _evaluate_best(levels: dict, r: int, alpha: float) -> rules.Verdict:
+    """Which level is best (the highest), over the first `r` blocks of every cell."""
+    keep = set(range(r))
+    return rules.best_changes({lv: {k: c.first_blocks(keep) for k, c in cells.items()}
+                               for lv, cells in levels.items()}, "highest", alpha)
+
+
 def simulate_best(s: BestScenario, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     design = SequentialDesign(s.max_rounds, FIRST_LOOK)
     counts = {rules.HOLDS: 0, rules.FAILS: 0, rules.INCONCLUSIVE: 0}
     rounds_used = 0
     for _ in range(s.claims):
-        levels = s.cells(rng)
-
-        def evaluate(r: int, alpha: float, levels=levels) -> rules.Verdict:
-            keep = set(range(r))
-            return rules.best_changes({lv: {k: c.first_blocks(keep) for k, c in cells.items()}
-                                       for lv, cells in levels.items()}, "highest", alpha)
-
-        out = run_sequential(design, evaluate)
+        out = run_sequential(design, partial(_evaluate_best, s.cells(rng)))
         counts[out.verdict.verdict] += 1
         rounds_used += out.rounds
     return {"wrong": counts[s.wrong] / s.claims, "correct": counts[s.correct] / s.claims,

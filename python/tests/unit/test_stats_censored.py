@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -337,6 +338,11 @@ def test_stats_sits_at_the_bottom_of_the_layers():
                     assert name == "congestlab.errors" or name.startswith("congestlab.stats"), f"{path.name}: {name}"
 
 
+def _direction_over_rounds(a: Cell, b: Cell, blocks: list, r: int, alpha: float) -> rules.Verdict:
+    """"a is greater" over the first `r` of `blocks`."""
+    return rules.direction(compare(a.first_blocks(set(blocks[:r])), b.first_blocks(set(blocks[:r]))), True, alpha)
+
+
 def test_random_cells_never_raise_and_verdicts_stay_in_range():
     """Seeded fuzz: any well-formed cells (empty, all censored, all invalid, tiny or huge values,
     blocks shared or not) give a verdict, never an exception."""
@@ -370,9 +376,8 @@ def test_random_cells_never_raise_and_verdicts_stay_in_range():
         if a.n and b.n:
             blocks = sorted({blk for blk in a.blocks + b.blocks if blk is not None})
             if len(blocks) >= 2:
-                out = run_sequential(design, lambda r, alpha, a=a, b=b, blocks=blocks: rules.direction(
-                    compare(a.first_blocks(set(blocks[:r])), b.first_blocks(set(blocks[:r]))), True, alpha),
-                    rounds_available=len(blocks))
+                out = run_sequential(design, partial(_direction_over_rounds, a, b, blocks),
+                                     rounds_available=len(blocks))
                 assert out.verdict.verdict in (rules.HOLDS, rules.FAILS, rules.INCONCLUSIVE)
 
 

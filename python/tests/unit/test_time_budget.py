@@ -88,8 +88,9 @@ def test_unknown_category_is_refused():
 
 
 def test_timed_out_requests_are_the_union_of_their_intervals_inside_the_window():
-    rec = lambda a, b, ok=False, err="Operation timed out after 45000 milliseconds": (  # noqa: E731
-        "request", {"start_ts": a, "end_ts": b, "ok": ok, "error": err})
+    def rec(a, b, ok=False, err="Operation timed out after 45000 milliseconds"):
+        return "request", {"start_ts": a, "end_ts": b, "ok": ok, "error": err}
+
     records = [rec(10, 20), rec(15, 25), rec(30, 40, ok=True, err=""), rec(50, 60, err="Connection refused"),
                rec(5, 12)]
     # timed out: [5,12] U [10,20] U [15,25] = [5,25], clipped to the window [8, 22]

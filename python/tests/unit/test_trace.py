@@ -25,7 +25,7 @@ from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.request_rows import metric_columns as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
-from congestlab.errors import TraceError
+from congestlab.errors import ToolError, TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import FORMAT_VERSION, RAW_KIND
 from record_fixtures import get_row, tiny_stored_spec
@@ -36,7 +36,7 @@ TIME_MS = 1e-3
 try:
     rust_binary("traceanalyze")
     HAVE_ANALYZER = True
-except Exception:
+except ToolError:
     HAVE_ANALYZER = False
 pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
@@ -336,7 +336,10 @@ def _traced_conversation(client_port: int, isn: int, t0: float):
     """Handshake with window scale 7 (client) and 9 (server), a GET, three 1000-byte segments
     (the second lost), a duplicate ACK with the SACK block of the third, the resend, the ACK."""
     conv = Conversation("v4", client_port=client_port, client_isn=isn, server_isn=4_294_967_000)
-    wscale = lambda shift: b"\x01\x03\x03" + bytes([shift])  # noqa: E731 (NOP, window scale)
+
+    def wscale(shift: int) -> bytes:
+        return b"\x01\x03\x03" + bytes([shift])  # NOP, window scale
+
     conv.segment(t0, True, 0, 0, SYN, 0, win=64240, opts=wscale(7))
     conv.segment(t0 + 0.001, False, 0, 1, SYN | ACK, 0, win=65160, opts=wscale(9))
     conv.segment(t0 + 0.002, True, 1, 1, ACK | PSH, 100, win=502, opts=b"")

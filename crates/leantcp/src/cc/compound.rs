@@ -220,8 +220,8 @@ impl CongestionControl for Compound {
         if acked.in_recovery {
             return;
         }
-        let snd_nxt = acked.ack.add(acked.bytes_in_flight);
-        let mut round_over = self.round_end.map_or(true, |end| acked.ack > end);
+        let snd_nxt = acked.ack + acked.bytes_in_flight;
+        let mut round_over = self.round_end.is_none_or(|end| acked.ack > end);
         let mut acked_bytes = acked.acked_bytes;
         if self.slow_start {
             // D1 and the kernel's tcp_slow_start(): whole packets, capped at ssthresh; what

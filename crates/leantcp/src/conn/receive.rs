@@ -205,7 +205,7 @@ impl Connection {
             (0, _) => in_window(seg.seq),
             // Zero window: the ACK is processed, the data is refused (trimmed to nothing).
             (_, 0) => seg.seq == self.rcv_nxt,
-            (len, _) => in_window(seg.seq) || in_window(seg.seq.add(len - 1)),
+            (len, _) => in_window(seg.seq) || in_window(seg.seq + (len - 1)),
         }
     }
 
@@ -217,7 +217,7 @@ impl Connection {
         }
         let data_acked = ack.since(self.buf_seq).min(self.send_buf.len());
         self.send_buf.drain(..data_acked);
-        self.buf_seq = self.buf_seq.add(data_acked);
+        self.buf_seq = self.buf_seq + data_acked;
         self.stats.bytes_acked += data_acked as u64;
         self.consecutive_timeouts = 0;
         self.duplicate_acks_in_row = 0;
@@ -270,7 +270,7 @@ impl Connection {
 
     /// RFC 2018 receiver: keeps data beyond a hole (inside our window) for reassembly.
     pub(super) fn store_out_of_order(&mut self, seq: Seq, data: &[u8]) {
-        let window_end = self.rcv_nxt.add(self.receive_window());
+        let window_end = self.rcv_nxt + self.receive_window();
         if self.assembler.insert(seq, data, window_end) {
             self.stats.out_of_order_segments += 1;
         }
@@ -279,12 +279,12 @@ impl Connection {
     /// Moves out-of-order data that the in-order stream has reached into the receive buffer.
     pub(super) fn drain_out_of_order(&mut self) {
         let taken = self.assembler.drain_into(self.rcv_nxt, &mut self.recv_buf, self.config.recv_buffer_bytes);
-        self.rcv_nxt = self.rcv_nxt.add(taken);
+        self.rcv_nxt = self.rcv_nxt + taken;
         self.stats.bytes_received += taken as u64;
     }
 
     pub(super) fn on_data_and_fin(&mut self, seg: &Segment, now: Instant) {
-        let mut fin_in_order = seg.fin && seg.seq.add(seg.payload.len()) == self.rcv_nxt;
+        let mut fin_in_order = seg.fin && seg.seq + seg.payload.len() == self.rcv_nxt;
         let accepts_data = matches!(self.state, State::Established | State::FinWait1 | State::FinWait2);
         let reassembles = self.sack_ok || self.config.sack;
         if accepts_data && reassembles && seg.fin && seg.payload.is_empty() && seg.seq > self.rcv_nxt {
@@ -297,7 +297,7 @@ impl Connection {
                 // Out of order: the bare stack keeps no reassembly queue; a duplicate ACK asks again.
                 if reassembles {
                     self.store_out_of_order(seg.seq, &seg.payload);
-                    let fin_at = seg.seq.add(seg.payload.len());
+                    let fin_at = seg.seq + seg.payload.len();
                     if seg.fin && self.assembler.holds(seg.seq, fin_at) {
                         self.assembler.set_fin(fin_at);
                     }
@@ -309,7 +309,7 @@ impl Connection {
             let fresh = &seg.payload[already.min(seg.payload.len())..];
             let take = fresh.len().min(self.receive_window());
             self.recv_buf.extend(&fresh[..take]);
-            self.rcv_nxt = self.rcv_nxt.add(take);
+            self.rcv_nxt = self.rcv_nxt + take;
             self.stats.bytes_received += take as u64;
             self.ack_pending = true;
             fin_in_order = seg.fin && take == fresh.len();
@@ -322,7 +322,7 @@ impl Connection {
         }
         if fin_in_order && !self.fin_received {
             self.fin_received = true;
-            self.rcv_nxt = self.rcv_nxt.add(1);
+            self.rcv_nxt = self.rcv_nxt + 1;
             self.ack_pending = true;
             self.assembler.clear();
             match self.state {
@@ -355,7 +355,7 @@ impl Connection {
             return;
         }
         self.irs = seg.seq;
-        self.rcv_nxt = seg.seq.add(1);
+        self.rcv_nxt = seg.seq + 1;
         self.apply_syn_options(seg);
         self.snd_wnd = seg.window as usize;
         self.snd_wl1 = seg.seq;

@@ -73,7 +73,7 @@ impl Connection {
     pub(super) fn record_sent(&mut self, seg: &mut Segment, now: Instant, kind: RetransmitKind) {
         self.stamp(seg, now);
         let start = seg.seq;
-        let end = seg.seq.add(seg.seq_len());
+        let end = seg.seq + seg.seq_len();
         let retransmission = start < self.snd_max;
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += seg.payload.len() as u64;
@@ -142,7 +142,7 @@ impl Connection {
             // The SYN (or SYN-ACK) is unsent or was rewound; also after close() in SYN-RECEIVED.
             State::SynSent | State::SynReceived | State::FinWait1 if self.snd_nxt == self.iss => {
                 let mut seg = self.make_segment(self.iss, true, false, false, Vec::new());
-                self.snd_nxt = self.iss.add(1);
+                self.snd_nxt = self.iss + 1;
                 self.record_sent(&mut seg, now, RetransmitKind::Handshake);
                 return Some(seg);
             }
@@ -279,7 +279,7 @@ impl Connection {
         let available = self.send_buf.len() - offset;
         let len = available.min(max_len).min(usable);
         // The FIN rides on the segment that reaches the end of the data (again after a rewind).
-        let fin = self.fin_queued && len == available && seq.add(len) == self.fin_seq();
+        let fin = self.fin_queued && len == available && seq + len == self.fin_seq();
         if len == 0 && !fin {
             return None;
         }
@@ -288,7 +288,7 @@ impl Connection {
         if self.config.push == Push::EndOfData {
             seg.psh = len > 0 && len == available;
         }
-        let end = seq.add(seg.seq_len());
+        let end = seq + seg.seq_len();
         if end > self.snd_nxt {
             self.snd_nxt = end;
         }

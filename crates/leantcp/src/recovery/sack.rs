@@ -42,8 +42,7 @@ impl LossRecovery for SackRecovery {
     }
 
     fn on_ack(&mut self, sb: &mut Scoreboard, a: &AckInfo) -> AckOutcome {
-        let mut out = AckOutcome::default();
-        out.recovery_ended = self.episode.ends_with(a.ack);
+        let mut out = AckOutcome { recovery_ended: self.episode.ends_with(a.ack), ..AckOutcome::default() };
         if !self.dupthresh_rules {
             return out;
         }

@@ -80,7 +80,7 @@ fn segment_frame(clients: &mut [Client], bytes: &[u8], now: Instant) -> Option<V
         for _ in 0..(options >> 4) & 3 {
             let [a, b, tail @ ..] = payload else { break };
             let left = Seq(client.server_next.0.wrapping_sub(*a as u32 * 16));
-            sack_blocks.push((left, left.add(*b as usize * 16)));
+            sack_blocks.push((left, left + *b as usize * 16));
             payload = tail;
         }
     }
@@ -101,7 +101,7 @@ fn segment_frame(clients: &mut [Client], bytes: &[u8], now: Instant) -> Option<V
         timestamp: (options & 0x08 != 0).then(|| Timestamp { tsval: (now.as_micros() / 1000) as u32, tsecr: client.server_tsval }),
         payload: payload.to_vec(),
     };
-    client.next_seq = seg.seq.add(seg.seq_len());
+    client.next_seq = seg.seq + seg.seq_len();
     Some(ethernet(&seg.to_ip_bytes(64).ok()?, v6))
 }
 
@@ -111,7 +111,7 @@ fn observe(clients: &mut [Client], frames: Vec<Vec<u8>>) {
         let Ok(frame) = EthernetFrame::new_checked(&raw[..]) else { continue };
         let Ok(seg) = Segment::parse_ip(frame.payload()) else { continue };
         if let Some(client) = clients.iter_mut().find(|c| c.addr == seg.dst) {
-            let end = seg.seq.add(seg.seq_len());
+            let end = seg.seq + seg.seq_len();
             if end > client.server_next || seg.syn {
                 client.server_next = end;
             }

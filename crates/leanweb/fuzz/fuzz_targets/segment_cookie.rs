@@ -28,12 +28,12 @@ fuzz_target!(|data: &[u8]| {
         let options = SynCookies::options_for(&syn, config.sack, config.timestamps);
         let iss = cookies.make(&syn, &options, now);
         let syn_ack = Connection::cookie_syn_ack(&syn, &options, config, iss, now).expect("a SYN gets a SYN-ACK");
-        assert_eq!((syn_ack.seq, syn_ack.ack), (iss, Some(syn.seq.add(1))));
+        assert_eq!((syn_ack.seq, syn_ack.ack), (iss, Some(syn.seq + 1)));
         let ack = Segment {
             src: syn.src,
             dst: syn.dst,
-            seq: syn.seq.add(1),
-            ack: Some(iss.add(1)),
+            seq: syn.seq + 1,
+            ack: Some(iss + 1),
             syn: false,
             fin: false,
             rst: false,

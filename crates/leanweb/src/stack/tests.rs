@@ -556,7 +556,7 @@ fn forged_and_stale_cookie_acks_are_dropped_and_counted() {
     let ack = |ack_no: Seq| Segment {
         src: syn.src,
         dst: syn.dst,
-        seq: syn.seq.add(1),
+        seq: syn.seq + 1,
         ack: Some(ack_no),
         syn: false,
         fin: false,
@@ -570,18 +570,18 @@ fn forged_and_stale_cookie_acks_are_dropped_and_counted() {
         timestamp: None,
         payload: Vec::new(),
     };
-    for forged in [cookie, cookie.add(2), Seq(cookie.0 ^ 0x8000_0000), Seq(cookie.0 ^ 0x40)] {
+    for forged in [cookie, cookie + 2, Seq(cookie.0 ^ 0x8000_0000), Seq(cookie.0 ^ 0x40)] {
         stack.handle_frame(&tcp_frame(&ack(forged)), Instant::from_millis(10));
     }
     assert_eq!(stack.counters.syn_cookies_invalid, 4);
     assert!(segments_out(stack).is_empty(), "dropped silently");
     // Two ticks later the genuine ACK is stale.
-    stack.handle_frame(&tcp_frame(&ack(cookie.add(1))), Instant::from_millis(2_500));
+    stack.handle_frame(&tcp_frame(&ack(cookie + 1)), Instant::from_millis(2_500));
     assert_eq!(stack.counters.syn_cookies_stale, 1);
     assert_eq!(stack.session_count(), 0);
     assert!(segments_out(stack).is_empty());
     // Within its lifetime it makes the connection.
-    stack.handle_frame(&tcp_frame(&ack(cookie.add(1))), Instant::from_millis(1_500));
+    stack.handle_frame(&tcp_frame(&ack(cookie + 1)), Instant::from_millis(1_500));
     assert_eq!(stack.counters.syn_cookies_validated, 1);
     assert_eq!(stack.session_count(), 1);
 }

@@ -25,7 +25,7 @@ ONE_S_US = 1_000_000
 THRESHOLDS_MS = (250, 500, 750, 1000)
 READINGS = ("literal", "seed")
 # Which RTO a sample is judged against: the one in force when its segment was sent, or the
-# one after the connection's previous sample (SEED-STUDIES.md's wording; equal for `one`).
+# one after the connection's previous sample (docs/rto-replay.md; equal for `one`).
 BASES = ("sent", "previous_sample")
 SOURCES = ("log", "pcap")
 BIN_COLUMNS = ("rto_le_1s_rtt_le_rto_pct", "rto_le_1s_rtt_gt_rto_lt_1s_pct", "rto_le_1s_rtt_gt_rto_ge_1s_pct",

@@ -109,27 +109,6 @@ def read_reply(proc: subprocess.Popen, argv: list[str], stderr_path: Path, timeo
     return answer
 
 
-def wait_attached(out_dir: Path, proc: subprocess.Popen, argv: list[str], stderr_path: Path,
-                  timeout_s: float = 20.0) -> dict:
-    """The one-shot sampler's start line, written once its programs are attached (loading
-    and verifying takes ~0.2 s, longer on a busy machine)."""
-    clock = out_dir / CLOCK_FILE
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if clock.exists():
-            for line in clock.read_text().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                if entry.get("event") == "start":
-                    return entry
-        if proc.poll() is not None:
-            raise ToolError(argv, proc.returncode, stderr_path.read_text(errors="replace"))
-        time.sleep(0.02)
-    raise ToolError(argv, -1, "clprobe did not attach")
-
-
 def read_clock(path: Path) -> tuple[dict, dict | None]:
     """The sampler's `start` and `stop` lines (stop is None when it was killed before writing it)."""
     start = stop = None

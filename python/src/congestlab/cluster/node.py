@@ -70,7 +70,7 @@ def run_unit(study, quick: bool, runs: list[tuple[str, int]], tag: str, calibrat
     """`study`: the StudySpec itself (pickled by Ray; its JSON dump, with every default
     filled in, does not validate again). Yields: one dict (node, the node run's manifest, error or None), then bytes chunks
     of a tar holding points/ and logs/ of the work directory."""
-    cleaned = clean_leftovers()  # this machine's testbeds whose owner died (never a live one)
+    cleaned = clean_leftovers()  # the node's testbeds whose owner died (never a live one)
     cleaned += [str(p) for p in clean_work_dirs()]
     parent = work_parent()
     parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,10 @@ class Cell:
 
     def _ci(self, lo: float, hi: float) -> str:
         d = self.digits
-        f = lambda x: "∞" if x == math.inf else "-∞" if x == -math.inf else "?" if math.isnan(x) else f"{x:.{d}f}"  # noqa: E731
+
+        def f(x: float) -> str:
+            return "∞" if x == math.inf else "-∞" if x == -math.inf else "?" if math.isnan(x) else f"{x:.{d}f}"
+
         return f"[{f(lo)}, {f(hi)}]"
 
     def ours(self, show_n: bool) -> str:

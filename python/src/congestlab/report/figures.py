@@ -23,13 +23,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from congestlab.report.data import RunData, Stats  # noqa: E402
-from congestlab.stored import norm, number_of  # noqa: E402
-from congestlab.spec.report import PlotSpec  # noqa: E402
-from congestlab.stats.samples import RIGHT  # noqa: E402
-from congestlab.stats.summary import mean_with_ci  # noqa: E402
+from congestlab.report.data import RunData, Stats
+from congestlab.spec.report import PlotSpec
+from congestlab.stats.samples import RIGHT
+from congestlab.stats.summary import mean_with_ci
+from congestlab.stored import norm, number_of
 
 # Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
 # reddish purple, sky blue, yellow

@@ -86,5 +86,8 @@ class Cell:
     def first_blocks(self, keep: set) -> "Cell":
         """The samples of the blocks in `keep` (a sequential look at the rounds so far)."""
         idx = [i for i, b in enumerate(self.blocks) if b in keep]
-        pick = lambda xs: tuple(xs[i] for i in idx)  # noqa: E731
+
+        def pick(xs: tuple) -> tuple:
+            return tuple(xs[i] for i in idx)
+
         return Cell(pick(self.values), pick(self.outcomes), pick(self.blocks), pick(self.limits), self.censoring)

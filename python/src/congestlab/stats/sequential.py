@@ -60,11 +60,7 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
         else:
             d = math.sqrt(t - t_prev)
             mass = weights * dens
-
-            def tail(c: float) -> float:
-                return float(np.sum(mass * ndtr((grid - c * math.sqrt(t)) / d)))
-
-            c = brentq(lambda c: tail(c) - target, -10.0, 50.0, xtol=1e-9) if target > 1e-15 else math.inf
+            c = _boundary(mass, grid, t, d, target) if target > 1e-15 else math.inf
             upper = min(c, Z_GRID_MAX) * math.sqrt(t)
             new = np.arange(-8.0 * math.sqrt(t), upper, GRID_STEP)
             dens = _transition(mass, grid, new, d)
@@ -74,6 +70,16 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
         levels.append(float(norm.sf(c)))
         t_prev, spent_prev = t, spent(t, alpha)
     return tuple(levels)
+
+
+def _boundary(mass: np.ndarray, grid: np.ndarray, t: float, d: float, target: float) -> float:
+    """The c whose crossing, c sqrt(t) one increment (sd `d`) after the sub-density `mass` on
+    `grid`, has probability `target`."""
+
+    def tail(c: float) -> float:
+        return float(np.sum(mass * ndtr((grid - c * math.sqrt(t)) / d)))
+
+    return brentq(lambda c: tail(c) - target, -10.0, 50.0, xtol=1e-9)
 
 
 def _transition(mass: np.ndarray, grid: np.ndarray, new: np.ndarray, d: float) -> np.ndarray:

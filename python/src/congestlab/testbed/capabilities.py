@@ -15,7 +15,9 @@ def probe_kernel_features() -> tuple[bool, str, dict[str, bool]]:
     if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
         return False, "cannot create network namespaces", {}
     try:
-        run = lambda *a: subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True).returncode == 0  # noqa: E731
+        def run(*a: str) -> bool:
+            return subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True).returncode == 0
+
         run("ip", "link", "add", "cldva", "type", "veth", "peer", "name", "cldvb")
         found["htb"] = run("tc", "qdisc", "add", "dev", "cldva", "root", "handle", "1:", "htb")
         found["tbf"] = run("tc", "qdisc", "add", "dev", "cldvb", "root", "tbf", "rate", "1mbit", "burst", "10k",

@@ -180,7 +180,7 @@ class Cleaned:
 
 
 def clean_dead_runs(include_running: bool = False) -> Cleaned:
-    """Delete what congestlab runs whose owning process is gone left on this machine: their
+    """Delete what congestlab runs whose owning process is gone left on the host: their
     namespaces (with every process in them), their owner records (also the ones without a
     namespace: an owner killed between recording itself and building, or between deleting
     its namespaces and its record) and the servers' temporary docroots. A live run's are

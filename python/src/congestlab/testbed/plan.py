@@ -43,9 +43,9 @@ def _tc(ns: str, *args: str, phase: str) -> Step:
     return Step(phase, ("tc", "-n", ns, *args))
 
 
-# With br_netfilter loaded (it is on this machine) every frame a bridge forwards passes
-# iptables' hooks: about a tenth of leanweb's per-frame time, as its frames cross its node's
-# own bridge (docs/notes/leantcp-sending-speed.md). Nothing filters in a user-stack node's
+# Where br_netfilter is loaded, every frame a bridge forwards passes iptables' hooks: about a
+# tenth of leanweb's per-frame time where it was measured (docs/notes/leantcp-sending-speed.md),
+# as its frames cross its node's own bridge. Nothing filters in a user-stack node's
 # namespace, so the hooks are switched off there (per-namespace keys since Linux 5.3).
 BRIDGE_NETFILTER_OFF = ("[ ! -e /proc/sys/net/bridge ] || sysctl -qw net.bridge.bridge-nf-call-iptables=0 "
                         "net.bridge.bridge-nf-call-ip6tables=0 net.bridge.bridge-nf-call-arptables=0")

@@ -1,8 +1,8 @@
 """MGEN background traffic: flows from a level's mix, scripts, runs and log parsing.
 
-Traps on this machine (see ARCHITECTURE.md): MGEN's default TTL of 3 kills routed flows,
-so the script sets TTL 64 globally; its IPv6 sockets need the resolver shim
-(mgen_ipv6_shim.c, built by `make build`); sinks start before sources.
+Traps of Debian's MGEN 5.02b: its default TTL of 3 kills routed flows, so the script sets
+TTL 64 globally; its IPv6 sockets need the resolver shim (mgen_ipv6_shim.c, built by
+`make build`: glibc 2.26 dropped the resolver flag MGEN reads); sinks start before sources.
 """
 
 from __future__ import annotations

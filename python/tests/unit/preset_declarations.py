@@ -1,5 +1,5 @@
-"""The presets' `published` values and `[report]` sections, as declared in the preset files
-themselves (spec/presets/<name>.toml)."""
+"""The presets' `published` values and `[report]` sections, read from the preset files
+(python/src/congestlab/spec/presets/<name>.toml), for the report tests."""
 
 from __future__ import annotations
 
