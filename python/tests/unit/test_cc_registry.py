@@ -80,23 +80,30 @@ def test_share_table_percentages():
 
 
 def test_shares_from_a_cc_share_run_directory(tmp_path):
-    """results/iperf.csv of the cc-share preset -> each flow's share of the pair and of fair."""
+    """results/iperf.csv of the cc-share preset -> each flow's share of the pair and of fair, fair
+    being half of the point's own bottleneck (a swept rate counts: 50 Mbit/s at the second point)."""
     from congestlab.results import write_results
     from congestlab.rundir import FORMAT_VERSION, write_manifest
     from congestlab.spec import load_preset
 
     spec = load_preset("cc-share")
+    points = [{"id": "pairs.pair-cubic-compound", "experiment": "pairs", "axes": {"pair": "cubic-compound"}},
+              {"id": "pairs.pair-slow", "experiment": "pairs", "axes": {"pair": "slow"},
+               "settings": {"topology.nodes.r.links.sr.rate_bps": 50_000_000}}]
     write_manifest(tmp_path, {"format_version": FORMAT_VERSION, "study": "cc-share", "status": "complete",
-                              "spec": spec.model_dump(mode="json")})
-    common = {"point_id": "pairs.pair-cubic-compound", "experiment": "pairs", "pair": "cubic-compound",
-              "repetition": 1, "workload": "share", "version": 3, "server": "c", "protocol": "tcp"}
-    write_results(tmp_path, "iperf", ["pair"], [
-        common | {"session": 1, "client": "s1", "cc": "cubic", "cc_kernel": "cubic", "throughput_mbps": 60.0,
-                  "retransmits": 30},
-        common | {"session": 2, "client": "s2", "cc": "compound", "cc_kernel": "compound", "throughput_mbps": 35.0,
-                  "retransmits": 12}])
+                              "spec": spec.model_dump(mode="json"), "points": points, "axes": ["pair"]})
+    rows = []
+    for point in points:
+        common = {"point_id": point["id"], "experiment": "pairs", "pair": point["axes"]["pair"],
+                  "repetition": 1, "workload": "share", "version": 3, "server": "c", "protocol": "tcp"}
+        rows += [common | {"session": 1, "client": "s1", "cc": "cubic", "cc_kernel": "cubic", "throughput_mbps": 60.0,
+                           "retransmits": 30},
+                 common | {"session": 2, "client": "s2", "cc": "compound", "cc_kernel": "compound",
+                           "throughput_mbps": 35.0, "retransmits": 12}]
+    write_results(tmp_path, "iperf", ["pair"], rows)
     rows = share.shares(tmp_path)
-    assert [(r.pair, r.flow, r.cc, r.kernel_cc) for r in rows] == [
+    assert [(r.pair, r.flow, r.cc, r.kernel_cc) for r in rows[:2]] == [
         ("cubic vs compound", 1, "cubic", "cubic"), ("cubic vs compound", 2, "compound", "compound")]
     assert rows[0].share_of_total_pct == pytest.approx(100 * 60 / 95)
+    assert rows[3].pct_of_fair_share == pytest.approx(140.0)  # 35 of 50/2 Mbit/s
     assert rows[1].pct_of_fair_share == pytest.approx(70.0)  # 35 of 100/2 Mbit/s

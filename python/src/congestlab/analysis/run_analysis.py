@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.drift import drift_checks
-from congestlab.analysis.request_outcome import path_bottleneck
 from congestlab.analysis.request_rows import connection_of, metric_columns, request_base, request_outcome
 from congestlab.analysis.rto_replay import replay_run
 from congestlab.analysis.server_views import (SERIES_DIR, capture_span_s, lean_log_checks, lean_logs,

@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from congestlab.results import read_results
-from congestlab.rundir import read_manifest
+from congestlab.errors import RunDirError
 from congestlab.spec import load_preset
 from congestlab.spec.fieldpath import apply
 from congestlab.spec.loader import validate_spec
+from congestlab.spec.network import path_bottleneck
+from congestlab.stored import ResultRow, StoredPoint, StoredRun
 
 PRESET = "cc-share"
 BOTTLENECK = "nodes.r.links.sr"  # the preset's bottleneck link (r's link toward the receiver)
@@ -40,31 +41,36 @@ class FlowShare:
     pct_of_fair_share: float  # rate / (link rate / 2): the study's "% of maximum allowed rate"
 
 
-def bottleneck_rate_bps(manifest: dict) -> float:
-    """The lowest shaped rate of the run's topology (the dumbbell's one bottleneck)."""
-    rates = [link["rate_bps"] for node in manifest["spec"]["topology"]["nodes"] for link in node["links"]
-             if link.get("rate_bps")]
-    if not rates:
-        raise ValueError("the run's topology has no shaped link")
-    return float(min(rates))
+def fair_share_bps(point: StoredPoint, row: ResultRow) -> float:
+    """Half the bottleneck between a flow's client and its server at the flow's point (the
+    point's own rate, spec/network.py: HTB's rate, or a token bucket below it)."""
+    try:
+        neck = path_bottleneck(point.study.topology, row["client"], row["server"])
+    except KeyError:
+        neck = None
+    if neck is None:
+        raise RunDirError(f"{point.run.where}: point {point.id!r}: no shaped link between {row['client']} and "
+                          f"{row['server']}, so no share of a bottleneck")
+    return neck.rate_bps / 2
 
 
 def shares(run_dir: Path) -> list[FlowShare]:
-    manifest = read_manifest(Path(run_dir), require_complete=False)
-    fair_bps = bottleneck_rate_bps(manifest) / 2
-    by_run: dict[tuple[str, int], list[dict]] = {}
-    for row in read_results(Path(run_dir), "iperf"):
-        by_run.setdefault((row["point_id"], int(row["repetition"])), []).append(row)
-    declared = {p["id"]: i for i, p in enumerate(manifest.get("points", []))}
+    run = StoredRun(Path(run_dir), require_complete=False)
+    by_run: dict[tuple[str, int], list[ResultRow]] = {}
+    for row in run.results("iperf"):
+        by_run.setdefault((row["point_id"], int(row.number("repetition"))), []).append(row)
+    declared = {p.id: i for i, p in enumerate(run.points)}
     out = []
     for (point_id, rep), rows in sorted(by_run.items(), key=lambda kv: (declared.get(kv[0][0], 0), kv[0])):
-        rows.sort(key=lambda r: int(r["session"]))
-        total = sum(float(r["throughput_mbps"]) for r in rows) * 1e6 or 1.0
+        point = run.point(point_id)
+        rows.sort(key=lambda r: r.number("session"))
+        total = sum(r.number("throughput_mbps") or 0.0 for r in rows) * 1e6 or 1.0
         pair = " vs ".join(r["cc"] for r in rows)
         for r in rows:
-            bps = float(r["throughput_mbps"]) * 1e6
-            out.append(FlowShare(pair, rep, int(r["session"]), r["cc"], r["cc_kernel"] or "?", bps,
-                                 int(r["retransmits"] or 0), 100 * bps / total, 100 * bps / fair_bps))
+            bps = (r.number("throughput_mbps") or 0.0) * 1e6
+            out.append(FlowShare(pair, rep, int(r.number("session")), r["cc"], r["cc_kernel"] or "?", bps,
+                                 int(r.number("retransmits") or 0), 100 * bps / total,
+                                 100 * bps / fair_share_bps(point, r)))
     return out
 
 

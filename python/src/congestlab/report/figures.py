@@ -31,6 +31,11 @@ from congestlab.stats.samples import RIGHT
 from congestlab.stats.summary import mean_with_ci
 from congestlab.stored import norm, number_of
 
+# the same plot is the same file: SVG ids from a fixed salt, and no date in its metadata, so a
+# report rebuilt from the same run directory is byte for byte the same
+matplotlib.rcParams["svg.hashsalt"] = "congestlab"
+SVG_METADATA = {"Date": None}
+
 # Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
 # reddish purple, sky blue, yellow
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
@@ -146,7 +151,7 @@ def render_plot(plot: PlotSpec, sources: list[Source], out_dir: Path) -> Figure 
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{plot.id}.png", out_dir / f"{plot.id}.svg"
     fig.savefig(png, dpi=120)
-    fig.savefig(svg)
+    fig.savefig(svg, metadata=SVG_METADATA)
     plt.close(fig)
     caption = CAPTIONS[plot.type]
     if "seed" in labels:

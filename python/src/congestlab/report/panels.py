@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from congestlab.report.data import RunData
-from congestlab.report.figures import PALETTE
+from congestlab.report.figures import PALETTE, SVG_METADATA
 from congestlab.report.request_series import GetSeries, load_get
 from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 
@@ -116,7 +116,7 @@ def draw(columns: list[tuple[str, GetSeries]], title: str, out: Path, dpi: int =
     fig = figure(columns, title)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=dpi)
+        fig.savefig(out, dpi=dpi, metadata=SVG_METADATA if out.suffix == ".svg" else None)
     finally:
         plt.close(fig)
     return out

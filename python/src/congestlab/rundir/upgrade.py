@@ -46,16 +46,9 @@ def manifest_view(raw: dict) -> dict:
 
 def stored_spec_view(spec: dict) -> dict:
     """A stored spec (the run's resolved spec as the manifest keeps it) in the form today's
-    models validate:
-    - every field is stored, a lean server's `cc` too (its default, which the models refuse
-      as input: a lean server has no kernel congestion control);
-    - a `[report]` declaration from before request outcomes censored {ok = false};
-    - claims from before compare rules had margins (upgrade_stored_claims)."""
+    models validate: a `[report]` declaration from before request outcomes censored
+    {ok = false}; claims from before compare rules had margins (upgrade_stored_claims)."""
     spec = dict(spec)  # copied where changed: a stored spec's published numbers are most of it
-    if isinstance(spec.get("servers"), list):
-        spec["servers"] = [{k: v for k, v in server.items() if k != "cc"}
-                           if isinstance(server, dict) and server.get("kind") == "lean" else server
-                           for server in spec["servers"]]
     report = spec.get("report")
     if isinstance(report, dict):
         report = dict(report)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
-from congestlab.report.figures import PALETTE, plt
+from congestlab.report.figures import PALETTE, SVG_METADATA, plt
 from congestlab.sensitivity.distance import WITHIN_25_PCT
 
 VERDICT_COLOURS = {HOLDS: "#009E73", FAILS: "#D55E00", INCONCLUSIVE: "#E69F00", NOT_MEASURED: "#bbbbbb"}
@@ -16,7 +16,7 @@ def _save(fig, plots_dir: Path, name: str, title: str) -> dict:
     plots_dir.mkdir(parents=True, exist_ok=True)
     png, svg = plots_dir / f"{name}.png", plots_dir / f"{name}.svg"
     fig.savefig(png, dpi=120, bbox_inches="tight")
-    fig.savefig(svg, bbox_inches="tight")
+    fig.savefig(svg, bbox_inches="tight", metadata=SVG_METADATA)
     plt.close(fig)
     return {"title": title, "png": png, "svg": svg}
 

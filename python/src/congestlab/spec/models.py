@@ -14,12 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
 from congestlab.spec.validate import check_references, non_finite_problem
+from congestlab.spec.validation_context import VALUES_CHECKED, stored
 from congestlab.spec.workloads import Workload
 
-# validation context: every value of the data was checked finite already. A sweep's point
-# (spec/sweep.py) holds its study's values (axes, levels, `set`) and defaults only; its study
-# was checked as read, and the walk over every point's published numbers was most of a sweep's time.
-VALUES_CHECKED = "values_checked"
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
 Family = Literal["v4", "v6"]
@@ -159,9 +156,9 @@ class ServerSpec(Strict):
     knobs: dict[str, Scalar] = Field(default_factory=dict, description="lean server flags (docs/leanweb.md)")
 
     @model_validator(mode="after")
-    def _cc_of_kind(self) -> "ServerSpec":
+    def _cc_of_kind(self, info: ValidationInfo) -> "ServerSpec":
         # the lean server's TCP is its own: a kernel algorithm would be recorded but never used
-        if self.kind == "lean" and "cc" in self.model_fields_set:
+        if self.kind == "lean" and "cc" in self.model_fields_set and not stored(info):
             raise ValueError("a lean server has no kernel congestion control; set knobs.cc (\"none\") instead of cc")
         if self.kind != "lean" and self.knobs:
             raise ValueError(f"knobs are for the lean server, not for kind {self.kind!r}")

@@ -38,7 +38,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
-from congestlab.spec.models import VALUES_CHECKED, ExperimentSpec, StudySpec
+from congestlab.spec.models import ExperimentSpec, StudySpec
+from congestlab.spec.validation_context import VALUES_CHECKED
 from congestlab.spec.request_timeouts import ChosenTimeout
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")

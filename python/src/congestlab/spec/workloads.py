@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from congestlab.spec.validation_context import stored
 from congestlab.spec.request_timeouts import FROM_PUBLISHED, ChosenTimeout, choose, has_published_delay
 
 if TYPE_CHECKING:
@@ -282,11 +283,11 @@ class IperfWorkload(_Workload):
     expect_min_mbps: float | None = Field(default=None, gt=0, description="check: steady TCP rate at least this")
 
     @model_validator(mode="after")
-    def _shape(self) -> "IperfWorkload":
+    def _shape(self, info: ValidationInfo) -> "IperfWorkload":
         if self.version == 2 and self.flows:
             raise ValueError("flows (per-flow cc and sender) need version = 3; iperf 2 takes tcp/udp_sessions")
-        if self.version == 3 and self.flows and ("tcp_sessions" in self.model_fields_set
-                                                  or "udp_sessions" in self.model_fields_set):
+        if self.version == 3 and self.flows and not stored(info) and ("tcp_sessions" in self.model_fields_set
+                                                                      or "udp_sessions" in self.model_fields_set):
             raise ValueError("give either flows or tcp_sessions/udp_sessions, not both")
         if not self.flows and self.tcp_sessions + self.udp_sessions == 0:
             raise ValueError("no sessions: tcp_sessions + udp_sessions is 0 and no flows")

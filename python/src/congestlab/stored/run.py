@@ -19,7 +19,8 @@ from congestlab.rundir import layout, upgrade
 from congestlab.rundir.manifest import checked_manifest, read_manifest
 from congestlab.rundir.records import RAW_KIND, Record, RecordError, get_record, pass_through
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
-from congestlab.spec.models import VALUES_CHECKED, StudySpec
+from congestlab.spec.models import StudySpec
+from congestlab.spec.validation_context import STORED, VALUES_CHECKED
 from congestlab.spec.report import ReportSpec, load_report_spec
 from congestlab.stored.rows import ResultRow
 
@@ -112,7 +113,7 @@ class StoredRun:
 
     def _validated(self, data: dict, where: str, checked: bool) -> StudySpec:
         try:
-            return StudySpec.model_validate(data, context={VALUES_CHECKED: True} if checked else None)
+            return StudySpec.model_validate(data, context={STORED: True, VALUES_CHECKED: checked})
         except ValidationError as err:
             first = err.errors()[0]
             loc = field_path(first["loc"], data)
