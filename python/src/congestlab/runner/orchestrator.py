@@ -26,7 +26,6 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab import fidelity
-from congestlab.analysis.run_analysis import analyze_run
 from congestlab.calibrate import calibrate_bottleneck
 from congestlab.capture.tcpdump import tcpdump_version
 from congestlab.errors import CongestlabError, Interrupted, SpecError
@@ -34,7 +33,8 @@ from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
 from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
-from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
+from congestlab.runner.manifest import (continued_manifest, new_manifest, record_analysis, rep_complete, rep_dir,
+                                         write_repetition)
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
@@ -397,9 +397,7 @@ class Runner:
 
     # ------------------------------------------------------------------------------
     def _analyze(self) -> None:
-        result = analyze_run(self.run_dir, self.manifest)
-        self.manifest["analysis"] = result.summary
-        self.checks += result.checks
+        self.checks += record_analysis(self.run_dir, self.manifest).checks
 
 
 def _measured_bytes(study: StudySpec, point: Point) -> float | None:
