@@ -24,7 +24,8 @@ from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.run_analysis import _metrics as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
-from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
+from congestlab.analysis.trace import PcapConnection, measure_pcap
+from congestlab.analysis.trace_files import read_series, read_trace, write_trace
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import RAW_KIND

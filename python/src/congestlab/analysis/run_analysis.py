@@ -22,7 +22,8 @@ from congestlab.analysis.sender_series import kernel_rows, lean_rows, write_send
 from congestlab.analysis.request_outcome import (COMPLETE, INVALID, OUTCOMES, client_outcome, cross_check,
                                                  path_bottleneck, point_spec)
 from congestlab.analysis.rto_replay import lean_servers, replay_run
-from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap, write_trace
+from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap
+from congestlab.analysis.trace_files import write_trace
 from congestlab.capture.probes import CLOCK_FILE, KERNEL_FILE, QUEUE_FILE, RAW_DIR
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import resource
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, sta
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
 from congestlab.runner.manifest import (continued_manifest, new_manifest, record_analysis, rep_complete, rep_dir,
                                          write_repetition)
+from congestlab.runner.measuring import measure_workloads, measured_bytes
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
@@ -311,11 +311,11 @@ class Runner:
                 with self.budget.phase(WARMUP, unit):
                     time.sleep(study.warmup_s)
             backgrounds = self.backgrounds.runners() + point_backgrounds
-            measured_bytes = _measured_bytes(study, point)
+            measuring_bytes = measured_bytes(study, point)
             for bg in backgrounds:
-                bg.open_window(measured_bytes)
+                bg.open_window(measuring_bytes)
             measure0 = self.budget.clock()
-            records, checks, window = self._measure(ctx, point, rep, rep_path)
+            records, checks, window = measure_workloads(ctx, point, rep, rep_path, self.manifest["workloads"])
             self.budget.split_measure(self.budget.clock() - measure0, timed_out_seconds(records, window), unit)
             for bg in backgrounds:
                 bg_records, bg_checks = bg.measure(window)
@@ -345,41 +345,6 @@ class Runner:
                         for c in checks]
         write_repetition(rep_path, info, records)
 
-    def _measure(self, ctx: Context, point: Point, rep: int, rep_path: Path):
-        """The measuring workloads of the point, all at once; with none, the background
-        runs for its declared duration (the window)."""
-        study = point.study
-        measuring = [study.workload(n) for n in point.workloads if not is_background(study.workload(n))]
-        t0 = time.time()
-        if not measuring:
-            hold_s = max((getattr(study.workload(n), "duration_s", 0) for n in point.workloads), default=0)
-            time.sleep(max(hold_s, 1.0))
-            return [], [], (t0, time.time())
-        runners = [runner_for(spec)(spec, ctx, rep_path / "logs") for spec in measuring]
-        results: list = [None] * len(runners)
-        errors: list[BaseException] = []
-
-        def one(i: int) -> None:
-            try:
-                results[i] = runners[i].run(rep)
-            except BaseException as err:  # re-raised in the main thread
-                errors.append(err)
-
-        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(runners))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():  # joined in slices so Ctrl-C reaches the main thread
-                t.join(0.2)
-        if errors:
-            raise errors[0]
-        t1 = time.time()
-        for spec, r in zip(measuring, runners):
-            self.manifest["workloads"].setdefault(spec.name, {"kind": spec.kind, "argv": r.argvs[:4]})
-        records = [rec for res in results for rec in res[0]]
-        checks = [c for res in results for c in res[1]]
-        return records, checks, (t0, t1)
-
     # --- environment ------------------------------------------------------------------
     def _tool_versions(self) -> dict:
         versions = {"tcpdump": tcpdump_version(), "curl": curl_version(),
@@ -398,18 +363,3 @@ class Runner:
     # ------------------------------------------------------------------------------
     def _analyze(self) -> None:
         self.checks += record_analysis(self.run_dir, self.manifest).checks
-
-
-def _measured_bytes(study: StudySpec, point: Point) -> float | None:
-    """The most bytes the point's measuring workloads move in one repetition (None: one of
-    them cannot say): bounds what a background yields to them in a window."""
-    total = 0.0
-    for name in point.workloads:
-        spec = study.workload(name)
-        if is_background(spec):
-            continue
-        size = runner_for(spec).bytes_per_run(spec)
-        if size is None:
-            return None
-        total += size
-    return total
