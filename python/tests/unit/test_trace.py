@@ -26,7 +26,7 @@ from congestlab.analysis.run_analysis import _metrics as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapConnection, measure_pcap
 from congestlab.analysis.trace_files import read_series, read_trace, write_trace
-from congestlab.errors import TraceError
+from congestlab.errors import ToolError, TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import RAW_KIND
 
@@ -36,7 +36,7 @@ TIME_MS = 1e-3
 try:
     rust_binary("traceanalyze")
     HAVE_ANALYZER = True
-except Exception:
+except ToolError:  # not built
     HAVE_ANALYZER = False
 pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
