@@ -14,7 +14,7 @@ from pathlib import Path
 
 from congestlab.report import build_report
 from congestlab.report.claims import NOT_MEASURED
-from congestlab.report.compare import compare_runs
+from congestlab.report.run_comparison import compare_runs
 from congestlab.report.declarations import load_declaration
 
 DATA = Path(__file__).parent / "data"

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from congestlab.errors import SpecError
 from congestlab.paths import REPO_ROOT
-from congestlab.simulate.compare import compare_rows, conditions, failed_checks, to_markdown
+from congestlab.simulate.sim_vs_emulation import compare_rows, conditions, failed_checks, to_markdown
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
 from congestlab.spec import load_spec

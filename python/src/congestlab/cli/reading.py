@@ -115,7 +115,7 @@ def compare(
 ) -> None:
     """The same cells of several runs side by side, with differences and overlaid plots.
     Runs of another study than the first, or with no cell in common, are refused."""
-    from congestlab.report.compare import compare_runs  # matplotlib
+    from congestlab.report.run_comparison import compare_runs  # matplotlib
 
     print_report(compare_runs(run_dirs, out, force), Console())
 

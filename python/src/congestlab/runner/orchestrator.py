@@ -8,7 +8,7 @@ Run directory: docs/data-format.md. Each repetition of a point writes its own di
 points/<point id>/r<repetition>/ (pcap/, logs/, records.jsonl, rep.json); rep.json is
 written last, so a repetition without it did not complete.
 
-A Runner can also execute a subset of the runs (`runs=`: a cluster node's unit) and
+A StudyRun can also execute a subset of the runs (`runs=`: a cluster node's unit) and
 continue a run directory (`resume=`: only the repetitions without rep.json run; the
 manifest records each resume). With a `scheduler` (`--until-decisive`: congestlab/decisive/),
 the runs given are the first batch; after each batch the scheduler names the next one (a round
@@ -50,7 +50,7 @@ from congestlab.workloads import is_background, runner_for, tool_versions
 from congestlab.workloads.base import Background, Context, RunningServer
 
 
-class Runner:
+class StudyRun:
     def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
                  console: Console | None = None, argv: list[str] | None = None, preset: str | None = None,
                  runs: list[tuple[str, int]] | None = None, resume: dict | None = None, analyze: bool = True,
@@ -61,7 +61,7 @@ class Runner:
         `tag`: appended to server instance names and background log directories, so those of
         several executions gathered into one run directory never collide (cluster/).
         `repetitions`: every point's, instead of the spec's (the most `--until-decisive` may run).
-        `scheduler`: `attach(runner)` once, then `next_runs(runner)` -> (point id, repetition)
+        `scheduler`: `attach(study_run)` once, then `next_runs(study_run)` -> (point id, repetition)
         pairs after each batch, [] to end (congestlab/decisive/driver.py)."""
         self.study = study
         self.run_dir = Path(run_dir)
@@ -74,8 +74,8 @@ class Runner:
             for point in self.points:
                 point.repetitions = repetitions
         self.scheduler = scheduler
-        self.plan = plan(self.points, study.order, study.seed)
-        self.all_runs = [(r.point, r.repetition) for r in self.plan]
+        self.run_order = plan(self.points, study.order, study.seed)  # every planned run, in order
+        self.all_runs = [(r.point, r.repetition) for r in self.run_order]
         self.runs = self.all_runs
         if runs is not None:
             wanted = {(str(pid), int(rep)) for pid, rep in runs}
@@ -94,7 +94,7 @@ class Runner:
         self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
                                            self.prefix)
         # the planned order of the whole study (a cluster node's or resume's subset runs in it)
-        self.manifest["run_order"] = [r.describe() for r in self.plan]
+        self.manifest["run_order"] = [r.describe() for r in self.run_order]
         self.manifest["run_order_streaks"] = longest_streaks(self.all_runs)
         if study.order != "sequential":  # each experiment's passes: one visit per unit, or two mirrored
             self.manifest["run_passes"] = experiment_passes(self.points)
