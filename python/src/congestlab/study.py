@@ -2,7 +2,7 @@
 run it into a run directory (`run_study`: new, `--out`, `--resume`, on a Ray cluster), or
 run it as one child of a parent directory (`run_child`), or run a parent's children in turn
 (`run_children`: sensitivity's configurations, a suite's studies). The command line,
-sensitivity, suites, `cc share`, `simulate` and the tests all come through here; the Runner
+sensitivity, suites, `cc share`, `simulate` and the tests all come through here; the StudyRun
 (runner/) does one testbed's lifecycle.
 """
 
@@ -21,7 +21,7 @@ from rich.console import Console
 
 from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
 from congestlab.rundir import new_run_dir, prepare_out_dir
-from congestlab.runner import Runner, require_root, wanted_cc
+from congestlab.runner import StudyRun, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.request_timeouts import describe_timeout
@@ -66,7 +66,7 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         print(f"[impairments] {imp.label}: delay {iface.delay_ms:g} ms, jitter {iface.jitter_ms:g} ms, "
               f"loss {iface.loss:g} (netem if this kernel has it, else linkem; "
               f"link_emulator = {spec.topology.link_emulator})")
-    for link in unshaped_links(points):  # (the Runner records them in the manifest's fidelity checks)
+    for link in unshaped_links(points):  # (the StudyRun records them in the manifest's fidelity checks)
         print(f"# warning: {link.message}")
     print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
           + " ".join(tb.layout.namespaces()))
@@ -119,7 +119,7 @@ def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, cal
     """Run `spec` into a run directory and return it: a new one under runs/ (or `out`, new or
     empty), or `resume`'s (only its repetitions without results run). `cluster`: the units
     of points run on a Ray cluster at this address (docs/cluster.md). `repetitions`, `runs`,
-    `scheduler`: as the Runner takes them (`--until-decisive`, congestlab/decisive/driver.py).
+    `scheduler`: as the StudyRun takes them (`--until-decisive`, congestlab/decisive/driver.py).
     `order_from`: (a previous run, its task times): on a cluster, submit the longest first by
     them (cluster/submit_order.py); without it, by planned repetitions."""
     if cluster is None:
@@ -136,19 +136,19 @@ def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, cal
         stored = resume_manifest(spec, quick, run_dir, cluster)
         for partial in run_dir.glob(".incoming-*.tar"):  # a cluster transfer cut off (cluster/driver.py)
             partial.unlink()
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset, resume=stored,
-                        repetitions=repetitions, runs=runs, scheduler=scheduler)
-        console.print(f"resuming {run_dir}: {runner.manifest['resumes'][-1]['kept']} repetitions kept, "
-                      f"{len(runner.runs)} to run")
+        study_run = StudyRun(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset,
+                             resume=stored, repetitions=repetitions, runs=runs, scheduler=scheduler)
+        console.print(f"resuming {run_dir}: {study_run.manifest['resumes'][-1]['kept']} repetitions kept, "
+                      f"{len(study_run.runs)} to run")
     else:
         run_dir = prepare_out_dir(out) if out else new_run_dir(RUNS_PARENT, spec.name, new_prefix())
         console.print(f"run directory: {run_dir}")
-        runner = Runner(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset,
-                        repetitions=repetitions, runs=runs, scheduler=scheduler)
+        study_run = StudyRun(spec, run_dir, quick=quick, calibrate=calibrate, argv=argv, preset=preset,
+                             repetitions=repetitions, runs=runs, scheduler=scheduler)
     if cluster is None:
-        runner.run()
+        study_run.run()
     else:
-        _run_on_cluster(runner, cluster, calibrate, console, order_from)
+        _run_on_cluster(study_run, cluster, calibrate, console, order_from)
     return run_dir
 
 
@@ -241,18 +241,18 @@ def write_parent_state(path: Path, state: dict) -> None:
     tmp.replace(path)
 
 
-def _run_on_cluster(runner: Runner, address: str, calibrate: bool, console: Console,
+def _run_on_cluster(study_run: StudyRun, address: str, calibrate: bool, console: Console,
                     order_from: tuple[str, dict[str, float]] | None = None) -> None:
     """--cluster: the only place Ray is imported (an optional extra: .[cluster])."""
     try:
         from congestlab.cluster.driver import run_on_cluster  # imports ray
     except ImportError as err:
         raise ClusterError(f"--cluster needs Ray: pip install -e '.[cluster]' ({err})") from None
-    console.print(f"cluster {address}: {len(runner.runs)} repetitions in "
-                  f"{len({p.unit for p, _ in runner.runs})} units")
+    console.print(f"cluster {address}: {len(study_run.runs)} repetitions in "
+                  f"{len({p.unit for p, _ in study_run.runs})} units")
     try:
         previous_run, previous_s = order_from or (None, None)
-        run_on_cluster(runner, "auto" if address == "auto" else address, calibrate, previous_s, previous_run)
+        run_on_cluster(study_run, "auto" if address == "auto" else address, calibrate, previous_s, previous_run)
     except CongestlabError as err:
         # The run directory already says how the run ended (cluster/driver.py). End the
         # process here: Ray's core worker aborts an interpreter exit (status 1) when an

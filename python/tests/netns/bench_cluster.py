@@ -1,7 +1,7 @@
 """Benchmark (run by hand or `make bench-cluster`, as root): the same sweep on a local Ray
 cluster of 1 node and of 2 nodes, with points dominated by waiting (a long warm-up under
 C1B-like background), printing both wall times, their ratio, and the scheduling overhead per
-unit (task submitted -> gathered, minus the node's own Runner time).
+unit (task submitted -> gathered, minus the node's own StudyRun time).
 
     .venv/bin/python python/tests/netns/bench_cluster.py [--warmup-s 8]
 """
@@ -24,7 +24,7 @@ CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 
 def one(nodes: int, spec: Path, base: Path) -> tuple[float, list[float], list[float]]:
-    """Wall time of the whole command; per task, the time that was not the node's own Runner
+    """Wall time of the whole command; per task, the time that was not the node's own StudyRun
     time (submission or the node's previous task -> gathered on the head), split into each
     node's first task (Ray starts a worker process, which imports congestlab) and the rest."""
     with LocalCluster(base / f"n{nodes}", nodes=nodes) as cluster:
@@ -62,7 +62,7 @@ def main() -> None:
     w2, f2, r2 = one(2, spec, base)
     print(f"4 points (warm-up {args.warmup_s:g} s each): 1 node {w1:.1f} s, 2 nodes {w2:.1f} s, "
           f"ratio {w2 / w1:.2f} (goal <= 0.6)")
-    print(f"scheduling overhead per unit beyond the node's Runner time: first task of a node "
+    print(f"scheduling overhead per unit beyond the node's StudyRun time: first task of a node "
           f"{_mean(f1 + f2)}, later tasks {_mean(r1 + r2)} (goal <= 1 s)")
     print(f"(work in {base})")
 

@@ -11,7 +11,7 @@ import pytest
 
 from congestlab.cc import registry, share
 from congestlab.paths import REPO_ROOT
-from congestlab.runner import Runner
+from congestlab.runner import StudyRun
 
 from spine_helpers import namespaces_with
 
@@ -36,7 +36,7 @@ def unique_compound(tmp_path, monkeypatch) -> str:
 
 def test_cc_share_two_second_flows(tmp_path, unique_compound):
     spec = share.preset_with(seconds=2, rate_bps=100_000_000, queue_packets=100, ack_delay_ms=0)
-    runner = Runner(spec, tmp_path / "run", preset="cc-share")
+    runner = StudyRun(spec, tmp_path / "run", preset="cc-share")
     runner.run()
     assert namespaces_with(runner.prefix) == []
     assert unique_compound not in registry.available()  # the run removed what it installed

@@ -18,7 +18,7 @@ from spine_helpers import mini_spec_text, namespaces_with, processes_mentioning
 
 from congestlab.analysis.queue_series import read_queue_series
 from congestlab.analysis.sender_series import read_sender_series
-from congestlab.analysis.trace import read_trace
+from congestlab.analysis.trace_files import read_trace
 from congestlab.results import read_results
 from congestlab.spec import load_spec
 from congestlab.study import run_study

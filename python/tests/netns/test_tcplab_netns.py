@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from congestlab.runner import Runner
+from congestlab.runner import StudyRun
 from congestlab.spec.loader import validate_spec
 
 from spine_helpers import namespaces_with, processes_mentioning
@@ -47,7 +47,7 @@ def test_tiny_tcp_lab_run_results_and_report_without_root(within):
     # a directory `nobody` may write, for the report
     run_dir = Path(tempfile.mkdtemp(prefix="congestlab-test-tcplab-"))
     try:
-        runner = Runner(spec, run_dir, preset="tcp-lab")
+        runner = StudyRun(spec, run_dir, preset="tcp-lab")
         runner.run()
         prefix = runner.prefix
         manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -9,7 +9,7 @@ import csv
 import json
 from pathlib import Path
 
-from congestlab.analysis.trace import TRACE_HEADER
+from congestlab.analysis.trace_files import TRACE_HEADER
 from report_fixtures import RunBuilder
 
 MSS = 1448

@@ -241,10 +241,10 @@ def test_a_background_kept_across_units_is_bounded_by_every_run_that_keeps_it(pr
     it running, so its own end (MGEN's OFF, the loads' --seconds) must lie beyond all of
     those runs, not only its first unit's (with the seed-fit's 60 s warm-ups it ran out
     before the last unit)."""
-    from congestlab.runner import Runner, run_bound_s
+    from congestlab.runner import StudyRun, run_bound_s
     from congestlab.spec.sweep import block_backgrounds
 
-    runner = Runner(load_preset(preset), "/nonexistent", quick=quick)
+    runner = StudyRun(load_preset(preset), "/nonexistent", quick=quick)
     runs = runner.runs
     checked = 0
     for i, (point, rep) in enumerate(runs):

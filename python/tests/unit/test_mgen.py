@@ -185,7 +185,7 @@ def test_a_window_whose_measured_bytes_are_unknown_is_checked(tmp_path):
 
 
 def test_a_repetition_of_ipv6_moves_two_320_kib_files():
-    from congestlab.runner.orchestrator import _measured_bytes
+    from congestlab.runner.measuring import measured_bytes
 
     point = next(p for p in expand(load_preset("ipv6")) if p.labels["level"] == "C1B")
-    assert _measured_bytes(point.study, point) == 2 * 320 * 1024
+    assert measured_bytes(point.study, point) == 2 * 320 * 1024

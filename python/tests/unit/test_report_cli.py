@@ -9,7 +9,7 @@ from pathlib import Path
 
 from report_fixtures import RunBuilder, get_outcome_row, realistic_ipv6, request_run, tcplab_run
 
-from congestlab.report.compare import adjust, compare_runs, difference
+from congestlab.report.run_comparison import adjust, compare_runs, difference
 from congestlab.report.data import EngineCell
 from congestlab.stats import Cell
 

@@ -16,7 +16,7 @@ from preset_declarations import load_declaration
 
 from congestlab.report import build_report
 from congestlab.report.claims import NOT_MEASURED
-from congestlab.report.compare import compare_runs
+from congestlab.report.run_comparison import compare_runs
 
 DATA = Path(__file__).parent / "data"
 REAL = DATA / "ipv6-quick-run"

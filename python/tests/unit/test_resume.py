@@ -1,4 +1,4 @@
-"""--resume without a testbed: which repetitions a resumed Runner runs, what it keeps."""
+"""--resume without a testbed: which repetitions a resumed StudyRun runs, what it keeps."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "netns"))
 from spine_helpers import write_mini_spec
 
-from congestlab.runner import Runner
+from congestlab.runner import StudyRun
 from congestlab.spec import load_spec
 
 
@@ -17,7 +17,7 @@ def _stored(tmp_path):
     spec = load_spec(write_mini_spec(tmp_path, repetitions=2))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    first = Runner(spec, run_dir)
+    first = StudyRun(spec, run_dir)
     manifest = json.loads(json.dumps(first.manifest, default=str)) | {"status": "running"}
     return spec, run_dir, first, manifest
 
@@ -34,7 +34,7 @@ def test_resume_runs_only_repetitions_without_rep_json(tmp_path):
                                                                    "expected": "0", "message": "m"}]}))
     partial = run_dir / "points" / all_runs[3][0] / f"r{all_runs[3][1]}"
     (partial / "pcap").mkdir(parents=True)  # started, no rep.json: runs again
-    resumed = Runner(spec, run_dir, resume=manifest, argv=["congestlab", "run", "--resume"])
+    resumed = StudyRun(spec, run_dir, resume=manifest, argv=["congestlab", "run", "--resume"])
     assert [(p.id, r) for p, r in resumed.runs] == all_runs[3:]
     entry = resumed.manifest["resumes"][-1]
     assert entry["kept"] == 3 and entry["ran"] == [f"{p}#{r}" for p, r in all_runs[3:]]
@@ -47,7 +47,7 @@ def test_resume_runs_only_repetitions_without_rep_json(tmp_path):
 def test_subset_of_runs(tmp_path):
     spec, run_dir, first, _ = _stored(tmp_path)
     pid = first.points[1].id
-    sub = Runner(spec, run_dir, runs=[(pid, 2), (pid, 1)], analyze=False)
+    sub = StudyRun(spec, run_dir, runs=[(pid, 2), (pid, 1)], analyze=False)
     assert [(p.id, r) for p, r in sub.runs] == [(p.id, r) for p, r in first.runs if p.id == pid]
     assert sub.do_analyze is False
 
@@ -102,7 +102,7 @@ def test_a_running_attempt_keeps_its_budget_after_each_repetition_and_a_killed_o
     assert killed[IN_PROGRESS]["wall_s"] > 0 and "time_budget_sessions" not in killed
     earlier = {"wall_s": 10.0, "categories_s": {"measure": 10.0}, "units": {"u0": {"wall_s": 10.0, "runs": 1}}}
     killed |= {"time_budget_sessions": [earlier], "time_budget": earlier}
-    resumed = Runner(spec, run_dir, resume=killed, argv=["congestlab", "run", "--resume"])
+    resumed = StudyRun(spec, run_dir, resume=killed, argv=["congestlab", "run", "--resume"])
     m = resumed.manifest
     assert IN_PROGRESS not in m and [s.get("killed") for s in m["time_budget_sessions"]] == [None, True]
     assert m["time_budget"]["wall_s"] == round(10.0 + killed[IN_PROGRESS]["wall_s"], 3)

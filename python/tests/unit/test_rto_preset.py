@@ -9,7 +9,7 @@ import re
 import pytest
 
 from congestlab.paths import REPO_ROOT
-from congestlab.runner import BACKGROUND_MARGIN_S, Runner, run_bound_s
+from congestlab.runner import BACKGROUND_MARGIN_S, StudyRun, run_bound_s
 from congestlab.spec import load_preset
 from congestlab.spec.sweep import background_key, expand, run_order
 
@@ -115,7 +115,7 @@ def test_a_levels_background_is_kept_across_its_cells_and_bounded_by_all_of_them
     background (aimed at the BT server) stays the same through the whole level, and into
     the next experiment's cells of the same level; the bound of a background started at the level's first run
     covers every run that keeps it."""
-    runner = Runner(study, "/nonexistent", quick=True)
+    runner = StudyRun(study, "/nonexistent", quick=True)
     keys = [background_key(p) for p, _ in runner.runs]
     changes = sum(1 for a, b in zip(keys, keys[1:]) if a != b)
     assert changes == 1  # 75 -> 100: the quick runs its levels in one pass (spec/sweep.py `passes`)
@@ -287,7 +287,7 @@ def test_e5_runs_the_lean_server_bare_and_modern_under_each_levels_background(po
 def test_e4_probes_the_pairs_other_server_from_the_units_other_point(study):
     """Both servers of an E4 pair start at the unit's first point, whose GET goes to one of
     them: the other's ready check uses the client of the unit's other point."""
-    runner = Runner(study, "/nonexistent")
+    runner = StudyRun(study, "/nonexistent")
     for exp, first, other in (("e4-lean-apache", "lean", "apache"), ("e4-apache-iis", "apache", "iis"),
                               ("e4-iis-lean", "iis", "lean")):
         point = next(p for p in runner.points if p.experiment == exp and p.labels["server"] == first)

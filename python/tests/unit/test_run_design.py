@@ -138,7 +138,7 @@ def test_shipped_quick_runs_use_one_pass_where_a_pass_would_hold_fewer_than_two_
 
 
 def test_one_pass_keeps_until_decisive_rounds_and_resume_subsets_in_plan_order():
-    """--until-decisive plans its most rounds (Runner `repetitions=`) and takes one round at a
+    """--until-decisive plans its most rounds (StudyRun `repetitions=`) and takes one round at a
     time out of the planned order; with one pass that order runs a unit's rounds together."""
     study = load_preset("cubic-compound").model_copy(update={"passes": 1})
     points = expand(study, quick=True)

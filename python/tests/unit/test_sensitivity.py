@@ -19,7 +19,7 @@ from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, CellDistanc
                                              robustness)
 from congestlab.sensitivity.report import build_sensitivity_report
 from congestlab.sensitivity import sweep_run
-from congestlab.sensitivity.sweep_run import STATE, Plan, plan, run_sensitivity
+from congestlab.sensitivity.sweep_run import STATE, SensitivitySweep, run_sensitivity, sensitivity_sweep
 from congestlab.spec import load_preset
 
 from report_fixtures import delay_claim_run
@@ -181,8 +181,8 @@ def _config_run(parent, config_id, v4_ms, v6_ms):
 def test_report_ranks_configurations_and_sorts_findings(tmp_path):
     axes = [parse_axis_option("nodes.r1.links.s0.queue_packets=1000,64")]
     configs = configurations(axes)
-    plan = Plan("ipv6", True, axes, configs, {})
-    state = plan.state() | {"runs": {c.id: {"dir": f"configs/{c.id}", "status": "complete", "wall_s": 100.0,
+    sweep = SensitivitySweep("ipv6", True, axes, configs, {})
+    state = sweep.state() | {"runs": {c.id: {"dir": f"configs/{c.id}", "status": "complete", "wall_s": 100.0,
                                             "load_avg_1m": 2.5} for c in configs}}
     (tmp_path / STATE).write_text(json.dumps(state))
     # 1000 packets (as the preset is written): 2x the seed's delays, v6 above v4 (holds);
@@ -208,7 +208,7 @@ def test_report_ranks_configurations_and_sorts_findings(tmp_path):
 def test_report_lists_a_configuration_that_did_not_complete(tmp_path):
     axes = [parse_axis_option("nodes.r1.links.s0.queue_packets=1000,64")]
     configs = configurations(axes)
-    state = Plan("ipv6", True, axes, configs, {}).state() | {
+    state = SensitivitySweep("ipv6", True, axes, configs, {}).state() | {
         "runs": {configs[1].id: {"dir": f"configs/{configs[1].id}", "status": "failed", "error": "boom"}}}
     (tmp_path / STATE).write_text(json.dumps(state))
     _config_run(tmp_path, configs[1].id, [110, 111, 109], [130, 131, 129])
@@ -220,7 +220,7 @@ def test_report_lists_a_configuration_that_did_not_complete(tmp_path):
 
 def test_sweep_runs_each_configuration_records_it_and_keeps_complete_ones(tmp_path, monkeypatch):
     axes = [parse_axis_option("nodes.r1.links.s0.queue_packets=1000,64")]
-    p = plan("ipv6", axes, quick=True)
+    p = sensitivity_sweep("ipv6", axes, quick=True)
     ran, reported = [], []
 
     def fake_run_child(spec, run_dir, quick, calibrate, cluster, console, preset=None):

@@ -11,7 +11,7 @@ import pytest
 
 from congestlab.errors import SpecError
 from congestlab.paths import REPO_ROOT
-from congestlab.simulate.compare import compare_rows, conditions, failed_checks, to_markdown
+from congestlab.simulate.sim_vs_emulation import compare_rows, conditions, failed_checks, to_markdown
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
 from congestlab.spec import load_spec

@@ -180,18 +180,18 @@ def test_a_shaped_link_gives_no_warning(tmp_path):
 
 
 def test_an_unshaped_link_is_a_failed_fidelity_check_in_the_manifest(tmp_path):
-    from congestlab.runner import Runner
+    from congestlab.runner import StudyRun
 
-    runner = Runner(parse_spec(FAST, "fast.toml"), tmp_path)
+    runner = StudyRun(parse_spec(FAST, "fast.toml"), tmp_path)
     (check,) = [c for c in runner.checks if c.name == "link_shaped_r1_s0"]
     assert not check.ok and check.value == 10**17 and "topology.nodes.r1.links.s0.rate_bps" in check.message
     runner._fail("failed", "stopped by the test")  # what a run records, however it ends
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert [c["name"] for c in manifest["fidelity"]["checks"]] == ["link_shaped_r1_s0"]
     # a cluster node's subset leaves the check to its driver (one copy in the manifest)
-    node = Runner(parse_spec(FAST, "fast.toml"), tmp_path / "node", runs=[("main", 1)])
+    node = StudyRun(parse_spec(FAST, "fast.toml"), tmp_path / "node", runs=[("main", 1)])
     assert node.checks == []
-    assert Runner(parse_spec(TINY, "x.toml"), tmp_path / "ok").checks == []
+    assert StudyRun(parse_spec(TINY, "x.toml"), tmp_path / "ok").checks == []
 
 
 def test_a_sweep_leaving_one_point_unshaped_names_that_point():

@@ -24,7 +24,8 @@ from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.request_rows import metric_columns as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
-from congestlab.analysis.trace import PcapConnection, measure_pcap, read_series, read_trace, write_trace
+from congestlab.analysis.trace import PcapConnection, measure_pcap
+from congestlab.analysis.trace_files import read_series, read_trace, write_trace
 from congestlab.errors import ToolError, TraceError
 from congestlab.paths import rust_binary
 from congestlab.rundir import FORMAT_VERSION, RAW_KIND
@@ -36,7 +37,7 @@ TIME_MS = 1e-3
 try:
     rust_binary("traceanalyze")
     HAVE_ANALYZER = True
-except ToolError:
+except ToolError:  # not built
     HAVE_ANALYZER = False
 pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")

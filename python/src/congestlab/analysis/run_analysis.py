@@ -17,7 +17,8 @@ from congestlab.analysis.request_rows import connection_of, metric_columns, requ
 from congestlab.analysis.rto_replay import replay_run
 from congestlab.analysis.server_views import (SERIES_DIR, capture_span_s, lean_log_checks, lean_logs,
                                               write_probe_series)
-from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap, write_trace
+from congestlab.analysis.trace import SCRATCH_PREFIX, PcapConnection, PortAggregate, measure_pcap
+from congestlab.analysis.trace_files import write_trace
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, result_path, write_results

@@ -22,6 +22,7 @@ from congestlab.analysis.connections import Connection, group_connections
 from congestlab.analysis.metrics import (ConnectionMetrics, _Direction, measure_connection, retransmission_flags,
                                          rtt_samples, server_data_unacked)
 from congestlab.analysis.packets import ReadStats, read_segments
+from congestlab.analysis.trace_files import RTT_HEADER, SERIES_HEADER, read_trace_lines
 from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
 
@@ -30,13 +31,6 @@ log = logging.getLogger(__name__)
 BACKENDS = ("rust", "dpkt")
 # measure_pcap's temporary directories (a process killed while measuring leaves its own behind)
 SCRATCH_PREFIX = "congestlab-trace-"
-RTT_HEADER = ["conn", "ack_ts_ns", "rtt_ns"]
-SERIES_HEADER = ["conn", "bin_start_s", "bin_s", "server_bytes", "client_bytes", "server_payload_bytes",
-                 "server_goodput_bytes", "retransmissions", "server_throughput_mbps", "goodput_mbps",
-                 "in_flight_max_bytes", "in_flight_end_bytes"]
-# the segment trace of selected connections (crates/traceanalyze/src/segment_trace.rs)
-TRACE_HEADER = ["conn", "ts_ns", "dir", "flags", "seq_off", "end_off", "payload_bytes", "retransmitted", "ack_off",
-                "rwnd_bytes", "sack_blocks", "in_flight_bytes", "rtt_ns"]
 
 
 @dataclass
@@ -146,7 +140,7 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
             m = _measure_dpkt(pcap, server_port, rtt_path, series_path, series_bin_ms, window_s)
         _attach_rtt_samples(m.connections, rtt_path)
         if trace_path is not None:
-            m.trace_lines = _trace_lines(trace_path)
+            m.trace_lines = read_trace_lines(trace_path)
         if samples_dir is not None:
             m.rtt_samples_path, m.series_path = rtt_path, series_path
     m.elapsed_s = time.monotonic() - started
@@ -240,39 +234,6 @@ def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
                 current, samples = conn, by_id.get(int(conn))
             if samples is not None:
                 samples.append(int(rtt_ns) / 1e6)
-
-
-def _trace_lines(trace_path: Path) -> dict[int, list[bytes]]:
-    by_conn: dict[int, list[bytes]] = {}
-    with open(trace_path, "rb") as fh:
-        next(fh, None)
-        for line in fh:
-            by_conn.setdefault(int(line.split(b",", 1)[0]), []).append(line)
-    return by_conn
-
-
-def write_trace(path: Path, lines: list[bytes]) -> None:
-    """One connection's segment trace as its own CSV (TRACE_HEADER, the analyzer's lines)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write((",".join(TRACE_HEADER) + "\n").encode())
-        fh.writelines(lines)
-
-
-def read_trace(path: Path) -> list[dict]:
-    """A segment trace file as typed rows: integers, None for an empty ack_off/rtt_ns, the
-    SACK blocks as a list of (left, right) offsets, `retransmitted` as a bool."""
-    ints = {"conn", "ts_ns", "seq_off", "end_off", "payload_bytes", "rwnd_bytes", "in_flight_bytes"}
-    rows = []
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            out = {k: int(v) if k in ints else v for k, v in row.items()}
-            out["retransmitted"] = row["retransmitted"] == "1"
-            for k in ("ack_off", "rtt_ns"):
-                out[k] = int(row[k]) if row[k] else None
-            out["sack_blocks"] = [tuple(int(x) for x in b.split("-")) for b in row["sack_blocks"].split()]
-            rows.append(out)
-    return rows
 
 
 # --- the dpkt reference --------------------------------------------------------------------
@@ -416,11 +377,3 @@ def _series_row(b: list, bin_us: int) -> list:
     bin_s = bin_us / 1e6
     return [index * bin_us / 1e6, bin_s, server, client, payload, goodput, retx,
             server * 8 / bin_s / 1e6, goodput * 8 / bin_s / 1e6, in_max, in_end]
-
-
-def read_series(path: Path) -> list[dict]:
-    """The per-flow series file as typed rows."""
-    ints = {"conn", "server_bytes", "client_bytes", "server_payload_bytes", "server_goodput_bytes",
-            "retransmissions", "in_flight_max_bytes", "in_flight_end_bytes"}
-    with open(path, newline="") as fh:
-        return [{k: int(v) if k in ints else float(v) for k, v in row.items()} for row in csv.DictReader(fh)]

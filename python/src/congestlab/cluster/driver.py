@@ -26,7 +26,7 @@ from congestlab.cluster.node import CHUNK_BYTES, run_unit
 from congestlab.cluster.submit_order import submission_order
 from congestlab.errors import ClusterError, Interrupted
 from congestlab.rundir import utc_now, write_manifest
-from congestlab.runner import Runner
+from congestlab.runner import StudyRun
 from congestlab.runner.time_budget import ANALYSIS
 from congestlab.runner.time_budget import merge as merge_budgets
 
@@ -35,9 +35,9 @@ ATTEMPTS = 2  # the first, and one explicit re-submission
 
 
 class ClusterRun:
-    def __init__(self, runner: Runner, address: str, calibrate: bool = False, console=None,
+    def __init__(self, study_run: StudyRun, address: str, calibrate: bool = False, console=None,
                  previous_s: dict[str, float] | None = None, previous_run: str | None = None):
-        self.head = runner
+        self.head = study_run
         self.previous_s = previous_s  # a previous run's task times: submit longest first (cluster/submit_order.py)
         self.previous_run = previous_run
         self.submitted: dict[str, threading.Event] = {}  # set once a task is submitted (or will not be)
@@ -49,14 +49,14 @@ class ClusterRun:
         self.active: dict[int, object] = {}
         self.stopping = threading.Event()
         self.errors: list[str] = []
-        session = len(runner.manifest.get("resumes", []))
+        session = len(study_run.manifest.get("resumes", []))
         self.session = session
-        self.record = runner.manifest.setdefault("cluster", {"address": address, "resource": RESOURCE,
-                                                             "placement": runner.study.placement, "nodes": {},
+        self.record = study_run.manifest.setdefault("cluster", {"address": address, "resource": RESOURCE,
+                                                             "placement": study_run.study.placement, "nodes": {},
                                                              "runs": {},
                                                              "tasks": []})
         self.record["address"] = address
-        self.record["placement"] = runner.study.placement
+        self.record["placement"] = study_run.study.placement
 
     # ------------------------------------------------------------------------------
     def run(self) -> Path:
@@ -127,8 +127,8 @@ class ClusterRun:
             with self.lock:
                 self.active.clear()  # no task reference may outlive the shutdown
             gc.collect()
-            # interrupted: the tasks are cancelled and the CLI ends the process at once
-            # (cli._run_on_cluster); ray.shutdown() here raced the cancelled tasks' threads
+            # interrupted: the tasks are cancelled and the process ends at once
+            # (study._run_on_cluster); ray.shutdown() here raced the cancelled tasks' threads
             # and Ray's core worker aborted the process with status 1
             if not interrupted:
                 ray.shutdown()
@@ -170,10 +170,10 @@ class ClusterRun:
             gens = list(self.active.values())
         for gen in gens:
             try:
-                ray.cancel(gen)  # KeyboardInterrupt in the task: its Runner tears the testbed down
+                ray.cancel(gen)  # KeyboardInterrupt in the task: its StudyRun tears the testbed down
             except Exception:  # noqa: BLE001 - a task that already ended
                 pass
-        deadline = time.monotonic() + 60  # each node's Runner tears its testbed down meanwhile
+        deadline = time.monotonic() + 60  # each node's StudyRun tears its testbed down meanwhile
         for event in ended:
             event.wait(max(0.0, deadline - time.monotonic()))
 
@@ -316,6 +316,6 @@ def node_key(node: dict) -> str:
     return f"{node['hostname']}/{(node.get('node_id') or '')[:12]}"
 
 
-def run_on_cluster(runner: Runner, address: str, calibrate: bool = False, previous_s: dict[str, float] | None = None,
-                   previous_run: str | None = None) -> Path:
-    return ClusterRun(runner, address, calibrate, previous_s=previous_s, previous_run=previous_run).run()
+def run_on_cluster(study_run: StudyRun, address: str, calibrate: bool = False,
+                   previous_s: dict[str, float] | None = None, previous_run: str | None = None) -> Path:
+    return ClusterRun(study_run, address, calibrate, previous_s=previous_s, previous_run=previous_run).run()

@@ -2,7 +2,7 @@
 
 It first removes its own stale testbeds (namespaces whose owning process died, e.g. a
 worker killed mid-point), then runs the unit's (point, repetition) pairs with the
-ordinary Runner (runner/orchestrator.py) into a node-local work directory, and streams the result back
+ordinary StudyRun (runner/orchestrator.py) into a node-local work directory, and streams the result back
 as a generator: first a description of the node and what ran, then the bytes of one tar
 of points/ and logs/ in chunks (the head writes them into the study directory). The work
 directory is removed at the end, whatever happened. No Ray import here.
@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab.errors import CongestlabError, Interrupted
-from congestlab.runner import Runner
+from congestlab.runner import StudyRun
 from congestlab.testbed.namespaces import clean_leftovers, pid_alive
 
 CHUNK_BYTES = 4 << 20  # pcaps can be large: never one object for a whole unit
@@ -78,21 +78,21 @@ def run_unit(study, quick: bool, runs: list[tuple[str, int]], tag: str, calibrat
     try:
         (work / OWNER_FILE).write_text(f"{os.getpid()}\n")
         (work / "logs").mkdir()
-        runner = Runner(study, work, quick=quick, calibrate=calibrate, runs=[tuple(r) for r in runs],
-                        analyze=False, tag=tag, argv=["congestlab-node", tag],
-                        console=Console(file=io.StringIO()))
+        study_run = StudyRun(study, work, quick=quick, calibrate=calibrate, runs=[tuple(r) for r in runs],
+                             analyze=False, tag=tag, argv=["congestlab-node", tag],
+                             console=Console(file=io.StringIO()))
         error = None
         try:
-            runner.run()
+            study_run.run()
         except Interrupted:
-            raise  # cancelled: torn down by the Runner, nothing shipped
+            raise  # cancelled: torn down by the StudyRun, nothing shipped
         except CongestlabError as err:  # its finished repetitions still count
             error = f"{type(err).__name__}: {err}"
         identity = node_identity(node_id) | {"work_dir": str(work), "cleaned_namespaces": cleaned,
-                                             "environment": runner.manifest.get("environment"),
-                                             "tools": runner.manifest.get("tools"),
-                                             "calibration": runner.manifest.get("calibration")}
-        yield {"node": identity, "manifest": json.loads(json.dumps(runner.manifest, default=str)), "error": error}
+                                             "environment": study_run.manifest.get("environment"),
+                                             "tools": study_run.manifest.get("tools"),
+                                             "calibration": study_run.manifest.get("calibration")}
+        yield {"node": identity, "manifest": json.loads(json.dumps(study_run.manifest, default=str)), "error": error}
         bundle = work.parent / (work.name + ".tar")
         try:
             with tarfile.open(bundle, "w") as tar:

@@ -35,7 +35,7 @@ def default_max_repetitions(spec: StudySpec, quick: bool) -> int:
 
 
 class RoundScheduler:
-    """The Runner's scheduler (runner/orchestrator.py): looks after each round, names the next."""
+    """The StudyRun's scheduler (runner/orchestrator.py): looks after each round, names the next."""
 
     def __init__(self, procedure: Procedure, console: Console):
         self.procedure = procedure
@@ -43,20 +43,21 @@ class RoundScheduler:
         self.elapsed_before_s = procedure.state["elapsed_s"]  # spent by earlier attempts (a resumed run)
         self.started = time.monotonic()
 
-    def attach(self, runner) -> None:
-        runner.manifest["sequential"] = self.procedure.state
+    def attach(self, study_run) -> None:
+        study_run.manifest["sequential"] = self.procedure.state
 
-    def next_runs(self, runner) -> list[tuple[str, int]]:
+    def next_runs(self, study_run) -> list[tuple[str, int]]:
         proc = self.procedure
         if proc.stopped:
             return []
-        missing = [(p, r) for p, r in proc.runs_wanted() if not runner.rep_complete(p, r)]
+        missing = [(p, r) for p, r in proc.runs_wanted() if not study_run.rep_complete(p, r)]
         if missing:  # (a batch always completes or raises; this is a resumed run's round)
             return missing
-        analyze_run(runner.run_dir, runner.manifest)  # results/ so far; the run's own analysis follows at its end
-        data = RunData(runner.run_dir, require_complete=False)
+        # results/ so far; the run's own analysis follows at its end
+        analyze_run(study_run.run_dir, study_run.manifest)
+        data = RunData(study_run.run_dir, require_complete=False)
         claims = {c.id: c for c in data.report.claims}
-        done = completed_repetitions(runner.run_dir)
+        done = completed_repetitions(study_run.run_dir)
         n_per_point: dict[str, int] = {}
         for point_id, _, _ in done:
             n_per_point[point_id] = n_per_point.get(point_id, 0) + 1
@@ -67,7 +68,7 @@ class RoundScheduler:
                   lambda c: claim_rules.rounds_needed(data, claims[c], proc.state["first_look"],
                                                       proc.state["looks"][-1]["level_per_side"],
                                                       proc.state["alpha_per_side"]))
-        write_manifest(runner.run_dir, runner.manifest)
+        write_manifest(study_run.run_dir, study_run.manifest)
         self.console.print(look_line(proc))
         return proc.runs_wanted()
 

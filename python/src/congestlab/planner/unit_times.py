@@ -2,7 +2,7 @@
 
 - `tasks`: what a node would run as one task, in seconds: a unit of points (spec/sweep.py)
   from the manifest's time_budget, or, for a run recorded before it, from its repetitions'
-  timestamps; for a cluster run, each task's own Runner time on its node.
+  timestamps; for a cluster run, each task's own StudyRun time on its node.
 - `per_testbed_s`: building and tearing down one testbed (every cluster task builds its own).
 - `serial_s`: what runs once, after every task: the analysis on the head.
 - `overhead_s`: per cluster task, what a one-node cluster run took beyond its tasks and

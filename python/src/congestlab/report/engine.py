@@ -27,7 +27,7 @@ from congestlab.spec.report import check_references
 VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, NOT_MEASURED]
 
 
-# the CLI's summary: title -> (header, rows), as cli._print_report prints it
+# the CLI's summary: title -> (header, rows), as report/terminal.py print_report prints it
 Console = dict[str, tuple[tuple[str, ...], list[list[str]]]]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from congestlab.analysis.trace import read_trace
+from congestlab.analysis.trace_files import read_trace
 from congestlab.stats.outcomes import COMPLETE
 
 SERIES_ROOT = ("results", "series")

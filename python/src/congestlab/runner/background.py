@@ -17,7 +17,7 @@ class Backgrounds:
     """name -> (resolved spec, runner) of the long-lived backgrounds running now."""
 
     def __init__(self, run):
-        self.run = run  # the Runner: run directory, manifest, checks, runs, tag, resumes
+        self.run = run  # the StudyRun: run directory, manifest, checks, runs, tag, resumes
         self.running: dict[str, tuple[object, Background]] = {}
 
     def runners(self) -> list[Background]:

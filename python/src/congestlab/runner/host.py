@@ -81,7 +81,7 @@ class CongestionControls:
     install (Compound TCP), it removes: registration is global to the machine."""
 
     def __init__(self, run):
-        self.run = run  # the Runner: its manifest records what this run installed
+        self.run = run  # the StudyRun: its manifest records what this run installed
         self.installed: list[str] = []
         self.noted = False  # the run's BPF note (cc/ownership.py) is written
 

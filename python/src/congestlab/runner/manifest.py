@@ -1,5 +1,6 @@
 """The run directory as a run writes it: the manifest (docs/data-format.md) from its first
-version to how the run ended, and the continuation of a stored one (`--resume`)."""
+version to how the run ended, its analysis (`record_analysis`) and the continuation of a stored
+one (`--resume`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 from congestlab import fidelity
+from congestlab.analysis.run_analysis import AnalysisResult, analyze_run
 from congestlab.rundir import FORMAT_VERSION, environment, utc_now
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.time_budget import settle_in_progress
@@ -90,3 +92,12 @@ def write_repetition(rep_path: Path, info: dict, records: list) -> None:
             fh.write(json.dumps({"kind": kind, "row": row}) + "\n")
     pause_if_asked("repetition-write")
     (rep_path / "rep.json").write_text(json.dumps(info, indent=1) + "\n")
+
+
+def record_analysis(run_dir: Path, manifest: dict) -> AnalysisResult:
+    """The run's results/ analysed from its repetitions (analysis/run_analysis.py) and their
+    summary kept as the manifest's `analysis`: at the end of a run, and by `congestlab analyze`
+    on a stored one. The caller writes the manifest."""
+    result = analyze_run(run_dir, manifest)
+    manifest["analysis"] = result.summary
+    return result

@@ -8,7 +8,7 @@ Run directory: docs/data-format.md. Each repetition of a point writes its own di
 points/<point id>/r<repetition>/ (pcap/, logs/, records.jsonl, rep.json); rep.json is
 written last, so a repetition without it did not complete.
 
-A Runner can also execute a subset of the runs (`runs=`: a cluster node's unit) and
+A StudyRun can also execute a subset of the runs (`runs=`: a cluster node's unit) and
 continue a run directory (`resume=`: only the repetitions without rep.json run; the
 manifest records each resume). With a `scheduler` (`--until-decisive`: congestlab/decisive/),
 the runs given are the first batch; after each batch the scheduler names the next one (a round
@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import resource
 import shutil
-import threading
 import time
 from pathlib import Path
 
 from rich.console import Console
 
 from congestlab import fidelity
-from congestlab.analysis.run_analysis import analyze_run
 from congestlab.calibrate import calibrate_bottleneck
 from congestlab.capture.tcpdump import tcpdump_version
 from congestlab.errors import CongestlabError, Interrupted, SpecError
@@ -34,7 +32,9 @@ from congestlab.rundir import utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
 from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
-from congestlab.runner.manifest import continued_manifest, new_manifest, rep_complete, rep_dir, write_repetition
+from congestlab.runner.manifest import (continued_manifest, new_manifest, record_analysis, rep_complete, rep_dir,
+                                         write_repetition)
+from congestlab.runner.measuring import measure_workloads, measured_bytes
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
 from congestlab.runner.servers import Servers
@@ -50,7 +50,7 @@ from congestlab.workloads import is_background, runner_for, tool_versions
 from congestlab.workloads.base import Background, Context, RunningServer
 
 
-class Runner:
+class StudyRun:
     def __init__(self, study: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,
                  console: Console | None = None, argv: list[str] | None = None, preset: str | None = None,
                  runs: list[tuple[str, int]] | None = None, resume: dict | None = None, analyze: bool = True,
@@ -61,7 +61,7 @@ class Runner:
         `tag`: appended to server instance names and background log directories, so those of
         several executions gathered into one run directory never collide (cluster/).
         `repetitions`: every point's, instead of the spec's (the most `--until-decisive` may run).
-        `scheduler`: `attach(runner)` once, then `next_runs(runner)` -> (point id, repetition)
+        `scheduler`: `attach(study_run)` once, then `next_runs(study_run)` -> (point id, repetition)
         pairs after each batch, [] to end (congestlab/decisive/driver.py)."""
         self.study = study
         self.run_dir = Path(run_dir)
@@ -74,8 +74,8 @@ class Runner:
             for point in self.points:
                 point.repetitions = repetitions
         self.scheduler = scheduler
-        self.plan = plan(self.points, study.order, study.seed)
-        self.all_runs = [(r.point, r.repetition) for r in self.plan]
+        self.run_order = plan(self.points, study.order, study.seed)  # every planned run, in order
+        self.all_runs = [(r.point, r.repetition) for r in self.run_order]
         self.runs = self.all_runs
         if runs is not None:
             wanted = {(str(pid), int(rep)) for pid, rep in runs}
@@ -94,7 +94,7 @@ class Runner:
         self.manifest: dict = new_manifest(study, self.points, self.axes, len(self.runs), quick, preset, argv,
                                            self.prefix)
         # the planned order of the whole study (a cluster node's or resume's subset runs in it)
-        self.manifest["run_order"] = [r.describe() for r in self.plan]
+        self.manifest["run_order"] = [r.describe() for r in self.run_order]
         self.manifest["run_order_streaks"] = longest_streaks(self.all_runs)
         if study.order != "sequential":  # each experiment's passes: one visit per unit, or two mirrored
             self.manifest["run_passes"] = experiment_passes(self.points)
@@ -311,11 +311,11 @@ class Runner:
                 with self.budget.phase(WARMUP, unit):
                     time.sleep(study.warmup_s)
             backgrounds = self.backgrounds.runners() + point_backgrounds
-            measured_bytes = _measured_bytes(study, point)
+            measuring_bytes = measured_bytes(study, point)
             for bg in backgrounds:
-                bg.open_window(measured_bytes)
+                bg.open_window(measuring_bytes)
             measure0 = self.budget.clock()
-            records, checks, window = self._measure(ctx, point, rep, rep_path)
+            records, checks, window = measure_workloads(ctx, point, rep, rep_path, self.manifest["workloads"])
             self.budget.split_measure(self.budget.clock() - measure0, timed_out_seconds(records, window), unit)
             for bg in backgrounds:
                 bg_records, bg_checks = bg.measure(window)
@@ -345,41 +345,6 @@ class Runner:
                         for c in checks]
         write_repetition(rep_path, info, records)
 
-    def _measure(self, ctx: Context, point: Point, rep: int, rep_path: Path):
-        """The measuring workloads of the point, all at once; with none, the background
-        runs for its declared duration (the window)."""
-        study = point.study
-        measuring = [study.workload(n) for n in point.workloads if not is_background(study.workload(n))]
-        t0 = time.time()
-        if not measuring:
-            hold_s = max((getattr(study.workload(n), "duration_s", 0) for n in point.workloads), default=0)
-            time.sleep(max(hold_s, 1.0))
-            return [], [], (t0, time.time())
-        runners = [runner_for(spec)(spec, ctx, rep_path / "logs") for spec in measuring]
-        results: list = [None] * len(runners)
-        errors: list[BaseException] = []
-
-        def one(i: int) -> None:
-            try:
-                results[i] = runners[i].run(rep)
-            except BaseException as err:  # re-raised in the main thread
-                errors.append(err)
-
-        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(runners))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():  # joined in slices so Ctrl-C reaches the main thread
-                t.join(0.2)
-        if errors:
-            raise errors[0]
-        t1 = time.time()
-        for spec, r in zip(measuring, runners):
-            self.manifest["workloads"].setdefault(spec.name, {"kind": spec.kind, "argv": r.argvs[:4]})
-        records = [rec for res in results for rec in res[0]]
-        checks = [c for res in results for c in res[1]]
-        return records, checks, (t0, t1)
-
     # --- environment ------------------------------------------------------------------
     def _tool_versions(self) -> dict:
         versions = {"tcpdump": tcpdump_version(), "curl": curl_version(),
@@ -397,21 +362,4 @@ class Runner:
 
     # ------------------------------------------------------------------------------
     def _analyze(self) -> None:
-        result = analyze_run(self.run_dir, self.manifest)
-        self.manifest["analysis"] = result.summary
-        self.checks += result.checks
-
-
-def _measured_bytes(study: StudySpec, point: Point) -> float | None:
-    """The most bytes the point's measuring workloads move in one repetition (None: one of
-    them cannot say): bounds what a background yields to them in a window."""
-    total = 0.0
-    for name in point.workloads:
-        spec = study.workload(name)
-        if is_background(spec):
-            continue
-        size = runner_for(spec).bytes_per_run(spec)
-        if size is None:
-            return None
-        total += size
-    return total
+        self.checks += record_analysis(self.run_dir, self.manifest).checks

@@ -38,11 +38,11 @@ class RunningServer:
 
 
 class Servers:
-    """The Runner's servers (name -> RunningServer); `started`: those the latest
+    """The StudyRun's servers (name -> RunningServer); `started`: those the latest
     reconcile started (a background aimed at one of them starts again too)."""
 
     def __init__(self, run):
-        self.run = run  # the Runner: run directory, manifest, prefix, tag, temporary dirs
+        self.run = run  # the StudyRun: run directory, manifest, prefix, tag, temporary dirs
         self.running: dict[str, RunningServer] = {}
         self.started: set[str] = set()
         self.instances = 0

@@ -29,7 +29,9 @@ FORMAT = 1
 
 
 @dataclass
-class Plan:
+class SensitivitySweep:
+    """The configurations of a sensitivity run: the preset with each combination of the axes' values set."""
+
     preset: str
     quick: bool
     axes: list[AxisSpec]
@@ -42,7 +44,7 @@ class Plan:
                 "configurations": [c.describe() for c in self.configs]}
 
 
-def plan(preset: str, axes: list[AxisSpec], quick: bool) -> Plan:
+def sensitivity_sweep(preset: str, axes: list[AxisSpec], quick: bool) -> SensitivitySweep:
     """Every configuration checked (field paths, values, the points of its sweep) before
     anything runs: a bad one is one SpecError line."""
     if not axes:
@@ -52,29 +54,29 @@ def plan(preset: str, axes: list[AxisSpec], quick: bool) -> Plan:
     study = load_spec(Path(preset)) if preset.endswith(".toml") else load_preset(preset)
     configs = configurations(axes)
     specs = {c.id: apply_configuration(study, c, f"preset {preset}") for c in configs}
-    return Plan(preset, quick, axes, configs, specs)
+    return SensitivitySweep(preset, quick, axes, configs, specs)
 
 
 def config_dir(parent: Path, config: Configuration) -> Path:
     return parent / "configs" / config.id
 
 
-def _open_parent(out: Path | None, p: Plan) -> Path:
+def _open_parent(out: Path | None, sweep: SensitivitySweep) -> Path:
     if out is None:
-        parent = Path("runs") / f"sensitivity-{Path(p.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
+        parent = Path("runs") / f"sensitivity-{Path(sweep.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
     else:
         parent = Path(out)
     parent = parent.absolute()
     state_path = parent / STATE
     if state_path.exists():
         stored = json.loads(state_path.read_text())
-        if {k: stored.get(k) for k in ("preset", "quick", "axes")} != {k: p.state()[k] for k in ("preset", "quick", "axes")}:
+        if {k: stored.get(k) for k in ("preset", "quick", "axes")} != {k: sweep.state()[k] for k in ("preset", "quick", "axes")}:
             raise RunDirError(f"{parent}: holds a sensitivity run of other axes, preset or --quick; choose a new --out")
         return parent
     if parent.exists() and any(parent.iterdir()):
         raise RunDirError(f"{parent}: exists, is not empty and holds no {STATE}; choose a new --out")
     parent.mkdir(parents=True, exist_ok=True)
-    state = p.state() | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
+    state = sweep.state() | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
     write_parent_state(state_path, state)
     return parent
 
@@ -86,17 +88,17 @@ def _record(parent: Path, config_id: str, entry: dict) -> None:
     write_parent_state(state_path, state)
 
 
-def run_sensitivity(p: Plan, out: Path | None, calibrate: bool = False, cluster: str | None = None,
+def run_sensitivity(sweep: SensitivitySweep, out: Path | None, calibrate: bool = False, cluster: str | None = None,
                     echo=print) -> Path:
     """Run every configuration not yet complete (study.run_children); a configuration that
     fails is recorded and the sweep goes on (its report says so); Ctrl-C/SIGTERM stop the sweep."""
-    parent = _open_parent(out, p)
-    echo(f"sensitivity run: {parent} ({len(p.configs)} configurations)")
+    parent = _open_parent(out, sweep)
+    echo(f"sensitivity run: {parent} ({len(sweep.configs)} configurations)")
     children = []
-    for config in p.configs:
+    for config in sweep.configs:
         run_dir = config_dir(parent, config)
-        children.append(Child(config.id, p.specs[config.id], run_dir, {"dir": str(run_dir.relative_to(parent))}))
-    run_children(children, p.quick, calibrate, cluster, report=_report,
+        children.append(Child(config.id, sweep.specs[config.id], run_dir, {"dir": str(run_dir.relative_to(parent))}))
+    run_children(children, sweep.quick, calibrate, cluster, report=_report,
                  record=lambda key, entry: _record(parent, key, entry), echo=echo)
     return parent
 
@@ -105,10 +107,10 @@ def _report(run_dir: Path, console: Console) -> None:
     print_report(build_report(run_dir), console)
 
 
-def dry_run(p: Plan, echo=print) -> None:
-    for config in p.configs:
-        points = expand(p.specs[config.id], p.quick)
+def dry_run(sweep: SensitivitySweep, echo=print) -> None:
+    for config in sweep.configs:
+        points = expand(sweep.specs[config.id], sweep.quick)
         reps = sum(pt.repetitions for pt in points)
         sets = ", ".join(f"{k} = {v!r}" for k, v in config.settings.items())
         echo(f"[configuration] {config.id}: {len(points)} points, {reps} repetitions; sets {sets}")
-    echo(f"# {len(p.configs)} configurations of {p.preset}{' (--quick)' if p.quick else ''}")
+    echo(f"# {len(sweep.configs)} configurations of {sweep.preset}{' (--quick)' if sweep.quick else ''}")

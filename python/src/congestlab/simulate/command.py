@@ -12,7 +12,7 @@ from rich.console import Console
 from congestlab.results import read_results
 from congestlab.rundir import prepare_out_dir
 from congestlab.runner import require_root
-from congestlab.simulate.compare import compare_rows, conditions, failed_checks, write_comparison
+from congestlab.simulate.sim_vs_emulation import compare_rows, conditions, failed_checks, write_comparison
 from congestlab.simulate.mapping import sim_points
 from congestlab.simulate.simrun import simulate
 from congestlab.study import run_study

@@ -2,7 +2,7 @@
 `topology.unshaped_at_or_above_bps` gets no shaper (spec/network.py, `shaped_rate_bps`), so
 the link's queue and token bucket are not applied either. Not an error (the threshold is a
 machine's limit, not the study's), but the run would not be what the spec says: `--dry-run`
-prints these and the Runner records them as failed fidelity checks in the manifest."""
+prints these and the StudyRun records them as failed fidelity checks in the manifest."""
 
 from __future__ import annotations
 

@@ -246,9 +246,9 @@ def rounds_needed_for_verdict(v: Verdict, first_look: int = 3, power: float = PO
     of that many cells Holm adjusts over (report/claims/evaluate.py: the checks of one claim). `alpha`: the
     design's level per side, when the verdict was judged at another (a sequential look's nominal
     level, decisive/claims.py); default the verdict's own."""
-    plan = undecided(v, alpha)
-    if plan is None:
+    pending = undecided(v, alpha)
+    if pending is None:
         return None
-    if isinstance(plan, UndecidedClaim):
-        return claim_rounds_needed(plan, first_look, power, tests)
-    return _cell_rounds_needed(plan, first_look, power, tests)  # as rounds_needed_for: its own rounds
+    if isinstance(pending, UndecidedClaim):
+        return claim_rounds_needed(pending, first_look, power, tests)
+    return _cell_rounds_needed(pending, first_look, power, tests)  # as rounds_needed_for: its own rounds

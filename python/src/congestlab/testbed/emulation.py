@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from congestlab.errors import TestbedError
-from congestlab.linkem.runner import LinkemElement
+from congestlab.linkem.element import LinkemElement
 from congestlab.testbed.layout import Interface, Layout, NodeLayout
 from congestlab.testbed.plan import Step
 

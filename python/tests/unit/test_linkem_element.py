@@ -8,7 +8,7 @@ import pytest
 
 from congestlab.errors import SpecError, TestbedError
 from congestlab.linkem import GilbertElliott, LinkemElement
-from congestlab.linkem import runner
+from congestlab.linkem import element as element_module
 
 
 def element(tmp_path, **kw) -> LinkemElement:
@@ -105,10 +105,10 @@ class _FakeLinkem:
 def test_a_temporary_log_dir_lives_from_start_to_stop_and_a_given_one_stays(tmp_path, monkeypatch, given):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(runner.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(runner.subprocess, "Popen", _FakeLinkem)
-    monkeypatch.setattr(runner, "rust_binary", lambda name: "/x/linkem")
-    monkeypatch.setattr(runner, "_run", lambda argv: "")  # the NFQUEUE rules
+    monkeypatch.setattr(element_module.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(element_module.subprocess, "Popen", _FakeLinkem)
+    monkeypatch.setattr(element_module, "rust_binary", lambda name: "/x/linkem")
+    monkeypatch.setattr(element_module, "_run", lambda argv: "")  # the NFQUEUE rules
     e = element(tmp_path / "logs" if given else None)
     e.start()
     log_dir = e.log_dir

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from congestlab.errors import RunDirError
 from congestlab.report.claims import evaluate_claims, fmt_cell
-from congestlab.report.compare_scope import check_cells_shared, check_same_study, environment_differences
 from congestlab.report.data import EngineCell, RunData
+from congestlab.report.run_comparison_scope import check_cells_shared, check_same_study, environment_differences
 from congestlab.stored import norm, number_of
 from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.figures import Source, render_plot
@@ -153,7 +153,7 @@ def _labels(runs: list[RunData]) -> list[str]:
 
 def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = False) -> Comparison:
     """Runs of one study side by side. Runs of another study than the first, or with no
-    cell in common with it, are refused unless `force` (report/compare_scope.py)."""
+    cell in common with it, are refused unless `force` (report/run_comparison_scope.py)."""
     if len(run_dirs) < 2:
         raise RunDirError("compare needs at least two run directories")
     runs = [RunData(Path(d)) for d in run_dirs]
