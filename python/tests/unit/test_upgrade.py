@@ -163,3 +163,29 @@ def test_a_run_resumes_across_a_changed_quick_table_or_a_new_default_field():
     assert not same_run_spec(older, spec.model_copy(update={"passes": 1}), quick=False)
     assert not same_run_spec(stored | {"seed": 2}, spec, quick=False)
     assert not same_run_spec(None, spec, quick=False)
+
+
+def test_an_older_leanweb_log_counts_its_retransmissions_and_replays_its_live_samples(tmp_path):
+    """A leanweb from before `tx`: a retransmission is a `retransmit` event, the RTT samples come
+    without their transmissions (rundir/upgrade.py logged_retransmission, sample_stands_in)."""
+    from congestlab.analysis.lean_log import logged_connections
+    from congestlab.analysis.rto_replay import sample_stream
+    from congestlab.analysis.rto_streams import read_lean_log
+
+    log = tmp_path / "leanweb.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"event": "start", "t_us": 0, "unix_us": 1_000_000_000, "rto_alpha": 0.125, "rto_beta": 0.25, "rto_k": 4.0,
+         "rto_g_us": 250, "rto_initial_ms": 1000, "rto_min_ms": 1000, "rto_max_ms": 60000, "sampling": "all"},
+        {"event": "open", "conn": 1, "t_us": 0, "unix_us": 1_000_000_000, "peer": "10.0.0.10:40000",
+         "family": "ipv4"},
+        {"event": "rtt_sample", "conn": 1, "t_us": 11_000, "rtt_us": 10_000, "srtt_us": 10_000, "rttvar_us": 5_000,
+         "rto_us": 1_000_000},
+        {"event": "retransmit", "conn": 1, "t_us": 1_500_000, "unix_us": 1_001_500_000, "seq": 1001, "len": 1000},
+        {"event": "rtt_sample", "conn": 1, "t_us": 1_600_000, "rtt_us": 100_000, "srtt_us": 21_250,
+         "rttvar_us": 26_250, "rto_us": 1_000_000}]))
+    (logged,) = logged_connections(log)
+    assert logged.retransmissions == 1
+    lean = read_lean_log(log)
+    assert not lean.has_tx
+    # its samples at the times it logged them: (sent, acked, samples before the segment left)
+    assert sample_stream(lean.conns[0], "all") == [(1_000, 11_000, 0), (1_500_000, 1_600_000, 1)]

@@ -3,8 +3,8 @@
 The lean server logs each segment once, when its frame is written to the TAP device (`tx`,
 with `retransmission`). For its connections the retransmissions the analysis infers from
 the capture must equal those the server logged: a disagreement means the capture lost
-packets, the analysis miscounts, or the log does not say what went on the wire. Logs of
-an older leanweb have `retransmit` events instead (logged when a segment was made).
+packets, the analysis miscounts, or the log does not say what went on the wire. An older
+leanweb's retransmissions count too (rundir/upgrade.py logged_retransmission).
 
 A connection can outlive its repetition's capture: a GET that times out leaves the server
 retransmitting (backoff up to 60 s) into the next repetition's capture, on the same client
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.rundir.upgrade import logged_retransmission
 from congestlab.servers.lean_events import family, peer_port, read_events
 
 # A log connection is the capture's when it was open (from its opening to its last event, with
@@ -57,7 +58,7 @@ def logged_connections(log_path: Path) -> list[LoggedConnection]:
         conn = conns[event["conn"]]
         ts = event.get("unix_us", 0) / 1e6
         conn.last_ts = max(conn.last_ts, ts)
-        if (kind == "tx" and event.get("retransmission") or kind == "retransmit") and event.get("len", 0) > 0:
+        if logged_retransmission(event):
             conn.retransmission_ts.append(ts)
     return list(conns.values())
 

@@ -77,7 +77,7 @@ def sample_stream(stream: ConnStream, sampling: str) -> list[tuple[int, int, int
                 out.append((sent_us, sent_us + rtt_us, taken))
         elif kind == "timeout":
             sampler.on_retransmit_all()
-        elif kind == "sample":  # an older log without transmissions: the live samples as logged
+        elif kind == "sample":  # a logged sample standing in (rundir/upgrade.py sample_stands_in): as logged
             sent_us = t_us - event[2]
             out.append((sent_us, t_us, bisect.bisect_right(acked, sent_us)))
             acked.append(t_us)

@@ -15,6 +15,7 @@ from pathlib import Path
 from congestlab.analysis.connections import group_connections
 from congestlab.analysis.packets import read_segments
 from congestlab.errors import LeanLogError
+from congestlab.rundir.upgrade import sample_stands_in
 from congestlab.servers.lean_events import family, numbered_events, peer_port
 
 class _Unwrap:
@@ -94,7 +95,7 @@ def read_lean_log(path: Path) -> LeanLog:
                 elif kind == "rtt_sample":
                     stream.logged_samples.append((int(event["rtt_us"]), int(event["srtt_us"]),
                                                   int(event["rttvar_us"]), int(event["rto_us"])))
-                    if not has_tx:  # an older log: the sample's own time stands in for its ACK
+                    if sample_stands_in(kind, has_tx):  # the sample's own time stands in for its ACK
                         stream.events.append(("sample", int(event["t_us"]), int(event["rtt_us"])))
             except (KeyError, ValueError, TypeError, IndexError) as err:
                 raise LeanLogError(f"{path}:{number}: {kind} event lacks a valid field ({err})") from None

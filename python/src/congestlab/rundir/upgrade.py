@@ -10,8 +10,8 @@ Three kinds of old data come through here:
   records carried their settings (rep_info_view, get_record_view);
 - older result rows: request rows from before they carried their outcome or timeout
   (request_row_view).
-Older leanweb logs are read by servers/lean_events.py, whose event kinds say what each
-leanweb wrote.
+and older leanweb logs: retransmissions and RTT samples as an older leanweb logged them
+(logged_retransmission, sample_stands_in).
 """
 
 from __future__ import annotations
@@ -190,3 +190,25 @@ def same_run_spec(stored: dict | None, spec: StudySpec, quick: bool) -> bool:
         mine.pop("quick", None)
         theirs.pop("quick", None)
     return mine == theirs
+
+
+# --- older leanweb logs ----------------------------------------------------------------------
+# A leanweb from before it logged each segment when its frame was written (`tx`, with
+# `retransmission`) logged a retransmission as `retransmit` when the segment was made, and its
+# RTT samples (`rtt_sample`) without the transmissions they measure.
+OLDER_RETRANSMIT_EVENT = "retransmit"
+
+
+def logged_retransmission(event: dict) -> bool:
+    """Whether a leanweb event is a data segment written again: today's `tx` with
+    `retransmission`, an older leanweb's `retransmit`."""
+    kind = event.get("event")
+    again = kind == "tx" and bool(event.get("retransmission")) or kind == OLDER_RETRANSMIT_EVENT
+    return again and event.get("len", 0) > 0
+
+
+def sample_stands_in(kind: str, transmissions_seen: bool) -> bool:
+    """Whether an event is an older log's RTT sample that stands in for the sampler's: a log
+    without transmissions (no `tx` before it) can be replayed only with its live samples, at
+    the times it logged them."""
+    return kind == "rtt_sample" and not transmissions_seen

@@ -29,12 +29,16 @@ def _intercept_effect(values: list[float], kind: list[int], counts: dict) -> Eff
     return Effect(float(f.beta[0]), float(math.sqrt(f.cov[0, 0])), f.df, blocks=0, sd_pair=f.sigma, **counts)
 
 
+def _by_block(c: Cell) -> dict:
+    """A cell's valid samples (value, completed) per block."""
+    return {blk: [(v, done) for v, done, b2 in c.valid() if b2 == blk] for _, _, blk in c.valid()}
+
+
 def paired_difference(a: Cell, b: Cell) -> Effect:
     """a - b in the metric's unit, over the repetitions where each cell has one sample: a
     censored sample makes the difference censored (a delay of a beyond its timeout: a - b above
     the bound); both censored tells nothing and is left out (still counted as censored)."""
-    by_block = lambda c: {blk: [(v, done) for v, done, b2 in c.valid() if b2 == blk] for _, _, blk in c.valid()}  # noqa: E731
-    ba, bb = by_block(a), by_block(b)
+    ba, bb = _by_block(a), _by_block(b)
     right = a.censoring == RIGHT
     values, kind = [], []
     for blk in ba:
