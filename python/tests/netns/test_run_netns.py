@@ -16,6 +16,7 @@ from spine_helpers import namespaces_with, processes_mentioning, write_mini_spec
 
 from congestlab.report import build_report
 from congestlab.results import read_results
+from congestlab.rundir import FORMAT_VERSION
 from congestlab.study import run_study
 from congestlab.spec import load_spec
 
@@ -29,7 +30,7 @@ def test_mini_study_end_to_end(tmp_path, within):
     run_study(spec, out=run_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
-    assert manifest["format_version"] == 2 and manifest["axes"] == ["server", "level"]
+    assert manifest["format_version"] == FORMAT_VERSION and manifest["axes"] == ["server", "level"]
     assert manifest["runs_done"] == manifest["runs_total"] == 2 * 2 * 2
     assert namespaces_with(manifest["testbed"]["prefix"]) == []
     assert processes_mentioning(str(run_dir)) == []

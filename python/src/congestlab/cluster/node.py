@@ -45,15 +45,27 @@ def clean_work_dirs() -> list[Path]:
     crash): a node removes them before it takes new work; `congestlab clean` too."""
     removed = []
     for work in sorted(work_parent().glob(WORK_PREFIX + "*")):
-        try:
-            pid = int((work / OWNER_FILE).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+        if work.suffix == ".tar":
             continue
-        if not pid_alive(pid):
+        pid = _owner_pid(work)
+        if pid is not None and not pid_alive(pid):
             shutil.rmtree(work, ignore_errors=True)
             work.with_name(work.name + ".tar").unlink(missing_ok=True)
             removed.append(work)
     return removed
+
+
+def _owner_pid(work: Path) -> int | None:
+    """The PID of the worker that made a work directory: in its name, which it gets as it is
+    made (a worker killed between making it and writing its .owner left one nobody removed);
+    else, for a directory named before, its .owner file."""
+    head = work.name[len(WORK_PREFIX):].split("-", 1)[0]
+    if head.isdigit():
+        return int(head)
+    try:
+        return int((work / OWNER_FILE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def node_identity(node_id: str = "") -> dict:
@@ -74,7 +86,7 @@ def run_unit(study, quick: bool, runs: list[tuple[str, int]], tag: str, calibrat
     cleaned += [str(p) for p in clean_work_dirs()]
     parent = work_parent()
     parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent))
+    work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=parent))
     try:
         (work / OWNER_FILE).write_text(f"{os.getpid()}\n")
         (work / "logs").mkdir()
