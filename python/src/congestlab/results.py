@@ -14,7 +14,7 @@ from congestlab.errors import RunDirError
 
 # round: the points of a unit measured side by side in time (the block to pair them on);
 # block: which visit of the unit (1, 2: the mirrored passes); run_index: position in the run
-# (spec/sweep.py plan; empty for run directories from before the manifest recorded the order)
+# (spec/sweep.py planned_runs; empty for run directories from before the manifest recorded the order)
 COMMON_COLUMNS = ["point_id", "experiment", "repetition", "round", "block", "run_index"]
 
 # the run design's columns of a measured GET (workloads/get.py): an axis of that name would be

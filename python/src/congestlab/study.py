@@ -27,7 +27,7 @@ from congestlab.spec import load_preset, load_spec
 from congestlab.spec.request_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import expand, experiment_passes, longest_streaks, plan, rounds_per_pass
+from congestlab.spec.sweep import expand, experiment_passes, longest_streaks, planned_runs, rounds_per_pass
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.stored import StoredRun
 from congestlab.testbed.namespaces import list_namespaces, owner_alive
@@ -70,7 +70,7 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         print(f"# warning: {link.message}")
     print(f"# {len(tb.plan)} commands; teardown kills every process in, then deletes: "
           + " ".join(tb.layout.namespaces()))
-    planned = plan(points, spec.order, spec.seed)
+    planned = planned_runs(points, spec.order, spec.seed)
     runs = [(r.point, r.repetition) for r in planned]
     print(f"# {len(points)} points, {len(runs)} runs (point x repetition), order {spec.order}"
           f"{' (--quick)' if quick else ''}")

@@ -15,7 +15,7 @@ import pytest
 from spine_helpers import mini_spec_text, namespaces_with, write_mini_spec
 
 from congestlab.spec.loader import load_spec
-from congestlab.spec.sweep import expand, longest_streaks, plan
+from congestlab.spec.sweep import expand, longest_streaks, planned_runs
 
 pytestmark = pytest.mark.netns
 
@@ -48,7 +48,7 @@ def test_two_servers_interleave_and_each_get_waits_for_the_previous_to_close(tmp
 
     # the recorded order is the planner's, and the repetitions ran in it
     study = load_spec(spec_path)
-    planned = [r.describe() for r in plan(expand(study), study.order, study.seed)]
+    planned = [r.describe() for r in planned_runs(expand(study), study.order, study.seed)]
     assert manifest["run_order"] == planned
     # both servers ran through each level: a level is one unit, its GETs alternate servers
     assert {tuple(p["servers"]) for p in manifest["points"]} == {("apache", "lean")}
@@ -103,7 +103,7 @@ def test_one_pass_visits_each_unit_once_and_the_drift_check_says_why_it_skipped(
     assert manifest["status"] == "complete" and not namespaces_with(manifest["testbed"]["prefix"])
     study = load_spec(spec_path)
     assert study.passes == 1 and manifest["run_passes"] == {"main": 1}
-    assert manifest["run_order"] == [r.describe() for r in plan(expand(study), study.order, study.seed)]
+    assert manifest["run_order"] == [r.describe() for r in planned_runs(expand(study), study.order, study.seed)]
     units = [r["unit"] for r in manifest["run_order"]]
     assert {r["block"] for r in manifest["run_order"]} == {1}
     assert [u for i, u in enumerate(units) if not i or u != units[i - 1]] == sorted(set(units), key=units.index)

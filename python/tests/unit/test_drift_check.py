@@ -7,12 +7,12 @@ import random
 
 from congestlab.analysis.drift import ALPHA, drift_checks, drift_summary
 from congestlab.spec import load_preset
-from congestlab.spec.sweep import expand, plan
+from congestlab.spec.sweep import expand, planned_runs
 
 
 def _run(shift: float, seed: int, timed_out_last: int = 0):
     study = load_preset("ipv6")
-    runs = plan(expand(study), study.order, study.seed)
+    runs = planned_runs(expand(study), study.order, study.seed)
     manifest = {"points": [{"id": p.id, "experiment": p.experiment} for p in expand(study)],
                 "run_order": [r.describe() for r in runs]}
     rng = random.Random(seed)
@@ -80,7 +80,7 @@ def test_a_reference_cell_that_cannot_be_compared_says_why():
 def _one_pass_run(passes: int, repetitions: int, recorded_passes: bool = True):
     study = load_preset("ipv6").model_copy(update={"passes": passes, "repetitions": repetitions})
     points = expand(study)
-    runs = plan(points, study.order, study.seed)
+    runs = planned_runs(points, study.order, study.seed)
     manifest = {"points": [{"id": p.id, "experiment": p.experiment} for p in points], "order": study.order,
                 "run_order": [r.describe() for r in runs]}
     if recorded_passes:

@@ -20,7 +20,7 @@ from congestlab.planner.remaining import left_s, projected_times, remainder
 from congestlab.planner.suite_plan import plan_suite
 from congestlab.planner.unit_times import predict, relative_error, run_times
 from congestlab.spec import load_preset
-from congestlab.spec.sweep import expand, plan
+from congestlab.spec.sweep import expand, planned_runs
 
 DATA = Path(__file__).parent / "data"
 
@@ -259,7 +259,7 @@ def _cubic_compound_quick_run(tmp_path, spec, quick, order, units):
     (tmp_path / "manifest.json").write_text(json.dumps(m))
     tasks = {t.name: t.seconds for t in full_units(tmp_path, spec)}
     full = expand(spec, quick=False)
-    return m, tasks, full, unit_visits([r.point.unit for r in plan(full, spec.order, spec.seed)])
+    return m, tasks, full, unit_visits([r.point.unit for r in planned_runs(full, spec.order, spec.seed)])
 
 
 def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path):
@@ -271,7 +271,7 @@ def test_full_units_pay_starts_and_warm_ups_per_visit_of_the_full_order(tmp_path
     assert unit_visits([0, 0, 1, 2, 2, 1, 0]) == {0: 2, 1: 2, 2: 1}
     spec = load_preset("cubic-compound")
     quick = expand(spec, quick=True)
-    order = [r.describe() for r in plan(quick, spec.order, spec.seed)]
+    order = [r.describe() for r in planned_runs(quick, spec.order, spec.seed)]
     assert set(unit_visits([r["unit"] for r in order]).values()) == {1}  # the quick's one pass
     # every quick unit: 2 s of server start, one 20 s warm-up, 2 repetitions of 10 s
     units = {f"u{p.unit}": {"wall_s": 42.0, "runs": 2, "server_restart": 2.0, "warmup": 20.0, "measure": 20.0}
@@ -319,7 +319,7 @@ def test_full_units_a_quick_run_in_two_passes_pays_its_warm_ups_per_visit(tmp_pa
     two = spec.model_copy(deep=True)
     two.quick.set["passes"] = 2
     quick = expand(two, quick=True)
-    order = [r.describe() for r in plan(quick, two.order, two.seed)]
+    order = [r.describe() for r in planned_runs(quick, two.order, two.seed)]
     seen = unit_visits([r["unit"] for r in order])
     assert 2 in seen.values()
     runs = {u: sum(p.repetitions for p in quick if p.unit == u) for u in seen}
@@ -336,7 +336,7 @@ def test_full_units_a_quick_run_in_two_passes_pays_its_warm_ups_per_visit(tmp_pa
 def _rto_full():
     spec = load_preset("rto")
     points = expand(spec, quick=False)
-    return spec, points, plan(points, spec.order, spec.seed)
+    return spec, points, planned_runs(points, spec.order, spec.seed)
 
 
 def _interrupted_rto(tmp_path, done_runs=4, **extra) -> tuple[Path, list]:

@@ -1,4 +1,4 @@
-"""The run order (spec/sweep.py plan): compared servers side by side within a level, levels
+"""The run order (spec/sweep.py planned_runs): compared servers side by side within a level, levels
 and congestion controls in mirrored (ABBA) blocks, seeded and reproducible, "sequential"
 as the seeds ran it."""
 
@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from congestlab.spec import load_preset
-from congestlab.spec.sweep import expand, longest_streaks, plan, run_order
+from congestlab.spec.sweep import expand, longest_streaks, planned_runs, run_order
 
 
 def _blocks(keys: list) -> list:
@@ -37,9 +37,9 @@ def test_ipv6_compares_its_servers_within_each_level(quick):
 def test_the_order_is_seeded_and_reproducible():
     study = load_preset("ipv6")
     points = expand(study)
-    first = [(r.point.id, r.repetition, r.round, r.block) for r in plan(points, "interleaved", 1)]
-    again = [(r.point.id, r.repetition, r.round, r.block) for r in plan(expand(study), "interleaved", 1)]
-    other = [(r.point.id, r.repetition, r.round, r.block) for r in plan(points, "interleaved", 2)]
+    first = [(r.point.id, r.repetition, r.round, r.block) for r in planned_runs(points, "interleaved", 1)]
+    again = [(r.point.id, r.repetition, r.round, r.block) for r in planned_runs(expand(study), "interleaved", 1)]
+    other = [(r.point.id, r.repetition, r.round, r.block) for r in planned_runs(points, "interleaved", 2)]
     assert first == again and first != other
     assert sorted(first) == sorted(other)  # the same runs, in another order
 
@@ -47,7 +47,7 @@ def test_the_order_is_seeded_and_reproducible():
 def test_levels_run_in_a_mirrored_block_order_opened_and_closed_by_the_reference():
     study = load_preset("ipv6")
     points = expand(study)
-    runs = plan(points, study.order, study.seed)
+    runs = planned_runs(points, study.order, study.seed)
     levels = _blocks([(r.point.labels["level"], r.block) for r in runs])
     first_pass = [lv for lv, b in levels if b == 1]
     second_pass = [lv for lv, b in levels if b == 2]
@@ -69,7 +69,7 @@ def test_levels_run_in_a_mirrored_block_order_opened_and_closed_by_the_reference
 def test_chapter_3_runs_each_servers_congestion_controls_in_abba_blocks():
     study = load_preset("cubic-compound")
     points = [p for p in expand(study) if p.experiment == "same"]
-    runs = plan(points, study.order, study.seed)
+    runs = planned_runs(points, study.order, study.seed)
     for level in ("C1", "C2", "C3"):
         pairs = _blocks([(r.point.labels["pair"], r.block) for r in runs if r.point.labels["level"] == level])
         assert [p for p, _ in pairs] in (["Apache-Apache", "IIS-IIS", "IIS-IIS", "Apache-Apache"],
@@ -92,7 +92,7 @@ def test_sequential_keeps_the_seeds_order_and_one_server_at_a_time():
 def test_a_unit_with_several_points_never_repeats_a_point_back_to_back():
     study = load_preset("rto")
     for quick in (False, True):
-        runs = plan(expand(study, quick), study.order, study.seed)
+        runs = planned_runs(expand(study, quick), study.order, study.seed)
         for a, b in zip(runs, runs[1:]):
             if a.point.unit == b.point.unit and len({r.point.id for r in runs if r.point.unit == a.point.unit}) > 1:
                 assert a.point.id != b.point.id
@@ -101,9 +101,9 @@ def test_a_unit_with_several_points_never_repeats_a_point_back_to_back():
 def test_one_pass_visits_each_unit_once_in_the_first_pass_order():
     """passes = 1: the same runs, each unit's rounds in one visit (one warm-up), block 1."""
     study = load_preset("cubic-compound")
-    two = plan(expand(study), study.order, study.seed)
+    two = planned_runs(expand(study), study.order, study.seed)
     one_study = study.model_copy(update={"passes": 1})
-    one = plan(expand(one_study), one_study.order, one_study.seed)
+    one = planned_runs(expand(one_study), one_study.order, one_study.seed)
     assert sorted((r.point.id, r.repetition) for r in one) == sorted((r.point.id, r.repetition) for r in two)
     assert {r.block for r in one} == {1}
     units = _blocks([r.point.unit for r in one])
@@ -144,7 +144,7 @@ def test_one_pass_keeps_until_decisive_rounds_and_resume_subsets_in_plan_order()
     points = expand(study, quick=True)
     for p in points:
         p.repetitions = 6
-    runs = plan(points, study.order, study.seed)
+    runs = planned_runs(points, study.order, study.seed)
     assert {r.block for r in runs} == {1}
     round_3 = [(r.point.id, r.repetition) for r in runs if r.repetition == 3]
     assert len(round_3) == 18 and [r.point.unit for r in runs if r.repetition == 3] == \

@@ -1,6 +1,6 @@
 """The drift check: the reference unit of each experiment (its first declared point's unit)
 runs in the first block and again in the last (the mirrored order of `passes = 2`,
-spec/sweep.py plan). Its GET delays from the two ends are compared per point and family with
+spec/sweep.py planned_runs). Its GET delays from the two ends are compared per point and family with
 the stats engine (the censored log-normal model, stats/median_ratio.py; a timed-out GET is
 censored at its timeout); a Holm-adjusted two-sided p below ALPHA flags the run: the machine
 changed between its start and its end, so every comparison across time in it deserves doubt.

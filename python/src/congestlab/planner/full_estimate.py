@@ -40,7 +40,7 @@ from congestlab.errors import RunDirError
 from congestlab.planner.makespan import Task
 from congestlab.rundir import read_manifest
 from congestlab.spec.models import StudySpec
-from congestlab.spec.sweep import Point, expand, plan
+from congestlab.spec.sweep import Point, expand, planned_runs
 
 
 @dataclass
@@ -200,7 +200,7 @@ def full_estimate(run_dir, spec: StudySpec) -> FullUnits:
     full_points = expand(spec, quick=False)
     # a quick run recorded with its order gives costs per visit: the full run pays them per visit
     per_visit = bool(read_manifest(run_dir).get("run_order"))
-    full_visits = unit_visits([r.point.unit for r in plan(full_points, spec.order, spec.seed)])
+    full_visits = unit_visits([r.point.unit for r in planned_runs(full_points, spec.order, spec.seed)])
     quick_points = {p.id: p for p in expand(spec, quick=True)}
     quick_by_experiment: dict[str, Point] = {}
     for p in quick_points.values():

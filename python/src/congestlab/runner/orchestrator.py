@@ -42,7 +42,7 @@ from congestlab.runner.time_budget import (ANALYSIS, IN_PROGRESS, SERVER_RESTART
                                              TimeBudget, record_session, timed_out_seconds)
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
-from congestlab.spec.sweep import Point, expand, experiment_passes, longest_streaks, plan
+from congestlab.spec.sweep import Point, expand, experiment_passes, longest_streaks, planned_runs
 from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
 from congestlab.traffic.http_request import curl_version
@@ -74,7 +74,7 @@ class StudyRun:
             for point in self.points:
                 point.repetitions = repetitions
         self.scheduler = scheduler
-        self.run_order = plan(self.points, study.order, study.seed)  # every planned run, in order
+        self.run_order = planned_runs(self.points, study.order, study.seed)  # every planned run, in order
         self.all_runs = [(r.point, r.repetition) for r in self.run_order]
         self.runs = self.all_runs
         if runs is not None:

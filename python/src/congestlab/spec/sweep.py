@@ -253,7 +253,7 @@ def servers_together(points: list[Point]) -> list[str] | None:
     return list(specs)
 
 
-def plan(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[PlannedRun]:
+def planned_runs(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[PlannedRun]:
     """Every (point, repetition) in the order it runs (module docstring)."""
     by_unit: dict[int, list[Point]] = {}
     for point in points:
@@ -359,8 +359,8 @@ def _spread(this_round: list[Point], previous: Point | None) -> list[Point]:
 
 
 def run_order(points: list[Point], order: str = "interleaved", seed: int = 1) -> list[tuple[Point, int]]:
-    """(point, repetition) pairs in the order they run (plan())."""
-    return [(r.point, r.repetition) for r in plan(points, order, seed)]
+    """(point, repetition) pairs in the order they run (planned_runs())."""
+    return [(r.point, r.repetition) for r in planned_runs(points, order, seed)]
 
 
 def longest_streaks(runs: list[tuple[Point, int]]) -> dict[str, int]:
