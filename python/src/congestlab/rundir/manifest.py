@@ -50,6 +50,11 @@ class _PointShape(_Loose):
     unit: int = 0
 
 
+class _PlannedRunShape(_Loose):
+    point: str
+    repetition: int
+
+
 class _CheckShape(_Loose):
     name: str
     ok: bool | None  # None: not checked (fidelity.Check)
@@ -78,6 +83,7 @@ class _ManifestShape(_Loose):
     spec: _SpecShape = _SpecShape()
     axes: list[str] = []
     points: list[_PointShape] = []
+    run_order: list[_PlannedRunShape] = []
     runs_done: int = 0
     environment: dict = {}
     testbed: dict = {}

@@ -35,12 +35,15 @@ CAPTURE_TAIL_S = 0.2
 
 
 def manifest_view(raw: dict) -> dict:
-    """The manifest as the current format has it: its stored spec upgraded (stored_spec_view)
-    and its fidelity section folded as runs write it now (fidelity_view)."""
+    """The manifest as the current format has it: its stored spec upgraded (stored_spec_view),
+    its fidelity section folded as runs write it now (fidelity_view), a planned run order."""
     view = dict(raw)
     if isinstance(raw.get("spec"), dict):
         view["spec"] = stored_spec_view(raw["spec"])
     view["fidelity"] = fidelity_view(raw.get("fidelity") or {})
+    # a run from before the manifest recorded its planned order: its rows' round, block and
+    # run index stay empty
+    view.setdefault("run_order", [])
     return view
 
 

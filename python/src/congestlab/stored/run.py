@@ -79,8 +79,8 @@ class StoredRun:
     @cached_property
     def planned(self) -> dict[tuple[str, int], dict]:
         """(point id, repetition) -> its place in the run (round, block, run index) as the
-        manifest's run_order recorded it ({} for a run from before it did)."""
-        return {(r["point"], r["repetition"]): r for r in self.manifest.get("run_order") or []}
+        manifest's run_order recorded it."""
+        return {(r["point"], r["repetition"]): r for r in self.manifest["run_order"]}
 
     def repetitions(self) -> list[StoredRepetition]:
         """Every repetition that wrote its rep.json, in the order of their directories."""
