@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
+from congestlab.input_files import InputFileError, load_json, read_regular
 from congestlab.rundir import new_run_dir, prepare_out_dir
 from congestlab.runner import StudyRun, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
@@ -159,9 +160,14 @@ def child_status(run_dir: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text()).get("status") or "unknown"
-    except ValueError:
+        data = read_regular(path)
+    except InputFileError as err:
+        raise RunDirError(f"{path}: {err}") from None
+    try:
+        manifest = load_json(data)
+    except ValueError:  # damaged (invalid JSON, or nested too deep): nothing to keep
         return None
+    return (manifest.get("status") if isinstance(manifest, dict) else None) or "unknown"
 
 
 def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,

@@ -8,9 +8,10 @@ runs lack (upgrade.py). Reading a run into types is congestlab.stored's.
 from congestlab.rundir.layout import (MANIFEST, PCAP_DIR, RECORDS, REP_INFO, completed_repetitions, new_run_dir,
                                       prepare_out_dir, rep_complete, rep_dir)
 from congestlab.rundir.manifest import (FORMAT_VERSION, READABLE_VERSIONS, environment, git_revision,
-                                        planned_repetitions, read_manifest, utc_now, write_manifest)
+                                        planned_repetitions, read_json_file, read_manifest, utc_now,
+                                        write_manifest)
 from congestlab.rundir.records import RAW_KIND
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "PCAP_DIR", "RAW_KIND", "READABLE_VERSIONS", "RECORDS", "REP_INFO",
            "completed_repetitions", "environment", "git_revision", "new_run_dir", "planned_repetitions",
-           "prepare_out_dir", "read_manifest", "rep_complete", "rep_dir", "utc_now", "write_manifest"]
+           "prepare_out_dir", "read_json_file", "read_manifest", "rep_complete", "rep_dir", "utc_now", "write_manifest"]

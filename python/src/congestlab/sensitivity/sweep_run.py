@@ -17,6 +17,7 @@ from rich.console import Console
 from congestlab.errors import RunDirError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
+from congestlab.rundir import read_json_file
 from congestlab.sensitivity.configurations import Configuration, apply_configuration, configurations
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import AxisSpec, StudySpec
@@ -69,7 +70,7 @@ def _open_parent(out: Path | None, sweep: SensitivitySweep) -> Path:
     parent = parent.absolute()
     state_path = parent / STATE
     if state_path.exists():
-        stored = json.loads(state_path.read_text())
+        stored = read_json_file(state_path)
         if {k: stored.get(k) for k in ("preset", "quick", "axes")} != {k: sweep.state()[k] for k in ("preset", "quick", "axes")}:
             raise RunDirError(f"{parent}: holds a sensitivity run of other axes, preset or --quick; choose a new --out")
         return parent

@@ -19,6 +19,7 @@ from rich.console import Console
 from congestlab.errors import RunDirError, SpecError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
+from congestlab.rundir import read_json_file
 from congestlab.spec.sweep import expand
 from congestlab.study import Child, passes_line, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
@@ -50,10 +51,7 @@ def open_parent(suite: SuiteSpec, members: list[SuiteMember], quick: bool, out: 
         path = parent / STATE
         if not path.is_file():
             raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
-        try:
-            stored = json.loads(path.read_text())
-        except ValueError as err:
-            raise RunDirError(f"{path}: not valid JSON ({err})") from None
+        stored = read_json_file(path)
         mine = {k: fresh[k] for k in ("suite", "quick")} | {"studies": [s["key"] for s in fresh["studies"]]}
         theirs = {k: stored.get(k) for k in ("suite", "quick")} | {
             "studies": [s.get("key") for s in stored.get("studies") or []]}
