@@ -19,7 +19,7 @@ from rich.console import Console
 from congestlab.errors import RunDirError, SpecError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
-from congestlab.rundir import read_json_file
+from congestlab.rundir import new_out_dir, read_json_file
 from congestlab.spec.sweep import expand
 from congestlab.study import Child, passes_line, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
@@ -62,13 +62,10 @@ def open_parent(suite: SuiteSpec, members: list[SuiteMember], quick: bool, out: 
         return parent
     if out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        parent = Path("runs") / f"suite-{suite.name}-{stamp}-{new_prefix()}"
-    else:
-        parent = Path(out)
-    parent = parent.absolute()
-    if parent.exists() and any(parent.iterdir()):
-        raise RunDirError(f"{parent}: exists and is not empty; choose a new --out, or --resume a suite run")
-    parent.mkdir(parents=True, exist_ok=True)
+        parent = (Path("runs") / f"suite-{suite.name}-{stamp}-{new_prefix()}").absolute()
+        parent.mkdir(parents=True)
+    else:  # new or empty, no link, its folder there (rundir/out_paths.py)
+        parent = new_out_dir(out)
     state = fresh | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
     write_parent_state(parent / STATE, state)
     return parent
