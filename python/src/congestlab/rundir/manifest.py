@@ -3,6 +3,7 @@ read and written (docs/data-format.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -32,9 +33,16 @@ def utc_now() -> str:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
+    """Replaced whole: a crash leaves the old manifest or the new one, and a write the file
+    system refuses (full, read-only) leaves no manifest.json.tmp behind."""
     tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, run_dir / MANIFEST)
+    try:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
+        os.replace(tmp, run_dir / MANIFEST)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 class _Loose(BaseModel):

@@ -11,12 +11,16 @@ runs/.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import BinaryIO
 
 from congestlab.errors import RunDirError
 from congestlab.rundir.layout import LOGS_DIR
+
+# what a file system answers when it takes no more writes: full, over quota, read-only
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 def _link_problem(path: Path) -> str | None:
