@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from congestlab.cli import matplotlib_home  # noqa: F401 - first: before anything below imports matplotlib
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cli import planning, reading, running, tools

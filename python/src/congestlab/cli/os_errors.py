@@ -51,8 +51,9 @@ def os_error_line(err: OSError) -> str | None:
     if isinstance(err, PermissionError):
         me = pwd.getpwuid(os.geteuid()).pw_name if _known(os.geteuid()) else f"uid {os.geteuid()}"
         who = owner(Path(where)) if where else "?"
-        return (f"{where}: permission denied: it belongs to {who} and this command runs as {me}; run it as "
-                f"{who} (sudo -u {who} …), or copy the run directory to one of yours (cp -r) and give the copy")
+        as_owner = "with sudo" if who == "root" else f"as {who} (sudo -u {who} …)"
+        return (f"{where}: permission denied: it belongs to {who} and this command runs as {me}; run it {as_owner}, "
+                "or copy the run directory to one of yours (cp -r) and give the copy")
     if err.errno in WRITE_ERRORS:
         return f"{where}: {err.strerror}: {WRITE_ERRORS[err.errno]}"
     return None
