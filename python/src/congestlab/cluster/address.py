@@ -6,6 +6,7 @@ the head's port is enough to tell a typo or a stopped head from a cluster.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import socket
 from pathlib import Path
@@ -47,11 +48,19 @@ def check_answers(address: str, timeout_s: float = ANSWER_TIMEOUT_S) -> None:
     if target is None:
         return
     host, port = host_port(target)
+    # the name is looked up in a thread: a resolver without an answer would hold the caller for
+    # its own timeouts (socket's timeout covers the connect only)
+    lookup = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     try:
-        with socket.create_connection((host, port), timeout=timeout_s):
+        found = lookup.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM).result(timeout=timeout_s)
+        with socket.create_connection(found[0][4][:2], timeout=timeout_s):
             pass
-    except OSError as err:
-        reason = "no answer" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+    except (OSError, concurrent.futures.TimeoutError) as err:
+        timed_out = isinstance(err, (TimeoutError, concurrent.futures.TimeoutError))
+        reason = "no answer" if timed_out else (err.strerror or str(err))
         shown = f"{address} ({target})" if address == "auto" else address
-        raise ClusterError(f"--cluster {shown}: no Ray head answers at {host}:{port} within {timeout_s:g} s "
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ClusterError(f"--cluster {shown}: no Ray head answers at {where} within {timeout_s:g} s "
                            f"({reason}); start it (`ray start --head`, docs/cluster.md) or give its address") from None
+    finally:
+        lookup.shutdown(wait=False)
