@@ -5,12 +5,17 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv
+# the venv's interpreter: one every user can run, so that `report`, `analyze` and the other
+# readers of a run directory work without root (README, "Without root"); `make venv
+# PYTHON=...` chooses another
+PYTHON ?= $(shell mk/readable-python.sh)
 PY := $(VENV)/bin/python
 CONGESTLAB := $(VENV)/bin/congestlab
 STAMPS := .stamps
 export CARGO_TERM_COLOR := never
 
-APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping
+APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping \
+  python3-venv
 BUILD_TARGETS :=
 TEST_TARGETS :=
 
@@ -34,7 +39,7 @@ apt:
 
 venv: $(STAMPS)/venv
 $(STAMPS)/venv: pyproject.toml
-	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,cluster]'
 	@mkdir -p $(STAMPS) && touch $@

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,5 +80,18 @@ def diagnose() -> list[Item]:
     chromium = shutil.which("chromium")
     items.append(Item("chromium", chromium is not None, chromium or "not found (browser GETs)",
                       f"{APT} chromium", required=False))
+    items.append(_readable_by_others())
     return items
-    return items
+
+
+def _readable_by_others() -> Item:
+    """Whether users other than root can start this Python and import congestlab: the readers
+    of a run directory (report, analyze, ...) need no root (README, "Without root")."""
+    wanted = (Path(sys.executable).resolve(), Path(sys.base_prefix, "lib").resolve(), Path(__file__).resolve().parent)
+    for path in wanted:
+        for folder in path.parents if path.is_file() else (path, *path.parents):
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return Item("non-root", False, f"{folder} lets no other user in, so they cannot run {path}",
+                            "rm -rf .venv && make venv (it picks a Python every user can run)", required=False)
+    return Item("non-root", True, "other users can run this Python and congestlab (report, analyze, ...)", "",
+                required=False)

@@ -11,14 +11,16 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab import study as studies
+from congestlab.cluster.address import check_answers  # (no Ray import there)
 from congestlab.cluster.submit_order import previous_times  # (no Ray import there)
 from congestlab.decisive.driver import default_max_repetitions, is_until_decisive, run_until_decisive, summary_lines
 from congestlab.decisive.procedure import FIRST_LOOK
-from congestlab.errors import CongestlabError, SpecError
+from congestlab.errors import CongestlabError, RunDirError, SpecError
 from congestlab.planner.remaining import left_s
 from congestlab.planner.unit_times import run_times
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
+from congestlab.rundir import check_new_dir
 from congestlab.runner import require_root
 from congestlab.sensitivity.configurations import load_axes_file, parse_axis_option
 from congestlab.sensitivity.sweep_run import dry_run as print_sweep
@@ -26,8 +28,19 @@ from congestlab.sensitivity.sweep_run import run_sensitivity, sensitivity_sweep
 from congestlab.spec.models import StudySpec
 from congestlab.suite.index import build_index
 from congestlab.suite.run import dry_run as dry_run_suite
-from congestlab.suite.run import run_suite, selected, study_dir
+from congestlab.suite.run import resumable_parent, run_suite, selected, study_dir
 from congestlab.suite.spec import SuiteSpec, is_suite, load_suite, members
+
+
+def check_before_start(out: Path | None, resume: Path | None, cluster: str | None) -> None:
+    """What a run and its --dry-run check alike before anything starts: --resume goes without
+    --out, an --out may be made (rundir/out_paths.py), a --cluster head answers."""
+    if resume is not None and out is not None:
+        raise RunDirError("--resume continues its own directory; drop --out")
+    if out is not None:
+        check_new_dir(out)
+    if cluster is not None:
+        check_answers(cluster)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,9 @@ def execute_study(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool,
         raise SpecError("--max-repetitions/--budget-min", "go with --until-decisive")
     if order_from is not None and cluster is None:
         raise SpecError("--order-from", "orders a cluster run's tasks; go with --cluster")
+    check_before_start(out, resume, cluster)
+    if resume is not None:
+        studies.resumable(spec, quick, resume)  # a run of this spec and --quick (also under --dry-run)
     previous = None
     if order_from is not None:  # a finished run's unit times (planner/unit_times.py), read before anything runs
         previous = (str(order_from), previous_times([(t.name, t.seconds) for t in run_times(order_from).tasks]))
@@ -102,6 +118,9 @@ def execute_suite(suite: SuiteSpec, base: Path | None, quick: bool, out: Path | 
                   only: list[str] | None = None) -> None:
     """`suite FILE` and `reproduce SUITE`: its dry run, or its studies in turn and its index."""
     suite_studies = members(suite, base, seed_fit)
+    check_before_start(out, resume, cluster)
+    if resume is not None:
+        resumable_parent(suite, suite_studies, quick, resume)  # this suite's (also under --dry-run)
     if dry:
         dry_run_suite(suite, selected(suite_studies, only), quick)
         return
@@ -130,6 +149,8 @@ def execute_sensitivity(preset: str, axis: list[str], axes: Path | None, quick: 
 
     parsed = (load_axes_file(axes) if axes else []) + [parse_axis_option(a) for a in axis]
     sweep = sensitivity_sweep(preset, parsed, quick)
+    if cluster is not None:
+        check_answers(cluster)
     if dry_run:
         print_sweep(sweep)
         return

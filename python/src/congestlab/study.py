@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
+from congestlab.input_files import InputFileError, load_json, read_regular
 from congestlab.rundir import new_run_dir, prepare_out_dir
 from congestlab.runner import StudyRun, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
@@ -91,9 +92,10 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
         f"{r.index}:{r.point.id}#{r.repetition}@{r.round}/b{r.block}" for r in planned))
 
 
-def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
-    """The stored manifest of a run directory to continue with this very spec; refuses
-    (RunDirError, exit 7) another spec, another --quick, or a run whose process still lives."""
+def resumable(spec: StudySpec, quick: bool, resume: Path) -> dict:
+    """The stored manifest of a run directory this very spec and --quick may continue (what
+    --dry-run checks of --resume too); refuses (RunDirError, exit 7) a directory that is no
+    run, another spec or another --quick."""
     run = StoredRun(resume, require_complete=False)
     stored = run.raw
     if not run.ran(spec, quick):
@@ -102,6 +104,13 @@ def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | N
     if bool(stored.get("quick")) != quick:
         raise RunDirError(f"{resume}: it ran {'with' if stored.get('quick') else 'without'} --quick; "
                           "resume it the same way")
+    return stored
+
+
+def resume_manifest(spec: StudySpec, quick: bool, resume: Path, cluster: str | None = None) -> dict:
+    """The stored manifest of a run directory to continue with this very spec (resumable);
+    refuses (RunDirError, exit 7) also a run whose process still lives or whose testbed remains."""
+    stored = resumable(spec, quick, resume)
     prefix = stored.get("testbed", {}).get("prefix", "")
     if prefix and stored.get("status") == "running" and owner_alive(prefix):
         raise RunDirError(f"{resume}: its run is still in progress (testbed {prefix})")
@@ -159,9 +168,14 @@ def child_status(run_dir: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text()).get("status") or "unknown"
-    except ValueError:
+        data = read_regular(path)
+    except InputFileError as err:
+        raise RunDirError(f"{path}: {err}") from None
+    try:
+        manifest = load_json(data)
+    except ValueError:  # damaged (invalid JSON, or nested too deep): nothing to keep
         return None
+    return (manifest.get("status") if isinstance(manifest, dict) else None) or "unknown"
 
 
 def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bool = False,

@@ -2,8 +2,9 @@
 
 A seeded property test (hypothesis, derandomized): each case takes a valid spec (the cc-share
 preset) or a valid run directory (the stored ipv6 quick run), damages it the way a hand edit, a
-crash or a wrong tool would (a value of another type, a missing key, a non-finite number, a cut,
-a byte that is not UTF-8), and runs the real CLI in-process: `run SPEC --dry-run`, or `distance
+crash or a wrong tool would (a value of another type, a missing key, a non-finite number, a
+loopback or link-local subnet, a 10 kB string, lists 100 deep, a cut, a byte that is not UTF-8,
+a byte-order mark, 5000 opening brackets), and runs the real CLI in-process: `run SPEC --dry-run`, or `distance
 RUN`. A case passes when the command either succeeds or answers one line with a documented exit
 code; an exception escaping `main()` fails the case (hypothesis then shrinks it).
 """
@@ -34,8 +35,17 @@ SPEC_CASES = 1000
 MANIFEST_CASES = 1000
 CLI_CALLS: list[float] = []  # the monotonic time of every damaged input given to the CLI
 
+def nested(depth: int) -> list:
+    """[[[...[1]...]]], `depth` lists deep: beyond what a spec or a manifest may nest
+    (congestlab/input_files.py MAX_NESTING), below what the dumpers here recurse to."""
+    value: list = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 REPLACEMENTS = [None, "", "x", "10.0.0.0/8", -1, 0, 1, 2**70, 1e308, math.nan, math.inf, True, [], {}, [1, "a"],
-                {"a": 1}, "ümlaut", "\x00"]
+                {"a": 1}, "ümlaut", "\x00", "127.0.0.0/24", "fe80::/64", "x" * 10_000, nested(100)]
 
 
 def call_cli(*argv: str) -> tuple[int, str]:
@@ -81,6 +91,10 @@ def damage_bytes(text: bytes, how: str, where: float) -> bytes:
         return text[:cut]
     if how == "not-utf8":
         return text[:cut] + b"\xff\xfe" + text[cut:]
+    if how == "bom":  # an editor's UTF-8 byte-order mark
+        return b"\xef\xbb\xbf" + text
+    if how == "brackets":  # a run of 5000 opening brackets at the cut
+        return text[:cut] + b"[" * 5000 + text[cut:]
     return text[:cut] + b"\x00" + text[cut + 1:]
 
 
@@ -108,7 +122,8 @@ def damage_cases(cases: int, tree_paths: list):
                         suppress_health_check=list(HealthCheck))(
             given(kind=st.sampled_from(["value", "value", "value", "bytes"]),
                   index=st.integers(0, len(tree_paths) - 1), replacement=st.sampled_from(REPLACEMENTS),
-                  how=st.sampled_from(["truncate", "not-utf8", "nul"]), where=st.floats(0, 1))(test))
+                  how=st.sampled_from(["truncate", "not-utf8", "nul", "bom", "brackets"]),
+                  where=st.floats(0, 1))(test))
     return decorate
 
 

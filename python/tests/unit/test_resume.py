@@ -37,11 +37,40 @@ def test_resume_runs_only_repetitions_without_rep_json(tmp_path):
     resumed = StudyRun(spec, run_dir, resume=manifest, argv=["congestlab", "run", "--resume"])
     assert [(p.id, r) for p, r in resumed.runs] == all_runs[3:]
     entry = resumed.manifest["resumes"][-1]
-    assert entry["kept"] == 3 and entry["ran"] == [f"{p}#{r}" for p, r in all_runs[3:]]
+    assert entry["kept"] == 3 and entry["ran"] == []  # each repetition as it finishes (next test)
     assert entry["previous_prefix"] == first.prefix and entry["prefix"] == resumed.prefix != first.prefix
     assert resumed.manifest["runs_done"] == 3 and resumed.manifest["runs_total"] == 8
     # the kept repetitions' checks stand as they were recorded
     assert sorted(c.name for c in resumed.checks) == sorted(f"c@{p}#{r}" for p, r in done)
+
+
+def test_a_killed_attempt_lists_only_the_repetitions_it_ran(tmp_path, monkeypatch):
+    """The resume entry on disk after each repetition is what a SIGKILL at the next one leaves."""
+    import pytest
+
+    from congestlab.runner import orchestrator
+
+    spec, run_dir, first, manifest = _stored(tmp_path)
+    monkeypatch.setattr(orchestrator, "require_root", lambda: None)
+    resumed = StudyRun(spec, run_dir, resume=manifest, analyze=False)
+    on_disk = []
+
+    def one(tb, point, rep):
+        on_disk.append(json.loads((run_dir / "manifest.json").read_text())["resumes"][-1]["ran"])
+        if len(on_disk) == 3:
+            raise RuntimeError("killed here")
+        folder = run_dir / "points" / point.id / f"r{rep}"
+        folder.mkdir(parents=True)
+        (folder / "rep.json").write_text("{}")
+
+    monkeypatch.setattr(resumed, "_run_one", one)
+    monkeypatch.setattr(resumed, "_run_testbed", lambda: resumed._run_all(None))
+    with pytest.raises(RuntimeError, match="killed here"):
+        resumed.run()
+    ran = [f"{p.id}#{r}" for p, r in resumed.runs[:2]]
+    assert on_disk == [[], ran[:1], ran]
+    stored = json.loads((run_dir / "manifest.json").read_text())
+    assert stored["resumes"][-1]["ran"] == ran and stored["status"] == "failed"
 
 
 def test_subset_of_runs(tmp_path):

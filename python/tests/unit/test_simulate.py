@@ -117,7 +117,7 @@ fetches_per_s = 10
 
 @pytest.mark.parametrize("spec_args, where", [
     ({"server_kind": "apache", "server_node": "src"}, "servers.web.kind"),
-    ({"link": "rate_bps = 100_000_000, jitter_ms = 2"}, "jitter_ms"),
+    ({"link": "rate_bps = 100_000_000, delay_ms = 5, jitter_ms = 2"}, "jitter is not simulated"),
     ({"link": "rate_bps = 100_000_000, tbf_rate_bps = 10_000_000"}, "tbf_rate_bps"),
     ({"extra": '[[workloads]]\nname = "ip"\nkind = "iperf"\nclient = "client"\nserver = "src"'}, "workloads.ip.kind"),
     ({"extra": '[[workloads]]\nname = "bg"\nkind = "mgen"\npairs = [{ family = "v4", source = "src", sink = "snk" }]'
@@ -145,7 +145,8 @@ def test_refuses_an_impaired_link_off_the_gets_path():
 
 def test_cli_refusal_is_one_line_exit_2(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text(EXAMPLE.read_text().replace('impair_direction = "egress" }', 'impair_direction = "egress", jitter_ms = 1 }'))
+    bad.write_text(EXAMPLE.read_text().replace('impair_direction = "egress" }',
+                                               'impair_direction = "egress", delay_ms = 5, jitter_ms = 1 }'))
     proc = subprocess.run([sys.executable, "-m", "congestlab.cli", "simulate", str(bad), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

@@ -22,6 +22,7 @@ from congestlab.analysis.trace_files import write_trace
 from congestlab.errors import LeanLogError, RunDirError, TraceError
 from congestlab.fidelity import Check
 from congestlab.results import KIND_COLUMNS, result_path, write_results
+from congestlab.rundir import PCAP_DIR
 from congestlab.rundir.records import GetRecord
 from congestlab.spec.network import Bottleneck, path_bottleneck
 from congestlab.stats.outcomes import COMPLETE, OUTCOMES
@@ -103,7 +104,14 @@ def _analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: _Tally, le
     series_dir = run.path / "results" / SERIES_DIR / point.id / f"r{rep.number}"
     shutil.rmtree(series_dir, ignore_errors=True)  # written again below
     capture_errors: dict[str, str] = {}  # server -> why its capture cannot be used
-    for pcap in rep.pcaps():
+    pcaps = rep.pcaps()
+    for server in sorted(set(rep.info.get("captures") or {}) - {p.stem for p in pcaps}):
+        # rep.json names every capture the repetition stopped: one missing was removed since
+        capture_errors[server] = (f"{(rep.dir / PCAP_DIR / f'{server}.pcap').relative_to(run.path)}: missing "
+                                  "(the repetition recorded this capture; deleted since?)")
+        tally.unusable.append(capture_errors[server])
+        tally.problems.append(capture_errors[server])
+    for pcap in pcaps:
         server = pcap.stem
         where_file = pcap.relative_to(run.path)
         try:

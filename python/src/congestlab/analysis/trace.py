@@ -24,6 +24,7 @@ from congestlab.analysis.metrics import (ConnectionMetrics, _Direction, measure_
 from congestlab.analysis.packets import ReadStats, read_segments
 from congestlab.analysis.trace_files import RTT_HEADER, SERIES_HEADER, read_trace_lines
 from congestlab.errors import TraceError
+from congestlab.input_files import special_file_problem
 from congestlab.paths import rust_binary
 
 log = logging.getLogger(__name__)
@@ -122,8 +123,9 @@ def measure_pcap(pcap: Path, server_port: int, *, samples_dir: Path | None = Non
     if trace_ports and backend != "rust":
         raise ValueError("the segment trace (trace_client_ports) needs the rust backend")
     pcap = Path(pcap)
-    if not pcap.is_file():
-        raise TraceError(f"{pcap}: No such file or directory")
+    problem = special_file_problem(pcap)  # a directory, FIFO or device named *.pcap: refused by what it is
+    if problem is not None:
+        raise TraceError(f"{pcap}: {problem}")
     started = time.monotonic()
     needs_scratch = samples_dir is None or bool(trace_ports)
     with (tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_dir) if needs_scratch

@@ -12,11 +12,13 @@ import sys
 
 import typer
 
+from congestlab.cli import matplotlib_home  # noqa: F401 - first: before anything below imports matplotlib
 from congestlab.cli import bench as bench_cli
 from congestlab.cli import cc as cc_cli
 from congestlab.cli import planning, reading, running, tools
 from congestlab.cli import suite as suite_cli
-from congestlab.errors import CongestlabError
+from congestlab.cli.os_errors import click_errors, os_error_line, usage_line
+from congestlab.errors import CongestlabError, RunDirError, SpecError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -58,12 +60,32 @@ def click_command():
 
 def main(argv: list[str] | None = None) -> None:
     """The entry point; `argv` (default: sys.argv[1:]) lets in-process callers (the
-    property test, python/tests/unit/test_bad_input_property.py) reuse the built command."""
+    property test, python/tests/unit/test_bad_input_property.py) reuse the built command.
+    Every error is one line on stderr and an exit code (README, "Exit codes"): a wrong option
+    (click's usage errors, which it would show as a box) exits 2 like a wrong spec value."""
     try:
-        click_command()(args=argv, prog_name="congestlab")
+        code = click_command().main(args=argv, prog_name="congestlab", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as err:
+        print(err.ctx.get_help())
+        sys.exit(err.exit_code)
+    except click_errors.UsageError as err:
+        print(f"congestlab: {usage_line(err)}", file=sys.stderr)
+        sys.exit(SpecError.exit_code)
+    except typer.Abort:
+        print("congestlab: interrupted", file=sys.stderr)
+        sys.exit(130)
     except CongestlabError as err:
         print(f"congestlab: {err}", file=sys.stderr)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         print("congestlab: interrupted", file=sys.stderr)
         sys.exit(130)
+    except OSError as err:  # what the machine refused: a permission, a full disk, a read-only mount
+        line = os_error_line(err)
+        if line is None:
+            raise
+        print(f"congestlab: {line}", file=sys.stderr)
+        sys.exit(RunDirError.exit_code)
+    # without standalone mode, click returns a command's typer.Exit code, and what it returned (None)
+    if isinstance(code, int) and code:
+        sys.exit(code)

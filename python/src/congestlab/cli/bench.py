@@ -26,7 +26,7 @@ def dualbench_argv(mode: str, args: list[str], netns: str | None = None, binary:
 
 def _run(mode: str, args: list[str], netns: str | None) -> None:
     if netns:
-        require_root()
+        require_root("runs dualbench inside a network namespace (--netns)")
     argv = dualbench_argv(mode, args, netns)
     try:
         rc = subprocess.run(argv).returncode  # dualbench prints its own table and one-line errors

@@ -100,7 +100,8 @@ def plot(
     rep: int = typer.Option(None, "--rep", help="this repetition; default: the median and the slowest"),
     family: str = typer.Option(None, "--family", help="v4 or v6; default: every family the point measured"),
     server: str = typer.Option(None, "--server", help="the measured server; needed when the point has several"),
-    out: Path = typer.Option(None, "--out", help="PNG or SVG file; default RUN_DIR/plots/panels/<cell>[-r<N>].png"),
+    out: Path = typer.Option(None, "--out", help="PNG or SVG file in an existing folder, not a symbolic link; default "
+                             "RUN_DIR/plots/panels/<cell>[-r<N>].png"),
 ) -> None:
     """Draw the panels of a point's measured GETs: time-sequence graph, window, RTT, queue
     (docs/reports.md, "Panels")."""
@@ -111,7 +112,8 @@ def plot(
 
 def compare(
     run_dirs: list[Path] = typer.Argument(..., help="two or more run directories; the first is the baseline"),
-    out: Path = typer.Option(None, "--out", help="directory for compare.md/.html and plots; default compare-TIME"),
+    out: Path = typer.Option(None, "--out", help="directory (new or empty) for compare.md/.html and plots; default "
+                             "compare-TIME"),
     force: bool = typer.Option(False, "--force", help="compare runs of different studies or with no cell in common"),
 ) -> None:
     """The same cells of several runs side by side, with differences and overlaid plots.

@@ -52,7 +52,7 @@ def clean(
     """Remove what crashed runs left: namespaces (and their processes), owner records,
     temporary docroots, cluster work directories and BPF struct_ops registrations (Compound
     TCP) whose owning process is gone."""
-    require_root()
+    require_root("removes what crashed runs left (network namespaces, their processes, BPF registrations)")
     removed = clean_dead_runs(include_running=all_runs)
     works = clean_work_dirs()
     bpf = clean_dead_registrations()  # (only dead runs': a live run may share the registration)

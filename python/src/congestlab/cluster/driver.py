@@ -264,6 +264,7 @@ class ClusterRun:
         for point_id, rep in reps:
             if head.rep_complete(point_id, int(rep[1:])):
                 came.append(f"{point_id}#{rep[1:]}")
+                head.finished(point_id, int(rep[1:]))
                 self.record["runs"][f"{point_id}#{rep[1:]}"] = key
             else:  # partial on the node: not kept
                 shutil.rmtree(run_dir / "points" / point_id / rep, ignore_errors=True)

@@ -6,7 +6,6 @@ would reach (docs/cluster-planning.md)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from congestlab.planner.full_estimate import full_estimate
 from congestlab.planner.makespan import Schedule, Task, lpt
 from congestlab.planner.remaining import projected_times
 from congestlab.planner.unit_times import Prediction, RunTimes, predict, run_times
-from congestlab.rundir import read_manifest
+from congestlab.rundir import read_json_file, read_manifest
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import StudySpec
 from congestlab.spec.sweep import expand
@@ -36,7 +35,7 @@ def suite_run_dirs(parent: Path) -> list[tuple[str, Path]]:
     state_path = Path(parent) / STATE
     if not state_path.is_file():
         raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
-    state = json.loads(state_path.read_text())
+    state = read_json_file(state_path)
     return [(s["key"], Path(parent) / s["dir"]) for s in state.get("studies") or []]
 
 
@@ -97,7 +96,7 @@ def plan_suite_full(parent: Path, nodes: int, task_overhead_s: float | None = No
                     ) -> tuple[list[FullStudyEstimate], list[str]]:
     """Each study's full run estimated from this --quick suite run's units, with each study's
     spec as this revision has it (its preset or file)."""
-    state = json.loads((Path(parent) / STATE).read_text())
+    state = read_json_file(Path(parent) / STATE)
     out, skipped = [], []
     for study in state.get("studies") or []:
         run_dir = Path(parent) / study["dir"]

@@ -31,6 +31,7 @@ from matplotlib.ticker import MaxNLocator
 from congestlab.report.data import RunData
 from congestlab.report.figures import PALETTE, SVG_METADATA
 from congestlab.report.request_series import GetSeries, load_get
+from congestlab.rundir import open_out_file
 from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 
 ROWS = ("time-sequence", "window", "RTT", "queue")
@@ -112,11 +113,14 @@ def shown(cell: Cell) -> list[dict]:
 
 
 def draw(columns: list[tuple[str, GetSeries]], title: str, out: Path, dpi: int = 80) -> Path:
-    """The panels (`figure`) written as PNG or SVG by `out`'s suffix."""
+    """The panels (`figure`) written as PNG or SVG by `out`'s suffix; never through a
+    symbolic link at `out` (rundir/out_paths.py open_out_file)."""
     fig = figure(columns, title)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=dpi, metadata=SVG_METADATA if out.suffix == ".svg" else None)
+        svg = out.suffix.lower() == ".svg"
+        with open_out_file(out) as fh:
+            fig.savefig(fh, format="svg" if svg else "png", dpi=dpi, metadata=SVG_METADATA if svg else None)
     finally:
         plt.close(fig)
     return out

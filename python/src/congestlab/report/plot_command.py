@@ -1,16 +1,19 @@
 """`congestlab plot RUN_DIR POINT [--rep N] [--family v4|v6] [--server NAME] [--out FILE]`:
 any repetition's panels (report/panels.py). A wrong point, server, family or repetition is a
-SpecError naming the option (exit 2); a GET without a recorded series is a SeriesError (exit 11)."""
+SpecError naming the option (exit 2); a GET without a recorded series is a SeriesError (exit 11);
+an --out whose folder is missing, a symbolic link, or a file that cannot be written is a
+RunDirError (exit 7, rundir/out_paths.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from congestlab.errors import SeriesError, SpecError
+from congestlab.errors import RunDirError, SeriesError, SpecError
 from congestlab.report.data import RunData
 from congestlab.report.request_series import GetSeries, load_get, series_dir
 from congestlab.report.panel_index import panel_path
 from congestlab.report.panels import Cell, cells, draw
+from congestlab.rundir import check_out_file
 
 FAMILIES = ("v4", "v6")
 SUFFIXES = (".png", ".svg")
@@ -46,6 +49,8 @@ def plot_panels(run_dir: Path, point: str, rep: int | None, family: str | None, 
                 out: Path | None) -> Path:
     if out is not None and out.suffix.lower() not in SUFFIXES:
         raise SpecError("--out", f"{out}: give a .png or .svg file")
+    if out is not None:  # its folder there, no link (rundir/out_paths.py); checked before anything is drawn
+        check_out_file(out)
     data = RunData(Path(run_dir))
     chosen = _chosen(data, point, family, server)
     picked: list[tuple[str, dict]] = []
@@ -80,5 +85,5 @@ def plot_panels(run_dir: Path, point: str, rep: int | None, family: str | None, 
     title = f"{point} · {chosen[0].server}" + (f" · not in the capture: {', '.join(missing)}" if missing else "")
     try:
         return draw(columns, title, out)
-    except OSError as err:
-        raise SpecError("--out", f"{out}: {err.strerror or err}") from None
+    except OSError as err:  # the file system refused (full, read-only): where it goes, not what it draws
+        raise RunDirError(f"{out}: cannot be written: {err.strerror or err}") from None

@@ -23,9 +23,11 @@ from pathlib import Path
 from congestlab.errors import RunDirError
 from congestlab.report.claims import evaluate_claims, fmt_cell
 from congestlab.report.data import EngineCell, RunData
-from congestlab.report.run_comparison_scope import check_cells_shared, check_same_study, environment_differences
+from congestlab.report.run_comparison_scope import (check_cells_shared, check_same_study, environment_differences,
+                                                    same_runs)
 from congestlab.stored import norm, number_of
 from congestlab.report.engine import Console, data_uri, verdict_class
+from congestlab.rundir import check_new_dir, new_out_dir
 from congestlab.report.figures import Source, render_plot
 from congestlab.report.render import render_template
 from congestlab.stats import Effect, compare, gehan
@@ -159,13 +161,14 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
     runs = [RunData(Path(d)) for d in run_dirs]
     base = runs[0]
     labels = _labels(runs)
-    warnings = check_same_study(labels, [run.spec for run in runs], force)
+    warnings = same_runs(labels, run_dirs)
+    warnings += check_same_study(labels, [run.spec for run in runs], force)
     warnings += environment_differences(labels, [run.manifest for run in runs])
     for run in runs[1:]:
         run.report = base.report  # one declaration decides the cells for every run
+    # new or empty, no link, its folder there (rundir/out_paths.py); made once the comparison stands
     out = Path(out) if out else Path(f"compare-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"compare --out {out}: exists and is not a directory")
+    check_new_dir(out)
     tables = []
     shared_cells = [0] * (len(runs) - 1)
     per_pair: list[list[Difference]] = [[] for _ in runs[1:]]
@@ -200,7 +203,7 @@ def compare_runs(run_dirs: list[Path], out: Path | None = None, force: bool = Fa
     for t in tables:
         for line in t["lines"]:
             line["diffs"] = [{"delta": d.delta(), "exceeds": d.exceeds, "how": d.how()} for d in line["diffs"]]
-    out.mkdir(parents=True, exist_ok=True)
+    new_out_dir(out)
     figures, plots = [], []
     for plot in base.report.plots:
         if plot.type not in ("bar", "line", "cdf"):

@@ -8,6 +8,8 @@ warning that names the spec fields and the environment that differ.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from congestlab.errors import RunDirError
 
 # fields that name a run rather than change what it measures
@@ -20,6 +22,20 @@ def study_identity(spec: dict) -> str:
     """What a run is a run of: the seed tables it reproduces (`source`), else its name.
     Variants of a preset keep the preset's source; another study has its own."""
     return str(spec.get("source") or spec.get("name") or "?")
+
+
+def same_runs(names: list[str], run_dirs: list[Path]) -> list[str]:
+    """A warning for each run given again (the same directory, by whatever path): compared
+    with itself, its every difference is 0 and says nothing."""
+    seen: dict[Path, str] = {}
+    warnings = []
+    for name, run_dir in zip(names, run_dirs):
+        real = Path(run_dir).resolve()
+        if real in seen:
+            warnings.append(f"{name} is {seen[real]} again ({run_dir}): a run compared with itself differs by nothing")
+        else:
+            seen[real] = name
+    return warnings
 
 
 def check_same_study(names: list[str], specs: list[dict], force: bool) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from congestlab.errors import RunDirError
 
 MANIFEST = "manifest.json"
 POINTS_DIR = "points"
@@ -20,22 +19,11 @@ PCAP_DIR = "pcap"
 def new_run_dir(base: Path, name: str, prefix: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     # absolute: servers and tools started in namespaces get these paths (Apache would read a
-    # relative config path against its own ServerRoot)
+    # relative config path against its own ServerRoot); `--out DIR` instead: out_paths.py
     path = (base / f"{name}-{stamp}-{prefix}").absolute()
     path.mkdir(parents=True, exist_ok=False)
     (path / LOGS_DIR).mkdir()
     return path
-
-
-def prepare_out_dir(out: Path) -> Path:
-    """`--out DIR`: DIR must be new or empty, so a run never mixes with an older one.
-    Returns it absolute (see new_run_dir)."""
-    out = out.absolute()
-    if out.exists() and any(out.iterdir()):
-        raise RunDirError(f"{out}: exists and is not empty; choose a new --out")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / LOGS_DIR).mkdir(exist_ok=True)
-    return out
 
 
 def rep_dir(run_dir: Path, point_id: str, rep: int) -> Path:

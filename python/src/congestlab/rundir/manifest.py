@@ -3,16 +3,19 @@ read and written (docs/data-format.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from congestlab.errors import RunDirError
+from congestlab.input_files import InputFileError, read_json
 from congestlab.paths import REPO_ROOT
 from congestlab.rundir.layout import MANIFEST
 
@@ -30,9 +33,16 @@ def utc_now() -> str:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
+    """Replaced whole: a crash leaves the old manifest or the new one, and a write the file
+    system refuses (full, read-only) leaves no manifest.json.tmp behind."""
     tmp = run_dir / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, run_dir / MANIFEST)
+    try:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
+        os.replace(tmp, run_dir / MANIFEST)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 class _Loose(BaseModel):
@@ -111,6 +121,15 @@ def _shape_problem(manifest: object) -> str | None:
     return None
 
 
+def read_json_file(path: Path) -> Any:
+    """A JSON file of a run directory or of a parent one (a suite's or a sweep's state): a
+    RunDirError naming it when it is not a regular file, not JSON or nested too deep."""
+    try:
+        return read_json(path)
+    except InputFileError as err:
+        raise RunDirError(f"{path}: {err}") from None
+
+
 def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
     """The manifest as stored (a writer's copy: `analyze` and `--resume` write it back as they
     found it). Readers take the upgraded view through congestlab.stored instead."""
@@ -119,10 +138,7 @@ def read_manifest(run_dir: Path, require_complete: bool = True) -> dict:
         raise RunDirError(f"{run_dir}: no such directory")
     if not path.exists():
         raise RunDirError(f"{run_dir}: no manifest.json (not a congestlab run directory)")
-    try:
-        manifest = json.loads(path.read_bytes())
-    except (ValueError, OSError) as err:
-        raise RunDirError(f"{path}: not valid JSON ({err})") from None
+    manifest = read_json_file(path)  # a regular file, nested at most MAX_NESTING deep
     return checked_manifest(run_dir, manifest, require_complete)
 
 

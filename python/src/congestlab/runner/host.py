@@ -33,9 +33,10 @@ def pause_if_asked(phase: str) -> None:
             time.sleep(60)
 
 
-def require_root() -> None:
+def require_root(why: str = "builds network namespaces") -> None:
+    """NotRootError (exit 3) saying what the command does that needs root."""
     if os.geteuid() != 0:
-        raise NotRootError("this command builds network namespaces and needs root (run it with sudo)")
+        raise NotRootError(f"this command {why} and needs root (run it with sudo)")
 
 
 @contextmanager

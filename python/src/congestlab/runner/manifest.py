@@ -5,12 +5,14 @@ one (`--resume`)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 from congestlab import fidelity
 from congestlab.analysis.run_analysis import AnalysisResult, analyze_run
-from congestlab.rundir import FORMAT_VERSION, environment, utc_now
+from congestlab.errors import RunDirError
+from congestlab.rundir import FORMAT_VERSION, FULL_OR_READ_ONLY, environment, utc_now, write_manifest
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.time_budget import settle_in_progress
 from congestlab.spec.models import StudySpec
@@ -69,7 +71,7 @@ def continued_manifest(stored: dict, fresh: dict, run_dir: Path, done: list[tupl
     entry = {"started_utc": utc_now(), "command": argv or sys.argv,
              "previous_status": stored.get("status"), "previous_error": stored.get("error"),
              "previous_prefix": stored.get("testbed", {}).get("prefix"), "prefix": prefix,
-             "kept": len(done), "ran": [f"{p.id}#{r}" for p, r in to_run]}
+             "kept": len(done), "ran": []}  # each repetition as it finishes (StudyRun.finished)
     manifest.setdefault("resumes", []).append(entry)
     settle_in_progress(manifest)  # a killed attempt's time up to its last finished repetition
     checks: list[fidelity.Check] = []
@@ -83,6 +85,34 @@ def continued_manifest(stored: dict, fresh: dict, run_dir: Path, done: list[tupl
                                       c["expected"], c.get("message", ""))
                        for c in instance.get("checks", [])]
     return manifest, entry, checks
+
+
+def write_failed_manifest(run_dir: Path, manifest: dict, unfinished: list[Path]) -> None:
+    """The manifest of a run that ended in an error; when its file system takes no more
+    (full, over quota), written again after removing what the `unfinished` repetitions wrote
+    (no rep.json: a --resume runs them again). A RunDirError when it still cannot be written."""
+    try:
+        write_manifest(run_dir, manifest)
+        return
+    except OSError as err:
+        if err.errno not in FULL_OR_READ_ONLY:
+            raise
+        first = err
+    for folder in unfinished:
+        if not (folder / "rep.json").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+    try:
+        write_manifest(run_dir, manifest)
+    except OSError as err:
+        raise RunDirError(f"{run_dir}: {manifest.get('error')}; and its manifest cannot be written to say so "
+                          f"({err.strerror or first.strerror}): it still says {_stored_status(run_dir)!r}") from None
+
+
+def _stored_status(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def write_repetition(rep_path: Path, info: dict, records: list) -> None:

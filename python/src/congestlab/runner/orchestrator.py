@@ -27,13 +27,13 @@ from rich.console import Console
 from congestlab import fidelity
 from congestlab.calibrate import calibrate_bottleneck
 from congestlab.capture.tcpdump import tcpdump_version
-from congestlab.errors import CongestlabError, Interrupted, SpecError
-from congestlab.rundir import utc_now, write_manifest
+from congestlab.errors import CongestlabError, Interrupted, RunDirError, SpecError
+from congestlab.rundir import FULL_OR_READ_ONLY, utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
 from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
 from congestlab.runner.manifest import (continued_manifest, new_manifest, record_analysis, rep_complete, rep_dir,
-                                         write_repetition)
+                                         write_failed_manifest, write_repetition)
 from congestlab.runner.measuring import measure_workloads, measured_bytes
 from congestlab.runner.network import check_reachability, qdisc_config, qdisc_snapshot
 from congestlab.runner.progress import run_progress
@@ -155,6 +155,15 @@ class StudyRun:
         except CongestlabError as err:
             self._fail("failed", str(err))
             raise
+        except OSError as err:
+            if err.errno not in FULL_OR_READ_ONLY:
+                self._fail("failed", f"{type(err).__name__}: {err}")
+                raise
+            # the run directory's file system took no more (full, read-only): said in one line
+            reason = err.strerror + (f" ({err.filename})" if err.filename else "")
+            self._fail("failed", reason)
+            raise RunDirError(f"{self.run_dir}: run failed: {reason}; free space (or make it writable) and continue "
+                              f"with --resume {self.run_dir}") from None
         except Exception as err:
             self._fail("failed", f"{type(err).__name__}: {err}")
             raise
@@ -217,7 +226,13 @@ class StudyRun:
             self._resume_entry |= {"finished_utc": utc_now(), "status": status}
         self.manifest["fidelity"] = fidelity.manifest_section(self.checks)
         self._record_budget(time.monotonic() - self.budget.started)
-        write_manifest(self.run_dir, self.manifest)
+        write_failed_manifest(self.run_dir, self.manifest, [rep_dir(self.run_dir, p.id, r) for p, r in self.runs])
+
+    def finished(self, point_id: str, rep: int) -> None:
+        """A repetition of this session wrote its rep.json: a resume's entry lists it as run
+        (a killed attempt's entry names only those; cluster/driver.py as they arrive)."""
+        if self._resume_entry is not None:
+            self._resume_entry.setdefault("ran", []).append(f"{point_id}#{rep}")
 
     def _record_budget(self, wall_s: float) -> None:
         """The run's budget: the sum of its sessions' (a resumed run keeps every earlier
@@ -239,6 +254,7 @@ class StudyRun:
                     describe(f"{point.id} #{rep}")
                     with self.budget.unit_run(f"u{point.unit}"):
                         self._run_one(tb, point, rep)
+                    self.finished(point.id, rep)
                     self.manifest["runs_done"] += 1
                     self.manifest[IN_PROGRESS] = self.budget.to_json()  # what a kill would otherwise lose
                     write_manifest(self.run_dir, self.manifest)

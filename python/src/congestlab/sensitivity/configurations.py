@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
+from congestlab.input_files import InputFileError, load_toml, read_text
 from congestlab.spec.loader import apply_settings
 from congestlab.spec.models import AxisSpec, StudySpec
 
@@ -52,9 +53,9 @@ def parse_axis_option(text: str) -> AxisSpec:
 def load_axes_file(path: Path) -> list[AxisSpec]:
     """`[[axes]]` tables (name, fields, values, labels) of a TOML file."""
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except OSError as err:
-        raise SpecError(str(path), err.strerror or str(err)) from None
+        data = load_toml(read_text(Path(path)))
+    except InputFileError as err:
+        raise SpecError(str(path), str(err)) from None
     except tomllib.TOMLDecodeError as err:
         raise SpecError(str(path), f"not valid TOML: {err}") from None
     unknown = sorted(set(data) - {"axes"})

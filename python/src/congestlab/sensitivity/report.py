@@ -5,7 +5,6 @@ configuration, or never reproduce (distance.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from congestlab.report.claims import evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.report.engine import Console, data_uri, verdict_class
 from congestlab.report.render import render_template
+from congestlab.rundir import read_json_file
 from congestlab.sensitivity.distance import (DEPENDS, NEVER, ROBUST, WITHIN_25_PCT, CellDistance, Distance, best,
                                              distance, robustness)
 from congestlab.sensitivity.configurations import value_labels
@@ -75,7 +75,7 @@ def build_sensitivity_report(parent: Path) -> SensitivityReport:
     state_path = parent / STATE
     if not state_path.exists():
         raise RunDirError(f"{parent}: no {STATE} (not a sensitivity run directory)")
-    state = json.loads(state_path.read_text())
+    state = read_json_file(state_path)
     runs = state.get("runs") or {}
     configs = state["configurations"]
     axes = [a["name"] for a in state["axes"]]

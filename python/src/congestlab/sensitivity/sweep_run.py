@@ -17,6 +17,7 @@ from rich.console import Console
 from congestlab.errors import RunDirError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
+from congestlab.rundir import new_out_dir, read_json_file
 from congestlab.sensitivity.configurations import Configuration, apply_configuration, configurations
 from congestlab.spec import load_preset, load_spec
 from congestlab.spec.models import AxisSpec, StudySpec
@@ -64,18 +65,19 @@ def config_dir(parent: Path, config: Configuration) -> Path:
 def _open_parent(out: Path | None, sweep: SensitivitySweep) -> Path:
     if out is None:
         parent = Path("runs") / f"sensitivity-{Path(sweep.preset).stem}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{new_prefix()}"
+        parent = parent.absolute()
+        parent.mkdir(parents=True)
     else:
-        parent = Path(out)
-    parent = parent.absolute()
+        parent = Path(out).absolute()
+        if parent.is_symlink() or not (parent / STATE).exists():  # (a sweep's own parent is continued)
+            parent = new_out_dir(parent)  # new or empty, no link, its folder there (rundir/out_paths.py)
     state_path = parent / STATE
     if state_path.exists():
-        stored = json.loads(state_path.read_text())
-        if {k: stored.get(k) for k in ("preset", "quick", "axes")} != {k: sweep.state()[k] for k in ("preset", "quick", "axes")}:
+        stored = read_json_file(state_path)
+        if not isinstance(stored, dict) or ({k: stored.get(k) for k in ("preset", "quick", "axes")}
+                                             != {k: sweep.state()[k] for k in ("preset", "quick", "axes")}):
             raise RunDirError(f"{parent}: holds a sensitivity run of other axes, preset or --quick; choose a new --out")
         return parent
-    if parent.exists() and any(parent.iterdir()):
-        raise RunDirError(f"{parent}: exists, is not empty and holds no {STATE}; choose a new --out")
-    parent.mkdir(parents=True, exist_ok=True)
     state = sweep.state() | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
     write_parent_state(state_path, state)
     return parent

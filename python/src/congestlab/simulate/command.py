@@ -38,7 +38,10 @@ def run_simulate(spec, quick: bool, compare: bool, out: Path | None, repetitions
     if compare:
         require_root()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    out_dir = prepare_out_dir(out or Path("runs") / f"sim-{spec.name}-{stamp}")
+    if out is None:  # the default's folder runs/ is made; an --out's folder must exist (rundir/out_paths.py)
+        out = Path("runs") / f"sim-{spec.name}-{stamp}"
+        out.parent.mkdir(exist_ok=True)
+    out_dir = prepare_out_dir(out)
     started = time.monotonic()
     sim_rows, outcomes = simulate(points, out_dir, repetitions, seed)
     sim_wall_s = time.monotonic() - started

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from congestlab.errors import SpecError
+from congestlab.input_files import InputFileError, load_toml, read_text
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
 from congestlab.spec.models import StudySpec
 from congestlab.spec.report import validate_report
@@ -32,11 +33,9 @@ def load_preset(name: str) -> StudySpec:
 
 def load_spec(path: Path) -> StudySpec:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise SpecError(str(path), err.strerror or str(err)) from None
-    except UnicodeDecodeError as err:
-        raise SpecError(str(path), f"not UTF-8 text (byte {err.start}); TOML files are UTF-8") from None
+        text = read_text(Path(path))  # a regular file: a FIFO or /dev/zero is refused, not read
+    except InputFileError as err:
+        raise SpecError(str(path), str(err)) from None
     return parse_spec(text, str(path))
 
 
@@ -97,9 +96,11 @@ def _canonical(path: str) -> str:
 
 def _toml(text: str, origin: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        return load_toml(text)
     except tomllib.TOMLDecodeError as err:
         raise SpecError(origin, f"not valid TOML: {err}") from None
+    except InputFileError as err:
+        raise SpecError(origin, str(err)) from None
 
 
 def extend_preset(data: dict[str, Any], origin: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
 from congestlab.spec.validate import check_references, non_finite_problem
 from congestlab.spec.validation_context import VALUES_CHECKED, stored
-from congestlab.spec.workloads import Workload
+from congestlab.spec.workloads import MAX_RATE_BPS, Workload
 
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
@@ -36,24 +36,49 @@ class SwitchSpec(Strict):
     """An Ethernet segment (a Linux bridge) with its IPv4 and IPv6 subnets."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9]{0,5}$", description="bridge name, 1-6 lower-case characters")
-    subnet4: str = Field(description="IPv4 subnet, /29 or larger, e.g. 10.0.1.0/24")
-    subnet6: str = Field(description="IPv6 /64, e.g. fd00:0:0:1::/64")
+    subnet4: str = Field(description="IPv4 subnet, /29 or larger, e.g. 10.0.1.0/24; not loopback, link-local, "
+                         "multicast or reserved")
+    subnet6: str = Field(description="IPv6 /64, e.g. fd00:0:0:1::/64; not loopback, link-local or multicast")
 
     @field_validator("subnet4")
     @classmethod
-    def _v4(cls, value: str) -> str:
+    def _v4(cls, value: str, info: ValidationInfo) -> str:
         net = ipaddress.ip_network(value, strict=True)
         if net.version != 4 or net.prefixlen > 29:
             raise ValueError("must be an IPv4 network of /29 or larger, e.g. 10.0.1.0/24")
-        return value
+        return _routable(net, value, info)
 
     @field_validator("subnet6")
     @classmethod
-    def _v6(cls, value: str) -> str:
+    def _v6(cls, value: str, info: ValidationInfo) -> str:
         net = ipaddress.ip_network(value, strict=True)
         if net.version != 6 or net.prefixlen != 64:
             raise ValueError("must be an IPv6 /64, e.g. fd00:0:0:1::/64")
+        return _routable(net, value, info)
+
+
+def _routable(net: ipaddress.IPv4Network | ipaddress.IPv6Network, value: str, info: ValidationInfo) -> str:
+    """A switch's subnet is routed between namespaces: not one the kernel keeps to a host or a
+    link (loopback, link-local: a run would fail its reachability check, exit 5) nor one for
+    groups or nothing (multicast, reserved, unspecified). (A stored run's spec ran as it is.)"""
+    if stored(info):
         return value
+    for special in SPECIAL_SUBNETS[net.version]:
+        if net.overlaps(special):
+            raise ValueError(f"{value} overlaps {special} ({SPECIAL_SUBNETS[net.version][special]}): not a range "
+                             "the testbed can route between namespaces; take a private one (10.0.0.0/8, fd00::/8)")
+    return value
+
+
+SPECIAL_SUBNETS = {
+    4: {ipaddress.ip_network("0.0.0.0/8"): "this network", ipaddress.ip_network("127.0.0.0/8"): "loopback",
+        ipaddress.ip_network("169.254.0.0/16"): "link-local", ipaddress.ip_network("224.0.0.0/4"): "multicast",
+        ipaddress.ip_network("240.0.0.0/4"): "reserved"},
+    6: {ipaddress.ip_network("::/127"): "loopback and unspecified", ipaddress.ip_network("fe80::/10"): "link-local",
+        ipaddress.ip_network("ff00::/8"): "multicast"},
+}
+# the most a link's delay or jitter may be: what linkem takes (crates/linkem/src/main.rs ms_to_ns)
+MAX_DELAY_MS = 3_600_000
 
 
 class LinkSpec(Strict):
@@ -65,11 +90,15 @@ class LinkSpec(Strict):
     rate_bps: int | None = Field(default=None, gt=0, description="HTB rate in bit/s; none = veth speed")
     queue_packets: int = Field(default=100, ge=1, le=100_000, description="FIFO limit under the shaper, packets")
     tbf_rate_bps: int | None = Field(
-        default=None, gt=0, description="a token bucket below rate_bps in place of the FIFO (the lab report's tbf)")
+        default=None, gt=0, le=MAX_RATE_BPS,
+        description="a token bucket below rate_bps in place of the FIFO (the lab report's tbf); at most 1e12")
     tbf_burst_bytes: int = Field(default=5120, ge=1500, description="tbf burst, bytes (the lab report: 5kb)")
-    tbf_latency_ms: float = Field(default=50.0, gt=0, description="tbf latency, ms (the lab report: 50ms)")
-    delay_ms: float = Field(default=0.0, ge=0, description="one-way delay added by netem or linkem, ms")
-    jitter_ms: float = Field(default=0.0, ge=0, description="delay jitter, ms")
+    tbf_latency_ms: float = Field(default=50.0, gt=0, le=MAX_DELAY_MS, description="tbf latency, ms (the lab "
+                                  "report: 50ms)")
+    delay_ms: float = Field(default=0.0, ge=0, le=MAX_DELAY_MS, description="one-way delay added by netem or linkem, "
+                            "ms (at most 3,600,000: an hour)")
+    jitter_ms: float = Field(default=0.0, ge=0, le=MAX_DELAY_MS, description="delay jitter, ms: each delay drawn "
+                             "from delay_ms ± jitter_ms, so at most delay_ms")
     loss: float = Field(default=0.0, ge=0, lt=1, description="random loss probability, 0..1")
     # which way delay/jitter/loss act: egress = packets leaving the node over this link,
     # ingress = packets arriving over it (docs/linkem.md "In the testbed")
@@ -77,9 +106,13 @@ class LinkSpec(Strict):
         default="both", description="which way delay/jitter/loss act, seen from the node")
 
     @model_validator(mode="after")
-    def _tbf_needs_rate(self) -> "LinkSpec":
+    def _consistent(self, info: ValidationInfo) -> "LinkSpec":
         if self.tbf_rate_bps is not None and self.rate_bps is None:
             raise ValueError("tbf_rate_bps needs rate_bps (the token bucket sits under the link's shaper)")
+        if self.jitter_ms > self.delay_ms and not stored(info):
+            # netem and linkem cut the delays drawn below 0 to 0: the link's delay would no longer average delay_ms
+            raise ValueError(f"jitter_ms {self.jitter_ms:g} exceeds delay_ms {self.delay_ms:g}: each delay is drawn "
+                             "from delay_ms ± jitter_ms and cannot go below 0")
         return self
 
 
@@ -110,7 +143,8 @@ class TopologySpec(Strict):
     nodes: list[NodeSpec] = Field(min_length=2)
     # Links at or above this rate are left at veth speed: a 1 Gbit/s shaper does not fit on
     # 2 cores (~0.8 Gbit/s at 65-96 % CPU), and veth is faster than 1 Gbit/s anyway.
-    unshaped_at_or_above_bps: int = 1_000_000_000
+    # (so a link's rate_bps, however high, reaches tc only below MAX_RATE_BPS)
+    unshaped_at_or_above_bps: int = Field(default=1_000_000_000, gt=0, le=MAX_RATE_BPS)
     # who realises delay_ms/jitter_ms/loss: netem when the kernel has it (auto), or always
     # congestlab's NFQUEUE emulator linkem
     link_emulator: Literal["auto", "linkem", "netem"] = "auto"

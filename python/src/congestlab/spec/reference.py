@@ -181,7 +181,8 @@ COMMON_MEANINGS = {
     "quick": "what `--quick` runs",
     "switches": "Ethernet segments (Linux bridges)",
     "nodes": "hosts and routers, each a network namespace",
-    "unshaped_at_or_above_bps": "links at or above this rate stay at veth speed (a shaper that fast does not fit 2 cores)",
+    "unshaped_at_or_above_bps": ("links at or above this rate stay at veth speed (a shaper that fast "
+                                 "does not fit 2 cores); at most 1e12"),
     "link_emulator": "who realises delay/jitter/loss: netem if the kernel has it (auto), else congestlab's linkem",
     "kind": "what this is (see the allowed values)",
     "links": "attachments to switches (hosts: exactly one)",

@@ -43,6 +43,10 @@ from congestlab.spec.validation_context import VALUES_CHECKED
 from congestlab.spec.request_timeouts import ChosenTimeout
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
+# A point's id names its directories (points/<id>/, results/series/<id>/) and files
+# (plots/panels/<id>-<server>-<family>-r<N>.png): a file name's 255 bytes (NAME_MAX) less the
+# longest of those suffixes (a 16-character server, "-v4", "-r1000", ".png") and some room
+POINT_ID_MAX_BYTES = 200
 
 
 class SweepError(ValueError):
@@ -108,6 +112,11 @@ def expand(study: StudySpec, quick: bool = False) -> list[Point]:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise SweepError("axes", f"two points get the id {dupes[0]!r}; make the axis labels distinct")
+    for point in points:  # (ids are ASCII: characters are bytes)
+        if len(point.id) > POINT_ID_MAX_BYTES:
+            raise SweepError(f"experiments.{point.experiment}.axes", f"a point's id is {len(point.id)} characters "
+                             f"({point.id[:40]}…), more than {POINT_ID_MAX_BYTES}: it names the point's directories; "
+                             "give the axes shorter labels")
     _assign_units(points, together=study.order != "sequential")
     experiment_passes(points)  # one number per experiment (raises otherwise)
     return points

@@ -101,6 +101,12 @@ def check_references(study: "StudySpec") -> None:
                 server(named.name, what, named.file_kib)
             else:
                 host(named.name, what)
+        for end in w.crossings():
+            node = servers[end.other].node if end.server else end.other
+            if end.client == node:
+                other = f"the node of server {end.other!r}" if end.server else "the node at its other end too"
+                raise ValueError(f"workloads.{w.name}.{end.field}: {end.client!r} is {other}: its traffic would "
+                                 "never cross the network; give it another host")
         w.check_study(study)
 
     levels = [lv.name for lv in study.levels]

@@ -10,12 +10,12 @@ GET, ...) is a method of its model, so no caller tests `kind`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from congestlab.spec.validation_context import stored
+from congestlab.spec.workload_ends import Crossing, Named
 from congestlab.spec.request_timeouts import FROM_PUBLISHED, ChosenTimeout, choose, has_published_delay
 
 if TYPE_CHECKING:
@@ -23,16 +23,10 @@ if TYPE_CHECKING:
 
 Family = Literal["v4", "v6"]
 MGEN_CLASSES = ("tcp4", "tcp6", "udp4", "udp6")
-
-
-@dataclass(frozen=True)
-class Named:
-    """A host or server a workload names; spec/validate.py checks it exists and fits."""
-
-    field: str  # where the workload names it, e.g. "requests[0].client"
-    name: str
-    server: bool = False  # a server's name, else a host's
-    file_kib: int | None = None  # a file the server must serve
+# the fastest rate a spec may ask for, of a link or a workload: above any veth here (tc's 64-bit
+# rates go further)
+MAX_RATE_BPS = 10**12
+MAX_FETCHES_PER_S = 1_000_000
 
 
 class _Strict(BaseModel):
@@ -54,6 +48,10 @@ class _Workload(_Strict):
 
     def named(self) -> list[Named]:
         """The hosts and servers it names, in the order spec/validate.py checks them."""
+        return []
+
+    def crossings(self) -> list[Crossing]:
+        """The ends its traffic goes between (each pair on two nodes)."""
         return []
 
     def check_study(self, study: "StudySpec") -> None:
@@ -114,6 +112,9 @@ class MgenWorkload(_Workload):
     def named(self) -> list[Named]:
         return [n for pair in self.pairs for n in (Named("pairs source", pair.source), Named("pairs sink", pair.sink))]
 
+    def crossings(self) -> list[Crossing]:
+        return [Crossing(f"pairs[{i}].sink", pair.sink, pair.source) for i, pair in enumerate(self.pairs)]
+
     def reversed_classes(self) -> frozenset[str]:
         """Classes sent from the pair's sink to its source: `reverse`, plus UDP with udp_from = sink."""
         return frozenset(self.reverse) | (frozenset({"udp4", "udp6"}) if self.udp_from == "sink" else frozenset())
@@ -132,8 +133,9 @@ class HttpLoadWorkload(_Workload):
     server: str = Field(description="server fetched from")
     family: Family = "v4"
     file_kib: int = Field(default=320, ge=1)
-    rate_mbps: float | None = Field(default=None, ge=0, description="offered body rate, Mbit/s (0 = off)")
-    fetches_per_s: float | None = Field(default=None, gt=0, description="or: fetches per second")
+    rate_mbps: float | None = Field(default=None, ge=0, le=MAX_RATE_BPS / 1e6,
+                                    description="offered body rate, Mbit/s (0 = off)")
+    fetches_per_s: float | None = Field(default=None, gt=0, le=MAX_FETCHES_PER_S, description="or: fetches per second")
     keepalive: bool = Field(default=False, description="false: a new connection per fetch")
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per fetch")
     # dualbench load --max-connections (crates/dualbench/src/load.rs): without a cap an open
@@ -160,6 +162,9 @@ class HttpLoadWorkload(_Workload):
 
     def named(self) -> list[Named]:
         return [Named("client", self.client), Named("server", self.server, server=True, file_kib=self.file_kib)]
+
+    def crossings(self) -> list[Crossing]:
+        return [Crossing("client", self.client, self.server, server=True)]
 
     def servers_asked(self) -> list[str]:
         """No server while the load is off (rate_mbps = 0)."""
@@ -237,6 +242,10 @@ class GetWorkload(_Workload):
                 for n in (Named(f"requests[{i}].client", req.client),
                           Named(f"requests[{i}].server", req.server, server=True, file_kib=req.file_kib))]
 
+    def crossings(self) -> list[Crossing]:
+        return [Crossing(f"requests[{i}].client", req.client, req.server, server=True)
+                for i, req in enumerate(self.requests)]
+
     def check_study(self, study: "StudySpec") -> None:
         where = f"workloads.{self.name}"
         # the study's [set] applies to every point, so a `timeout = "fixed"` there wins
@@ -270,7 +279,7 @@ class IperfWorkload(_Workload):
     duration_s: float = Field(default=10.0, gt=0, le=3600)
     tcp_sessions: int = Field(default=1, ge=0, le=64)
     udp_sessions: int = Field(default=0, ge=0, le=64)
-    udp_rate_bps: float = Field(default=1_000_000, gt=0)
+    udp_rate_bps: float = Field(default=1_000_000, gt=0, le=MAX_RATE_BPS)
     flows: list[IperfFlow] = Field(default_factory=list, description="iperf3: one entry per flow (overrides sessions)")
     server_window_bytes: int | None = Field(default=None, ge=256)
     client_window_bytes: int | None = Field(default=None, ge=256)
@@ -303,6 +312,11 @@ class IperfWorkload(_Workload):
         return [Named("client", self.client), Named("server", self.server),
                 *(Named(f"flows[{i}].client", f.client) for i, f in enumerate(self.flows) if f.client is not None)]
 
+    def crossings(self) -> list[Crossing]:
+        return [Crossing("client", self.client, self.server),
+                *(Crossing(f"flows[{i}].client", f.client, self.server) for i, f in enumerate(self.flows)
+                  if f.client is not None)]
+
     def flow_list(self) -> list[IperfFlow]:
         """iperf3: the flows as declared, or tcp_sessions TCP then udp_sessions UDP flows."""
         if self.flows:
@@ -331,6 +345,9 @@ class AnmaWorkload(_Workload):
 
     def named(self) -> list[Named]:
         return [Named("client", self.client), Named("server", self.server, server=True, file_kib=self.file_kib)]
+
+    def crossings(self) -> list[Crossing]:
+        return [Crossing("client", self.client, self.server, server=True)]
 
     def servers_asked(self) -> list[str]:
         return [self.server]
@@ -361,6 +378,9 @@ class PingWorkload(_Workload):
 
     def named(self) -> list[Named]:
         return [Named("client", self.client), Named("server", self.server)]
+
+    def crossings(self) -> list[Crossing]:
+        return [Crossing("client", self.client, self.server)]
 
 
 Workload = Annotated[MgenWorkload | HttpLoadWorkload | GetWorkload | IperfWorkload | AnmaWorkload | PingWorkload,

@@ -4,7 +4,6 @@ took and where that went, and a link to its own report."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from congestlab.report.data import RunData
 from congestlab.report.engine import VERDICT_ORDER, verdict_class
 from congestlab.report.render import render_template
 from congestlab.report.time_table import time_table
-from congestlab.rundir import completed_repetitions, planned_repetitions, read_manifest
+from congestlab.rundir import completed_repetitions, planned_repetitions, read_json_file, read_manifest
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.sensitivity.distance import distance
 from congestlab.sensitivity.report import published_cells
@@ -39,10 +38,7 @@ def read_state(parent: Path) -> dict:
     path = Path(parent) / STATE
     if not path.is_file():
         raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
-    try:
-        return json.loads(path.read_text())
-    except ValueError as err:
-        raise RunDirError(f"{path}: not valid JSON ({err})") from None
+    return read_json_file(path)
 
 
 def _progress(run_dir: Path) -> tuple[str | None, dict | None]:

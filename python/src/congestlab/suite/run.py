@@ -19,6 +19,7 @@ from rich.console import Console
 from congestlab.errors import RunDirError, SpecError
 from congestlab.report import build_report
 from congestlab.report.terminal import print_report
+from congestlab.rundir import new_out_dir, read_json_file
 from congestlab.spec.sweep import expand
 from congestlab.study import Child, passes_line, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
@@ -46,33 +47,36 @@ def open_parent(suite: SuiteSpec, members: list[SuiteMember], quick: bool, out: 
     if resume is not None:
         if out is not None:
             raise RunDirError("--resume continues its own directory; drop --out")
-        parent = resume.absolute()
-        path = parent / STATE
-        if not path.is_file():
-            raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
-        try:
-            stored = json.loads(path.read_text())
-        except ValueError as err:
-            raise RunDirError(f"{path}: not valid JSON ({err})") from None
-        mine = {k: fresh[k] for k in ("suite", "quick")} | {"studies": [s["key"] for s in fresh["studies"]]}
-        theirs = {k: stored.get(k) for k in ("suite", "quick")} | {
-            "studies": [s.get("key") for s in stored.get("studies") or []]}
-        if mine != theirs:
-            raise RunDirError(f"{parent}: holds suite {theirs['suite']!r} ({', '.join(map(str, theirs['studies']))}"
-                              f"{', --quick' if theirs['quick'] else ''}); resume it with the same suite, "
-                              "--seed-fit and --quick")
-        return parent
+        return resumable_parent(suite, members, quick, resume)
     if out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        parent = Path("runs") / f"suite-{suite.name}-{stamp}-{new_prefix()}"
-    else:
-        parent = Path(out)
-    parent = parent.absolute()
-    if parent.exists() and any(parent.iterdir()):
-        raise RunDirError(f"{parent}: exists and is not empty; choose a new --out, or --resume a suite run")
-    parent.mkdir(parents=True, exist_ok=True)
+        parent = (Path("runs") / f"suite-{suite.name}-{stamp}-{new_prefix()}").absolute()
+        parent.mkdir(parents=True)
+    else:  # new or empty, no link, its folder there (rundir/out_paths.py)
+        parent = new_out_dir(out)
     state = fresh | {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
     write_parent_state(parent / STATE, state)
+    return parent
+
+
+def resumable_parent(suite: SuiteSpec, members: list[SuiteMember], quick: bool, resume: Path) -> Path:
+    """`resume` absolute, when it holds this suite with the same studies and --quick (what
+    --dry-run checks of --resume too; RunDirError, exit 7, otherwise)."""
+    fresh = suite_state(suite, members, quick)
+    parent = resume.absolute()
+    path = parent / STATE
+    if not path.exists():
+        raise RunDirError(f"{parent}: holds no {STATE} (not a suite run)")
+    stored = read_json_file(path)
+    if not isinstance(stored, dict):
+        raise RunDirError(f"{path}: a JSON {type(stored).__name__}, not a suite's state")
+    mine = {k: fresh[k] for k in ("suite", "quick")} | {"studies": [s["key"] for s in fresh["studies"]]}
+    theirs = {k: stored.get(k) for k in ("suite", "quick")} | {
+        "studies": [s.get("key") if isinstance(s, dict) else s for s in stored.get("studies") or []]}
+    if mine != theirs:
+        raise RunDirError(f"{parent}: holds suite {theirs['suite']!r} ({', '.join(map(str, theirs['studies']))}"
+                          f"{', --quick' if theirs['quick'] else ''}); resume it with the same suite, "
+                          "--seed-fit and --quick")
     return parent
 
 

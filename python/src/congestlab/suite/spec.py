@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from congestlab.errors import SpecError
+from congestlab.input_files import InputFileError, load_toml, read_text
 from congestlab.spec import load_preset, load_spec, preset_names
 from congestlab.spec.models import StudySpec
 
@@ -73,16 +74,22 @@ def load_suite(name: str | None = None, path: Path | None = None) -> tuple[Suite
             raise SpecError(f"suite {name!r}", f"unknown suite; known: {', '.join(suite_names()) or 'none'}")
         return parse_suite(resource.read_text(), f"suite {name}"), None
     assert path is not None
-    if not path.is_file():
+    if not path.exists():
         raise SpecError(str(path), "no such suite file")
-    return parse_suite(path.read_text(), str(path)), path.parent.absolute()
+    try:
+        text = read_text(path)  # a regular file: a FIFO or a device is refused, not read
+    except InputFileError as err:
+        raise SpecError(str(path), str(err)) from None
+    return parse_suite(text, str(path)), path.parent.absolute()
 
 
 def parse_suite(text: str, origin: str) -> SuiteSpec:
     try:
-        data = tomllib.loads(text)
+        data = load_toml(text)
     except tomllib.TOMLDecodeError as err:
         raise SpecError(origin, f"not valid TOML: {err}") from None
+    except InputFileError as err:
+        raise SpecError(origin, str(err)) from None
     if set(data) != {"suite"} or not isinstance(data["suite"], dict):
         raise SpecError(origin, "a suite file holds exactly one [suite] table (name, studies, seed_fit)")
     try:
