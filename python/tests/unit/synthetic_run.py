@@ -101,6 +101,7 @@ def small_lean_run(tmp_path: Path) -> Path:
     data = json.loads((run / "manifest.json").read_text())
     data["servers"] = {"www": [{"instance": "i1", "kind": "lean", "port": 80, "log_dir": "logs/servers/www-i1"}]}
     data["spec"]["report"] = SMALL_REPORT
+    data["spec"]["published"] = [{"family": family, "delay": 80.0} for family in ("v4", "v6")]  # for `distance`
     (run / "manifest.json").write_text(json.dumps(data))
     start = {"event": "start", "t_us": 0, "unix_us": int(T0 * 1e6), "rto_alpha": 0.125, "rto_beta": 0.25,
              "rto_k": 4.0, "rto_g_us": 250, "rto_initial_ms": 1000, "rto_min_ms": 200, "rto_max_ms": 60000,
