@@ -95,4 +95,5 @@ def test_column_types():
     assert value_problem("maybe", COLUMN_TYPES["ok"]) == "not True or False"
     assert value_problem("done", COLUMN_TYPES["outcome"]) == "not one of complete, timed_out, invalid"
     assert value_problem("1795450560.5", COLUMN_TYPES["start_ts"]) == ""
-    assert value_problem("12", COLUMN_TYPES["start_ts"]) == "below 9.46685e+08 (a time in epoch s (2000-2100))"
+    assert value_problem("-12", COLUMN_TYPES["start_ts"]) == "below 0 (a time in epoch s (before 2100))"
+    assert value_problem("5e9", COLUMN_TYPES["start_ts"]) == "beyond 4.10244e+09 (a time in epoch s (before 2100))"

@@ -3,9 +3,10 @@
 A column a record fills with its own measurement or outcome (`delay_ms`, `outcome`,
 `client_port`, ...) would overwrite the axis's label in every row: no axis may be named like
 one. A column that echoes a setting the record ran with (`server`, `family`, `file_kib`, ...:
-results.py DESCRIPTIVE_COLUMNS) may be an axis's name only when the axis sets that same field
-(e.g. `server` setting `workloads.get.requests.0.server`): then the record's value is the
-axis's value, and the analysis flags a record where it is not (analysis/record_checks.py).
+results.py DESCRIPTIVE_COLUMNS) may be an axis's name only when the axis sets a field of that
+name (e.g. `server` setting `workloads.get.requests.0.server`; paired fields beside it may set
+others): then the record's value is the axis's value where the field is the record's, and the
+analysis flags a record where it is not (analysis/record_checks.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from congestlab.results import DESCRIPTIVE_COLUMNS, measured_columns
+from congestlab.spec.fieldpath import FieldPathError, get_field
 
 if TYPE_CHECKING:
     from congestlab.spec.models import AxisSpec, StudySpec
@@ -40,13 +42,14 @@ def axis_paths(axis: "AxisSpec", study: "StudySpec") -> list[str]:
 
 
 def axis_sets_its_column(axis: "AxisSpec", study: "StudySpec") -> bool:
-    paths = axis_paths(axis, study)
-    return bool(paths) and all(sets_column(p, axis.name) for p in paths)
+    """Whether the axis sets a field named like itself (with others beside it: paired fields)."""
+    return any(sets_column(p, axis.name) for p in axis_paths(axis, study))
 
 
 def check_axis_names(study: "StudySpec") -> None:
     """ValueError listing every axis named like a measured column, and every one named like a
-    descriptive column that sets another field."""
+    descriptive column that sets no such field (one whose fields do not all exist is left to
+    the sweep, which names the one missing: spec/sweep.py)."""
     measured = set(measured_columns())
     overwritten, elsewhere = [], []
     for exp in study.experiments:
@@ -54,7 +57,8 @@ def check_axis_names(study: "StudySpec") -> None:
             where = f"experiments.{exp.name}.axes.{axis.name}"
             if axis.name in measured:
                 overwritten.append(where)
-            elif axis.name in DESCRIPTIVE_COLUMNS and not axis_sets_its_column(axis, study):
+            elif (axis.name in DESCRIPTIVE_COLUMNS and not axis_sets_its_column(axis, study)
+                  and _all_exist(axis_paths(axis, study), study)):
                 elsewhere.append(f"{where} (sets {', '.join(axis_paths(axis, study)) or 'nothing'})")
     problems = []
     if overwritten:
@@ -65,3 +69,13 @@ def check_axis_names(study: "StudySpec") -> None:
                         "with, so the axis must set that field (or be renamed)")
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def _all_exist(paths: list[str], study: "StudySpec") -> bool:
+    data = study.model_dump(mode="json")
+    try:
+        for path in paths:
+            get_field(data, path)
+    except FieldPathError:
+        return False
+    return True
