@@ -176,8 +176,11 @@ def replay_run(run: StoredRun, weights: list[str] | None = None, samplings: list
         raise RunDirError(f"{run.path}: no lean server in this run (the RTO replay reads leanweb's log)")
     out = ReplayResult({"rto_bins": [], "rto_threshold": [], "rto_samples": []}, 0, 0.0, 0.0, [])
     logs: dict[Path, LeanLog | LeanLogError] = {}
+    absent = {(a.point, a.repetition) for a in run.missing()}  # no data: not measured, not replayed
     for rep in run.repetitions():
         point = rep.point
+        if (point.id, rep.number) in absent:
+            continue
         try:
             info = rep.info
         except RunDirError as err:
