@@ -21,6 +21,16 @@ COMMON_COLUMNS = ["point_id", "experiment", "repetition", "round", "block", "run
 # overwritten by them in results/request.csv, so spec validation refuses such axes
 DESIGN_COLUMNS = ["family_pair", "family_position", "family_order", "previous_closed", "previous_wait_ms"]
 
+# columns a record fills with a setting it ran with (a GET's server, file and family, a flow's
+# congestion control, the replay's weight): an axis may bear such a name only when it sets that
+# same field (spec/axis_columns.py). Every other column of a kind is the record's own
+# measurement or outcome, which no axis may be named like (it would overwrite the axis).
+DESCRIPTIVE_COLUMNS = frozenset({
+    "server", "client", "family", "file_kib", "timeout_s", "client_kind", "workload", "cls", "reversed",
+    "requested_bps", "configured_mbps", "configured_fetches_per_s", "version", "protocol", "session", "cc",
+    "requests", "source", "weight", "sampling", "live_settings", "threshold_s", "reading",
+})
+
 KIND_COLUMNS: dict[str, list[str]] = {
     # the measured GETs, from the capture at the server's port (analysis/)
     "request": [
@@ -117,13 +127,22 @@ def write_results(run_dir: Path, kind: str, axes: list[str], rows: list[dict]) -
 
 def read_results(run_dir: Path, kind: str) -> list[dict]:
     """Rows of one kind (strings, as CSV keeps them); [] when the run has none of that kind."""
+    return [row for _, row in numbered_results(run_dir, kind)[1]]
+
+
+def numbered_results(run_dir: Path, kind: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """The header and (line number, row) of one kind's table; ([], []) when the run has none.
+    A row with fewer fields than the header has None for the missing ones, one with more keeps
+    the rest under the key None (csv.DictReader)."""
     path = result_path(run_dir, kind)
     if not path.exists():
-        return []
+        return [], []
     try:
         with open(path, newline="") as fh:
-            return list(csv.DictReader(fh))
-    except (OSError, csv.Error) as err:
+            reader = csv.DictReader(fh)
+            rows = [(reader.line_num, row) for row in reader]
+            return list(reader.fieldnames or []), rows
+    except (OSError, csv.Error, UnicodeDecodeError) as err:
         raise RunDirError(f"{path}: unreadable ({err})") from None
 
 
@@ -133,3 +152,8 @@ def _cell(value):
     if isinstance(value, float):
         return round(value, 6)
     return value
+
+
+def measured_columns() -> list[str]:
+    """Every kind's columns that the record fills with its own measurement or outcome."""
+    return sorted({c for cs in KIND_COLUMNS.values() for c in cs} - DESCRIPTIVE_COLUMNS - set(DESIGN_COLUMNS))

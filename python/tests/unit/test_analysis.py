@@ -192,7 +192,8 @@ def test_lean_log_checks_index_each_log_once_for_all_its_repetitions(tmp_path, m
     by_server = {server: [(f"p #{rep}", [seen(40000 + offset + rep, 100.0 + 10 * rep)], logs[server],
                            (99.0 + 10 * rep, 109.0 + 10 * rep)) for rep in range(1, 4)]
                  for server, offset in (("lean", 0), ("leanmodern", 1000))}
-    checks = server_views.lean_log_checks(by_server)
+    checks, log_problems = server_views.lean_log_checks(by_server)
     assert [(c.name, c.ok, c.value) for c in checks] == [("retransmissions_pcap_vs_log_lean", True, "3/3"),
                                                         ("retransmissions_pcap_vs_log_leanmodern", True, "3/3")]
+    assert log_problems == []
     assert built == [3, 3]  # one index per log, not one per repetition

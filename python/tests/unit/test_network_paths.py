@@ -1,5 +1,6 @@
 """The topology query (spec/network.py): shortest paths between two nodes as link crossings,
-which way each crossing goes, how a link is shaped and the bottleneck of a path."""
+which way each crossing goes, how a link is shaped, the bottleneck of a path and the least round
+trip its delays allow."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 
 from congestlab.spec import TopologySpec, load_preset
 from congestlab.spec.loader import parse_spec
-from congestlab.spec.network import (HTB_BURST_BYTES, Bottleneck, link_bottleneck, path_bottleneck, shaped_rate_bps,
-                                     shortest_paths)
+from congestlab.spec.network import (HTB_BURST_BYTES, Bottleneck, link_bottleneck, path_bottleneck,
+                                     round_trip_floor_ms, shaped_rate_bps, shortest_paths)
 
 
 def _diamond(ra: dict, rb: dict) -> TopologySpec:
@@ -126,3 +127,21 @@ def test_an_unknown_node_is_named():
         shortest_paths(topology, "client", "nonexistent")
     with pytest.raises(KeyError, match="nowhere"):
         path_bottleneck(topology, "nowhere", "server")
+
+
+def test_round_trip_floor_counts_each_delay_the_way_it_acts():
+    """Both ways over the path, each link's least delay (delay - jitter) where it impairs that
+    way; the server's own arrivals left out (linkem holds them after the capture); over two
+    shortest paths, the one with the least."""
+    topology = _diamond({"delay_ms": 10.0, "jitter_ms": 2.0}, {"delay_ms": 20.0, "impair_direction": "egress"})
+    # ra's link to s1: 8 ms each way; rb's: 20 ms on its egress only
+    assert round_trip_floor_ms(topology, "client", "server") == 16.0
+    topology = _diamond({"delay_ms": 10.0}, {"delay_ms": 10.0})
+    assert round_trip_floor_ms(topology, "client", "server") == 20.0
+    server_side = TopologySpec.model_validate({
+        "switches": [{"name": "s0", "subnet4": "10.0.0.0/24", "subnet6": "fd00::/64"}],
+        "nodes": [{"name": "client", "links": [{"switch": "s0", "delay_ms": 5.0}]},
+                  {"name": "server", "links": [{"switch": "s0", "delay_ms": 7.0}]}]})
+    # the client's link both ways (10 ms), the server's on its data's way out only (7 ms)
+    assert round_trip_floor_ms(server_side, "client", "server") == 17.0
+    assert round_trip_floor_ms(load_preset("ipv6").topology, "client", "server") == 0.0

@@ -15,7 +15,7 @@ from congestlab.report.data import RunData
 from congestlab.report.request_series import load_get
 from congestlab.report.panels import cells, figure, pick
 from series_fixtures import panels_run
-from test_bad_input_property import call_cli
+from cli_call import call_cli
 
 DATA = Path(__file__).parent / "data"
 # apache v4: five repetitions, the median is r4 (40 ms), the slowest r2 (90 ms, a loss)
@@ -120,7 +120,7 @@ def test_report_panels_for_every_cell_and_testbed_columns(tmp_path):
 
 def test_a_panel_drawn_before_is_shown_until_the_series_change(tmp_path):
     run = panels_run(tmp_path / "run", {("apache", "v4"): [50.0, 60.0]})
-    code, err = call_cli("plot", str(run), "main.server-apache.level-C1B")
+    code, _, err = call_cli("plot", str(run), "main.server-apache.level-C1B")
     assert code == 0, err
     png = run / "plots" / "panels" / "main.server-apache.level-C1B-apache-v4.png"
     drawn = png.stat().st_mtime_ns
@@ -138,10 +138,10 @@ def test_a_panel_drawn_before_is_shown_until_the_series_change(tmp_path):
 def test_plot_command_outcomes(run, tmp_path):
     point = "main.server-apache.level-C1B"
     out = tmp_path / "one.svg"
-    code, err = call_cli("plot", str(run), point, "--rep", "2", "--family", "v4", "--out", str(out))
+    code, _, err = call_cli("plot", str(run), point, "--rep", "2", "--family", "v4", "--out", str(out))
     assert code == 0, err
     assert out.read_text().startswith("<?xml") and "retransmitted (1)" in out.read_text()
-    code, err = call_cli("plot", str(run), point, "--rep", "3", "--out", str(tmp_path / "both.png"))
+    code, _, err = call_cli("plot", str(run), point, "--rep", "3", "--out", str(tmp_path / "both.png"))
     assert code == 0 and (tmp_path / "both.png").read_bytes()[:4] == b"\x89PNG"
     cases = [
         (["plot", str(run), "main.server-nginx.level-C1B"], 2, "is not a point of"),
@@ -152,7 +152,7 @@ def test_plot_command_outcomes(run, tmp_path):
         (["plot", str(tmp_path / "nowhere"), point], 7, "no such directory"),
     ]
     for argv, want, text in cases:
-        code, err = call_cli(*argv)
+        code, _, err = call_cli(*argv)
         assert code == want and text in err, (argv, code, err)
         assert len(err.strip().splitlines()) == 1 and err.startswith("congestlab: "), err
 
@@ -162,7 +162,7 @@ def test_plot_without_series_is_its_own_exit_code(tmp_path):
     series = run / "results" / "series"
     for f in series.rglob("apache-v4-*.csv"):
         f.unlink()
-    code, err = call_cli("plot", str(run), "main.server-apache.level-C1B")
+    code, _, err = call_cli("plot", str(run), "main.server-apache.level-C1B")
     assert code == 11 and "no segment trace" in err and "congestlab analyze" in err, err
     assert len(err.strip().splitlines()) == 1
 

@@ -9,79 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from pcap_builder import ACK, FIN, MSS, PSH, SYN, Conversation
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.request_outcome import client_outcome, cross_check
+from congestlab.analysis.request_outcome import PathLimits, client_outcome, cross_check
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import measure_pcap
-from congestlab.rundir import FORMAT_VERSION, RAW_KIND
 from congestlab.spec.network import HTB_BURST_BYTES, Bottleneck
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
-from record_fixtures import get_record, get_row, tiny_stored_spec
+from record_fixtures import get_record
+from pcap_builder import FIN, Frame
+from synthetic_run import RATE_BPS, T0, manifest, paced_get, sound_run, write_rep
 
 DATA = Path(__file__).parent / "data"
-RATE_BPS = 20_000_000
-T0 = 1_700_000_000.0
-
-
-def paced_get(family: str, t0: float, client_port: int, segments: int = 100, rtt_s: float = 0.02,
-              rate_bps: float = RATE_BPS) -> tuple[Conversation, dict]:
-    """A GET as the server's capture sees it on a shaped link: handshake, the request, four
-    segments at line speed (the shaper's burst), then one segment per frame time at
-    `rate_bps` with the client's ACK one RTT later for every second one, then the FIN.
-    Returns the conversation and the raw record curl would have written."""
-    conv = Conversation(family, client_port=client_port)
-    mss, get_len = MSS[family], 120
-    conv.segment(t0, True, 0, 0, SYN, 0)
-    conv.segment(t0 + 0.00005, False, 0, 1, SYN | ACK, 0)
-    t_get = t0 + rtt_s
-    conv.segment(t_get - 0.00001, True, 1, 1, ACK, 0)
-    conv.segment(t_get, True, 1, 1, ACK | PSH, get_len)
-    frame_s = (mss + 100) * 8 / rate_bps
-    sent = []
-    for i in range(segments):
-        ts = t_get + 0.0001 + (i * 0.00002 if i < 4 else i * frame_s)
-        sent.append(ts)
-        conv.segment(ts, False, 1 + i * mss, 1 + get_len, ACK, mss)
-    for i in range(1, segments, 2):  # the burst passes the shaper at line speed
-        conv.segment(sent[i] + (frame_s if i >= 4 else 0) + rtt_s, True, 1 + get_len, 1 + (i + 1) * mss, ACK, 0)
-    t_last = sent[-1] + frame_s + rtt_s
-    conv.segment(t_last + 0.001, True, 1 + get_len, 1 + segments * mss, FIN | ACK, 0)
-    conv.segment(t_last + 0.0012, False, 1 + segments * mss, 2 + get_len, FIN | ACK, 0)
-    conv.segment(t_last + 0.0013, True, 2 + get_len, 2 + segments * mss, ACK, 0)
-    body = segments * mss - 300  # the rest is the response's header
-    raw = get_row(family=family, file_kib=body // 1024, start_ts=t0 - 0.0005, end_ts=t_last + 0.002,
-                  client_port=client_port, local_port=client_port, size_download=body, time_total_s=t_last - t0)
-    return conv, raw
-
-
-def _manifest(reps: int) -> dict:
-    return {"points": [{"id": "p1", "experiment": "e", "axes": {}, "settings": {}}], "axes": [], "servers": {},
-            "spec": tiny_stored_spec(), "format_version": FORMAT_VERSION, "status": "complete"}
-
-
-def _rep(run: Path, rep: int, convs: list[Conversation], raws: list[dict]) -> Path:
-    rep_dir = run / "points" / "p1" / f"r{rep}"
-    (rep_dir / "pcap").mkdir(parents=True)
-    frames = [f for c in convs for f in c.frames]
-    from pcap_builder import write_frames
-
-    write_frames(rep_dir / "pcap" / "www.pcap", frames, snaplen=128)
-    (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in raws))
-    (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
-    return rep_dir
-
-
-def _sound_run(tmp_path: Path, reps: int = 2, rtt_s: float = 0.02) -> Path:
-    run = tmp_path / "run"
-    for rep in range(1, reps + 1):
-        t0 = T0 + 10 * rep
-        v4, raw4 = paced_get("v4", t0, 40000 + rep, rtt_s=rtt_s)
-        v6, raw6 = paced_get("v6", t0 + 2, 41000 + rep, rtt_s=rtt_s)
-        _rep(run, rep, [v4, v6], [raw4, raw6])
-    (run / "manifest.json").write_text(json.dumps(_manifest(reps)))
-    return run
 
 
 def _cut_inside_a_record(pcap: Path, frames_kept: int) -> None:
@@ -94,7 +33,7 @@ def _cut_inside_a_record(pcap: Path, frames_kept: int) -> None:
 
 
 def test_sound_synthetic_run_is_complete(tmp_path):
-    run = _sound_run(tmp_path)
+    run = sound_run(tmp_path)
     # what an analysis killed mid-way left behind (analysis/run_analysis.py, _scratch_dir)
     (run / "results" / "congestlab-trace-killed").mkdir(parents=True)
     (run / "results" / "congestlab-trace-killed" / "www.trace.csv").write_text("conn\n")
@@ -111,7 +50,7 @@ def test_a_capture_cut_inside_a_record_makes_its_rows_invalid(tmp_path):
     """The issue's case: a v6 row read as ok with a delay of a fraction of a ms and hundreds
     of Mbit/s on a 20 Mbit/s link, curl's own time beside it. The capture's rows are invalid
     naming the file; the intact repetition is analysed; `analyze` exits 6."""
-    run = _sound_run(tmp_path, rtt_s=0.0002)
+    run = sound_run(tmp_path, rtt_s=0.0002)
     pcap = run / "points" / "p1" / "r1" / "pcap" / "www.pcap"
     # keep the v4 GET, the v6 handshake, its request and the line-speed burst with its ACKs
     kept = (4 + 100 + 50 + 3) + 4 + 4 + 2
@@ -123,7 +62,8 @@ def test_a_capture_cut_inside_a_record_makes_its_rows_invalid(tmp_path):
     assert v6.metrics.delay_ms < 1 and v6.metrics.nrt_throughput_mbps > 5 * RATE_BPS / 1e6
     raw6 = get_record(**json.loads((pcap.parent.parent / "records.jsonl").read_text().splitlines()[1])["row"])
     # the cross-checks alone refuse it too, without knowing the file was cut
-    assert cross_check(raw6, v6.server_data_unacked_bytes, v6.metrics, Bottleneck(RATE_BPS, HTB_BURST_BYTES))
+    assert cross_check(raw6, v6.server_data_unacked_bytes, v6.metrics,
+                       PathLimits(Bottleneck(RATE_BPS, HTB_BURST_BYTES)))
 
     result = analyze_run(run, json.loads((run / "manifest.json").read_text()))
     rows = {(r["repetition"], r["family"]): r for r in result.rows["request"]}
@@ -143,7 +83,7 @@ def test_a_capture_cut_inside_a_record_makes_its_rows_invalid(tmp_path):
 
 
 def test_one_garbage_pcap_leaves_the_rest_analysed(tmp_path):
-    run = _sound_run(tmp_path, reps=3)
+    run = sound_run(tmp_path, reps=3)
     (run / "points" / "p1" / "r2" / "pcap" / "www.pcap").write_bytes(b"definitely not a capture file" * 10)
     result = analyze_run(run, json.loads((run / "manifest.json").read_text()))
     by_rep = {}
@@ -158,9 +98,90 @@ def test_one_garbage_pcap_leaves_the_rest_analysed(tmp_path):
 
 
 def test_a_sound_run_exits_0(tmp_path):
-    proc = _cli("analyze", str(_sound_run(tmp_path)))
+    proc = _cli("analyze", str(sound_run(tmp_path)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 problems" in proc.stdout
+
+
+FAST_BPS = 100_000_000
+
+
+def _damaged_run(tmp_path: Path, damage) -> tuple[dict, dict]:
+    """The issue's GET (320 KiB at 100 Mbit/s, a delay of about 27 ms) in one repetition, its
+    capture damaged by `damage(frames)`; (its row, the sound one)."""
+    run = tmp_path / "run"
+    conv, raw = paced_get("v4", T0, 40001, segments=230, rtt_s=0.0003, rate_bps=FAST_BPS)
+    write_rep(run, 1, conv.frames, [raw])
+    write_rep(run, 2, damage(list(conv.frames)), [raw | {"client_port": 40001}])
+    (run / "manifest.json").write_text(json.dumps(manifest(2, rate_bps=FAST_BPS)))
+    rows = analyze_run(run, json.loads((run / "manifest.json").read_text())).rows["request"]
+    return rows[1], rows[0]
+
+
+def test_a_last_ack_shifted_by_30_ms_is_invalid(tmp_path):
+    """The issue's case: a delay of 57 ms where the true one is 27 ms and curl measured 27.6:
+    the old slack (50 ms + 10 %) took it; curl's own time against the GET's SYN to last ACK
+    does not."""
+    def shifted(frames):
+        fin = next(i for i, f in enumerate(frames) if f.from_client and f.data[47] & FIN)
+        last_ack = max(i for i, f in enumerate(frames[:fin]) if f.from_client)
+        return frames[:last_ack] + [Frame(f.ts + 0.030, f.data, f.from_client, f.payload_len)
+                                    for f in frames[last_ack:]]
+
+    bad, sound = _damaged_run(tmp_path, shifted)
+    assert sound["outcome"] == COMPLETE and 20 < sound["delay_ms"] < 35, sound
+    assert bad["outcome"] == INVALID and bad.get("delay_ms") is None
+    assert "disagrees with curl's own" in bad["error"] and "SYN to last ACK" in bad["error"], bad["error"]
+
+
+def test_a_time_axis_squeezed_to_0_9_is_beyond_the_link(tmp_path):
+    """The issue's case: every timestamp squeezed x0.9 reads as 115 Mbit/s on a 100 Mbit/s link;
+    curl's time still agrees within its bound, the link's rate does not."""
+    def squeezed(frames):
+        t0 = frames[0].ts
+        return [Frame(t0 + (f.ts - t0) * 0.9, f.data, f.from_client, f.payload_len) for f in frames]
+
+    bad, sound = _damaged_run(tmp_path, squeezed)
+    assert sound["outcome"] == COMPLETE and sound["nrt_throughput_mbps"] < 100, sound
+    assert bad["outcome"] == INVALID, bad
+    assert "beyond the 100 Mbit/s link" in bad["error"], bad["error"]
+
+
+def test_a_capture_cut_at_a_packet_boundary_is_invalid(tmp_path):
+    """The file ends after a whole frame, so it reads as a shorter capture; tcpdump's own count
+    in rep.json says more were written."""
+    run = sound_run(tmp_path)
+    pcap = run / "points" / "p1" / "r1" / "pcap" / "www.pcap"
+    frames = sum(1 for _ in _records(pcap))
+    _keep_records(pcap, frames - 30)  # the v6 GET's last ACKs and its FIN are gone
+    result = analyze_run(run, json.loads((run / "manifest.json").read_text()))
+    rows = {(r["repetition"], r["family"]): r for r in result.rows["request"]}
+    for family in ("v4", "v6"):
+        assert rows[(1, family)]["outcome"] == INVALID
+        assert f"{frames - 30} frames read, tcpdump wrote {frames}" in rows[(1, family)]["error"]
+        assert rows[(2, family)]["outcome"] == COMPLETE
+    assert result.summary["captures_unusable"] == [rows[(1, "v4")]["error"]]
+    info = run / "points" / "p1" / "r2" / "rep.json"
+    data = json.loads(info.read_text())
+    data["captures"]["www"]["tcpdump"]["packets_dropped_by_kernel"] = 3
+    info.write_text(json.dumps(data))
+    result = analyze_run(run, json.loads((run / "manifest.json").read_text()))
+    assert result.summary["request_outcomes"] == {"complete": 0, "timed_out": 0, "invalid": 4}
+    assert "tcpdump's kernel dropped 3 packets" in result.summary["captures_unusable"][1]
+
+
+def _records(pcap: Path):
+    data = pcap.read_bytes()
+    at = 24
+    while at < len(data):
+        size = int.from_bytes(data[at + 8:at + 12], "little")
+        yield at, 16 + size
+        at += 16 + size
+
+
+def _keep_records(pcap: Path, count: int) -> None:
+    at, size = list(_records(pcap))[count - 1]
+    pcap.write_bytes(pcap.read_bytes()[:at + size])
 
 
 def _metrics(**kw) -> ConnectionMetrics:
@@ -171,7 +192,7 @@ def _metrics(**kw) -> ConnectionMetrics:
 
 
 RAW = {"ok": True, "size_download": 110_000, "time_total_s": 0.109, "client_kind": "curl"}  # get_record's fields
-NECK = Bottleneck(20e6, HTB_BURST_BYTES)
+NECK = PathLimits(Bottleneck(20e6, HTB_BURST_BYTES))
 
 
 @pytest.mark.parametrize("raw, conn_unacked, metrics, why", [
@@ -224,8 +245,9 @@ def test_sound_rows_of_real_runs_never_trip_the_checks():
     for r in rows:
         raw = get_record(ok=True, time_total_s=r["time_total_s"], size_download=r["size_download"],
                          client_kind=r["client_kind"])
-        m = _metrics(delay_ms=r["delay_ms"], syn_to_last_ack_ms=r["syn_to_last_ack_ms"], bytes_nrt=r["bytes_nrt"],
+        m = _metrics(family=r["family"], delay_ms=r["delay_ms"], syn_to_last_ack_ms=r["syn_to_last_ack_ms"],
+                     bytes_nrt=r["bytes_nrt"],
                      payload_bytes=r["payload_bytes"],
                      nrt_throughput_mbps=r["bytes_nrt"] * 8 / r["delay_ms"] / 1e3)
         neck = Bottleneck(r["rate_bps"], r["burst_bytes"]) if r["rate_bps"] else None
-        assert cross_check(raw, r["server_data_unacked_bytes"], m, neck) == "", r
+        assert cross_check(raw, r["server_data_unacked_bytes"], m, PathLimits(neck)) == "", r

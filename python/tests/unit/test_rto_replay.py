@@ -22,6 +22,7 @@ from congestlab.analysis.rto_replay import (BIN_COLUMNS, Sample, avoid_pct, repl
 from congestlab.analysis.rto_streams import ConnStream, pcap_streams, read_lean_log
 from congestlab.errors import LeanLogError, RunDirError
 from congestlab.rundir import FORMAT_VERSION
+from congestlab.stored import StoredRun
 from record_fixtures import tiny_stored_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -278,9 +279,8 @@ def _run_dir(tmp_path: Path, lean: bool = True) -> Path:
 
 
 def test_replay_run_rows_both_sources_and_overrides(tmp_path):
-    run = _run_dir(tmp_path)
-    manifest = json.loads((run / "manifest.json").read_text())
-    result = replay_run(run, manifest)
+    run = StoredRun(_run_dir(tmp_path))
+    result = replay_run(run)
     bins = {r["source"]: r for r in result.rows["rto_bins"]}
     assert set(bins) == {"log", "pcap"} and result.samples_replayed == 6
     for row in bins.values():
@@ -292,7 +292,7 @@ def test_replay_run_rows_both_sources_and_overrides(tmp_path):
     logged = [r["logged_rto_us"] for r in result.rows["rto_samples"] if r["source"] == "log"]
     assert logged == [1_000_000] * 3
     assert len(result.rows["rto_threshold"]) == 2 * 4 * 2  # sources x thresholds x readings
-    wider = replay_run(run, manifest, ["W1", "W9"], ["all", "one", "some"], (500,))
+    wider = replay_run(run, ["W1", "W9"], ["all", "one", "some"], (500,))
     assert len(wider.rows["rto_bins"]) == 2 * 3 * 2
     assert sum(r["live_settings"] for r in wider.rows["rto_bins"]) == 2
     assert {r["sample"] for r in wider.rows["rto_samples"]} == {1, 2, 3}  # only the live settings
@@ -320,7 +320,7 @@ def test_cli_prints_tables_writes_csvs_and_refuses_bad_input(tmp_path):
     no_lean = _cli("rto-replay", str(_run_dir(tmp_path / "apache", lean=False)))
     assert no_lean.returncode == 7 and "no lean server" in no_lean.stderr
     with pytest.raises(RunDirError):
-        replay_run(_run_dir(tmp_path / "again", lean=False), {"servers": {}, "points": [], "axes": []})
+        replay_run(StoredRun(_run_dir(tmp_path / "again", lean=False)))
 
 
 def test_analyze_adds_replay_rows_and_the_log_check_and_survives_a_corrupt_log(tmp_path):
@@ -356,3 +356,24 @@ def test_analyze_replays_only_for_a_report_that_reads_the_replay(tmp_path):
     assert "congestlab rto-replay RUN" in result.summary["rto_replay_skipped"]
     (check,) = [c for c in result.checks if c.name == "retransmissions_pcap_vs_log_lean"]
     assert check.ok  # the lean log is still checked against the capture
+
+
+def test_a_log_cut_short_replays_what_it_holds_and_says_how_much(tmp_path):
+    """The issue's case: a half-written leanweb log replayed 21 of 42 connections, exit 0. The
+    replay says how many connections the captures opened and how many the logs hold; `analyze`
+    names the log's missing connections; both exit 6 after writing their rows."""
+    run = _run_dir(tmp_path)
+    _write_log(run / "logs" / "servers" / "lean-i1" / "leanweb.jsonl", _log_lines()[:1])  # the start event only
+    result = replay_run(StoredRun(run))
+    assert (result.opened, result.from_log) == (1, 0)
+    assert result.coverage() == "1 connections opened in the captures, 0 of them in the leanweb logs (1 missing)"
+    (damaged,) = result.damaged
+    assert damaged.endswith("leanweb.jsonl: holds 0 of the 1 connections main.server-lean #1's capture saw open "
+                            "(not: v4 40000)"), damaged
+    assert {r["source"]: r["connections"] for r in result.rows["rto_bins"]} == {"log": 0, "pcap": 1}
+    done = _cli("rto-replay", str(run))
+    assert done.returncode == 6 and "from 1 connections opened in the captures, 0 of them" in done.stdout
+    assert done.stderr.strip() == "congestlab: replayed with problems: 1 (listed above)"
+    analysed = _cli("analyze", str(run))
+    assert analysed.returncode == 6 and "input problems" in analysed.stderr
+    assert "lean log check:" in analysed.stdout and "v4 port 40000: not in the log" in analysed.stdout

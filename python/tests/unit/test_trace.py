@@ -267,10 +267,10 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
             return 0.0
 
     reqs = [get_row(server="lean", file_kib=14, client_port=port, start_ts=start, end_ts=start + 0.3,
-                    time_total_s=client_s(port, start))
-            for port, start in [(40000, 1_700_000_000.0), (40010, 1_700_000_000.2), (40000, 1_700_000_000.5),
-                                (40020, 1_700_000_000.3)]]
-    reqs.append({**reqs[0], "ok": False, "error": "Operation timed out after 250 milliseconds"})
+                    time_total_s=client_s(port, start), request=i)
+            for i, (port, start) in enumerate([(40000, 1_700_000_000.0), (40010, 1_700_000_000.2),
+                                               (40000, 1_700_000_000.5), (40020, 1_700_000_000.3)])]
+    reqs.append({**reqs[0], "ok": False, "error": "Operation timed out after 250 milliseconds", "request": 4})
     (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
     manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
                 "spec": tiny_stored_spec(server="lean", files_kib=(14,)), "format_version": FORMAT_VERSION}
@@ -407,7 +407,7 @@ def test_temporary_files_only_when_needed_in_the_scratch_dir_and_removed(tmp_pat
 def test_series_file_per_connection_with_a_reused_port(tmp_path):
     """Two connections from one client port in a repetition: the second file gets its conn id;
     a GET row naming a connection already written writes nothing again."""
-    from congestlab.analysis.run_analysis import _write_series
+    from congestlab.analysis.repetition_analysis import _write_series
     conns = [PcapConnection(conn=i, family="v6", client="fd00::a", client_port=41000, server="fd00::b",
                             server_port=80, first_ts=0.0, last_ts=1.0, retransmissions=0, metrics=None)
              for i in (3, 7)]

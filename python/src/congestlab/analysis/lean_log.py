@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.errors import LeanLogError
 from congestlab.rundir.upgrade import logged_retransmission
-from congestlab.servers.lean_events import family, peer_port, read_events
+from congestlab.servers.lean_events import family, numbered_events, peer_port
 
 # A log connection is the capture's when it was open (from its opening to its last event, with
 # this margin either side) at the capture's first packet of it.
@@ -46,21 +47,34 @@ class LoggedConnection:
 
 
 def logged_connections(log_path: Path) -> list[LoggedConnection]:
-    """Every connection of the log, with the data segments the server retransmitted on it."""
+    """Every connection of the log, with the data segments the server retransmitted on it;
+    LeanLogError naming the line that is not an event or holds a wrong value (a last line cut
+    short is passed over: leanweb may have been writing it)."""
     conns: dict[int, LoggedConnection] = {}
-    for event in read_events(log_path):
-        kind = event["event"]
-        if kind == "open":
-            conns[event["conn"]] = LoggedConnection(family(event.get("family")), peer_port(event),
-                                                    event.get("unix_us", 0) / 1e6)
-        elif event.get("conn") not in conns:
-            continue
-        conn = conns[event["conn"]]
-        ts = event.get("unix_us", 0) / 1e6
-        conn.last_ts = max(conn.last_ts, ts)
-        if logged_retransmission(event):
-            conn.retransmission_ts.append(ts)
+    try:
+        for number, event in numbered_events(log_path, strict=True):
+            try:
+                _take(conns, event)
+            except (KeyError, TypeError, ValueError, IndexError) as err:
+                raise LeanLogError(f"{log_path}:{number}: {event.get('event')!r} event with a wrong value "
+                                   f"({err!r})") from None
+    except OSError as err:
+        raise LeanLogError(f"{log_path}: {err.strerror}") from None
     return list(conns.values())
+
+
+def _take(conns: dict[int, LoggedConnection], event: dict) -> None:
+    kind = event["event"]
+    if kind == "open":
+        conns[event["conn"]] = LoggedConnection(family(event.get("family")), peer_port(event),
+                                                event.get("unix_us", 0) / 1e6)
+    elif event.get("conn") not in conns:
+        return
+    conn = conns[event["conn"]]
+    ts = event.get("unix_us", 0) / 1e6
+    conn.last_ts = max(conn.last_ts, ts)
+    if logged_retransmission(event):
+        conn.retransmission_ts.append(ts)
 
 
 class LogIndex:
@@ -83,6 +97,7 @@ class Comparison:
     agreeing: int = 0  # capture connections whose retransmissions equal the log's in the span
     continued: int = 0  # open before the capture started: not compared
     disagreements: list[str] = field(default_factory=list)
+    not_in_log: list[str] = field(default_factory=list)  # capture connections the log does not hold
 
 
 def compare_with_pcap(pcap_conns: list, logged: list[LoggedConnection] | LogIndex, where: str,
@@ -100,6 +115,7 @@ def compare_with_pcap(pcap_conns: list, logged: list[LoggedConnection] | LogInde
         label = f"{where} {conn.family} port {conn.client_port}"
         if not match:
             result.disagreements.append(f"{label}: not in the leanweb log")
+            result.not_in_log.append(f"{label}: not in the log")
             continue
         logged_conn = match[-1]  # the latest to open: a port reused after an earlier one closed
         if capture_span_s is not None and logged_conn.opened_ts < capture_span_s[0] - SAME_CONNECTION_S:

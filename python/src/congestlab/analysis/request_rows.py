@@ -7,10 +7,9 @@ from __future__ import annotations
 import ipaddress
 
 from congestlab.analysis.metrics import ConnectionMetrics
-from congestlab.analysis.request_outcome import client_outcome, cross_check
+from congestlab.analysis.request_outcome import PathLimits, client_outcome, cross_check
 from congestlab.analysis.trace import PcapConnection
 from congestlab.rundir.records import GetRecord
-from congestlab.analysis.request_outcome import Bottleneck
 from congestlab.stats.outcomes import COMPLETE, INVALID
 
 # the record's fields a request row carries as they are (results.py KIND_COLUMNS["request"])
@@ -23,7 +22,7 @@ def request_base(record: GetRecord) -> dict:
 
 
 def request_outcome(record: GetRecord, capture_error: str | None, conns: list[PcapConnection],
-                    bottleneck: Bottleneck | None) -> tuple[str, str, PcapConnection | None]:
+                    path: PathLimits) -> tuple[str, str, PcapConnection | None]:
     """(outcome, why not complete, the measured connection) of one GET: the client's word
     first, then the capture's."""
     outcome, error = client_outcome(record)
@@ -34,7 +33,7 @@ def request_outcome(record: GetRecord, capture_error: str | None, conns: list[Pc
     conn, error = _measure(conns, record)
     if conn is None:
         return INVALID, error, None
-    error = cross_check(record, conn.server_data_unacked_bytes, conn.metrics, bottleneck)
+    error = cross_check(record, conn.server_data_unacked_bytes, conn.metrics, path)
     return (INVALID if error else COMPLETE), error, conn
 
 

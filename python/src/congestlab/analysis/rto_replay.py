@@ -11,15 +11,15 @@ the run directory.
 from __future__ import annotations
 
 import bisect
-import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.rto_estimator import SAMPLINGS, WEIGHTS, Estimator, RtoSettings, Sampler, weight_of
 from congestlab.analysis.rto_streams import ConnStream, LeanLog, pcap_streams, read_lean_log
-from congestlab.errors import RunDirError
-from congestlab.rundir import completed_repetitions
+from congestlab.errors import LeanLogError, RunDirError, TraceError
+from congestlab.rundir import PCAP_DIR
+from congestlab.stored import StoredRun
 
 ONE_S_US = 1_000_000
 THRESHOLDS_MS = (250, 500, 750, 1000)
@@ -144,6 +144,14 @@ class ReplayResult:
     seconds: float  # wall clock
     cpu_s: float  # this process's CPU time (the machine is shared: wall time is noisy)
     problems: list[str]
+    # files that could not be replayed, and captured connections a log does not hold
+    damaged: list[str] = field(default_factory=list)
+    opened: int = 0  # connections the captures saw open (their SYN captured)
+    from_log: int = 0  # ... of those, the ones their server's log holds (replayed from the log too)
+
+    def coverage(self) -> str:
+        return (f"{self.opened} connections opened in the captures, {self.from_log} of them in the leanweb logs"
+                + (f" ({self.opened - self.from_log} missing)" if self.from_log < self.opened else ""))
 
 
 def lean_servers(manifest: dict) -> dict[str, dict[str, dict]]:
@@ -156,71 +164,115 @@ def lean_servers(manifest: dict) -> dict[str, dict[str, dict]]:
     return out
 
 
-def replay_run(run_dir: Path, manifest: dict, weights: list[str] | None = None, samplings: list[str] | None = None,
+def replay_run(run: StoredRun, weights: list[str] | None = None, samplings: list[str] | None = None,
                thresholds_ms: tuple[int, ...] = THRESHOLDS_MS) -> ReplayResult:
-    """Replays every repetition with a lean server; weights/samplings default to the live ones."""
+    """Replays every repetition with a lean server; weights/samplings default to the live ones.
+    A repetition whose rep.json or capture cannot be read, and one whose server's log cannot,
+    is left out and named in `damaged`; when no log of the run can be read, its LeanLogError
+    is raised."""
     started, cpu_started = time.monotonic(), time.process_time()
-    run_dir = Path(run_dir)
-    servers = lean_servers(manifest)
+    servers = lean_servers(run.manifest)
     if not servers:
-        raise RunDirError(f"{run_dir}: no lean server in this run (the RTO replay reads leanweb's log)")
-    points = {p["id"]: p for p in manifest["points"]}
-    axes = manifest["axes"]
-    rows: dict[str, list[dict]] = {"rto_bins": [], "rto_threshold": [], "rto_samples": []}
-    problems: list[str] = []
-    logs: dict[Path, LeanLog] = {}
-    replayed = 0
-    for point_id, rep, rep_dir in completed_repetitions(run_dir):
-        point = points.get(point_id)
-        if point is None:
-            raise RunDirError(f"{rep_dir}: point {point_id!r} is not in the manifest")
-        info = json.loads((rep_dir / "rep.json").read_text())
-        common = {"point_id": point_id, "experiment": point["experiment"], "repetition": rep} | {
-            axis: point["axes"].get(axis, "") for axis in axes}
+        raise RunDirError(f"{run.path}: no lean server in this run (the RTO replay reads leanweb's log)")
+    out = ReplayResult({"rto_bins": [], "rto_threshold": [], "rto_samples": []}, 0, 0.0, 0.0, [])
+    logs: dict[Path, LeanLog | LeanLogError] = {}
+    absent = {(a.point, a.repetition) for a in run.missing()}  # no data: not measured, not replayed
+    for rep in run.repetitions():
+        point = rep.point
+        if (point.id, rep.number) in absent:
+            continue
+        try:
+            info = rep.info
+        except RunDirError as err:
+            out.damaged.append(f"{rep.where}: {err}")
+            continue
+        common = {"point_id": point.id, "experiment": point.experiment, "repetition": rep.number} | {
+            axis: point.labels.get(axis, "") for axis in run.axes}
         for server, instances in servers.items():
             record = instances.get(info.get("servers", {}).get(server, ""))
-            pcap = rep_dir / "pcap" / f"{server}.pcap"
+            pcap = rep.dir / PCAP_DIR / f"{server}.pcap"
             if record is None or not pcap.exists():
                 continue
-            log_path = run_dir / record["log_dir"] / "leanweb.jsonl"
+            log_path = run.path / record["log_dir"] / "leanweb.jsonl"
             if log_path not in logs:
-                logs[log_path] = read_lean_log(log_path)
+                try:
+                    logs[log_path] = read_lean_log(log_path)
+                except LeanLogError as err:
+                    logs[log_path] = err
+                    out.damaged.append(str(err))
             log = logs[log_path]
-            go_back_n = log.settings.get("recovery") == "go-back-n"
-            from_pcap = pcap_streams(pcap, int(record["port"]), go_back_n)
-            by_source = {"log": _log_conns_of(log, from_pcap), "pcap": from_pcap}
-            live_weight = weight_of(float(log.settings["rto_alpha"]), float(log.settings["rto_beta"]))
-            live_sampling = log.settings["sampling"]
-            for sampling in samplings or [live_sampling]:
-                for weight in weights or [live_weight]:
-                    live = weight == live_weight and sampling == live_sampling
-                    settings = settings_of(log.settings, weight)
-                    for source, streams in by_source.items():
-                        if source == "log" and not log.has_tx and sampling != live_sampling:
-                            problems.append(f"{log_path}: no transmissions logged; the log replays only "
-                                            f"its live sampling {live_sampling!r}")
-                            continue
-                        per_conn = [(s, replay_stream(sample_stream(s, sampling), settings,
-                                                      s.logged_samples if source == "log" and live else None))
-                                    for s in streams]
-                        samples = [x for _, conn_samples in per_conn for x in conn_samples]
-                        replayed += len(samples)
-                        key = common | {"server": server, "source": source, "weight": weight or "custom",
-                                        "sampling": sampling}
-                        previous = {PREVIOUS + k: v for k, v in table6_bins(samples, "previous_sample").items()}
-                        rows["rto_bins"].append(key | {"live_settings": live, "connections": len(streams),
-                                                       "samples": len(samples)} | table6_bins(samples) | previous)
-                        for threshold in thresholds_ms:
-                            for reading in READINGS:
-                                rows["rto_threshold"].append(key | {
-                                    "live_settings": live, "threshold_s": threshold / 1000, "reading": reading,
-                                    "samples": len(samples), "avoid_pct": avoid_pct(samples, threshold * 1000, reading),
-                                    "avoid_previous_sample_pct": avoid_pct(samples, threshold * 1000, reading,
-                                                                           "previous_sample")})
-                        if live:
-                            rows["rto_samples"] += _sample_rows(key, per_conn)
-    return ReplayResult(rows, replayed, round(time.monotonic() - started, 3),
-                        round(time.process_time() - cpu_started, 3), sorted(set(problems)))
+            if isinstance(log, LeanLogError):
+                continue
+            try:
+                from_pcap = pcap_streams(pcap, int(record["port"]), log.settings.get("recovery") == "go-back-n")
+            except TraceError as err:
+                out.damaged.append(f"{pcap}: {err}")
+                continue
+            in_log = _log_conns_of(log, from_pcap)
+            _count(out, rep.where, log_path, from_pcap, in_log)
+            try:
+                _replay(out, common | {"server": server}, log, log_path, {"log": in_log, "pcap": from_pcap},
+                        weights, samplings, thresholds_ms)
+            except (KeyError, TypeError, ValueError) as err:  # the start event's settings
+                out.damaged.append(f"{log_path}: its start event lacks a valid setting ({err!r})")
+    errors = [log for log in logs.values() if isinstance(log, LeanLogError)]
+    if errors and len(errors) == len(logs):
+        raise errors[0]
+    out.seconds = round(time.monotonic() - started, 3)
+    out.cpu_s = round(time.process_time() - cpu_started, 3)
+    out.problems = sorted(set(out.problems))
+    return out
+
+
+def _count(out: ReplayResult, where: str, log_path: Path, from_pcap: list[ConnStream],
+           in_log: list[ConnStream]) -> None:
+    """The connections the capture saw open against those the log holds."""
+    opened = [s for s in from_pcap if s.opened_in_capture]
+    logged = {}
+    for c in in_log:
+        logged.setdefault(c.key, []).append(c.opened_unix_us)
+    missing = [s for s in opened if not any(abs(t - s.opened_unix_us) <= ONE_S_US for t in logged.get(s.key, ()))]
+    out.opened += len(opened)
+    out.from_log += len(opened) - len(missing)
+    if missing:
+        ports = ", ".join(f"{s.family} {s.client_port}" for s in missing[:5])
+        out.damaged.append(f"{log_path}: holds {len(opened) - len(missing)} of the {len(opened)} connections "
+                           f"{where}'s capture saw open (not: {ports}{', …' if len(missing) > 5 else ''})")
+
+
+def _replay(out: ReplayResult, key: dict, log: LeanLog, log_path: Path, by_source: dict[str, list[ConnStream]],
+            weights: list[str] | None, samplings: list[str] | None, thresholds_ms: tuple[int, ...]) -> None:
+    """One repetition and server replayed from both sources at every weight and sampling asked."""
+    rows = out.rows
+    live_weight = weight_of(float(log.settings["rto_alpha"]), float(log.settings["rto_beta"]))
+    live_sampling = log.settings["sampling"]
+    for sampling in samplings or [live_sampling]:
+        for weight in weights or [live_weight]:
+            live = weight == live_weight and sampling == live_sampling
+            settings = settings_of(log.settings, weight)
+            for source, streams in by_source.items():
+                if source == "log" and not log.has_tx and sampling != live_sampling:
+                    out.problems.append(f"{log_path}: no transmissions logged; the log replays only "
+                                        f"its live sampling {live_sampling!r}")
+                    continue
+                per_conn = [(s, replay_stream(sample_stream(s, sampling), settings,
+                                              s.logged_samples if source == "log" and live else None))
+                            for s in streams]
+                samples = [x for _, conn_samples in per_conn for x in conn_samples]
+                out.samples_replayed += len(samples)
+                row_key = key | {"source": source, "weight": weight or "custom", "sampling": sampling}
+                previous = {PREVIOUS + k: v for k, v in table6_bins(samples, "previous_sample").items()}
+                rows["rto_bins"].append(row_key | {"live_settings": live, "connections": len(streams),
+                                                   "samples": len(samples)} | table6_bins(samples) | previous)
+                for threshold in thresholds_ms:
+                    for reading in READINGS:
+                        rows["rto_threshold"].append(row_key | {
+                            "live_settings": live, "threshold_s": threshold / 1000, "reading": reading,
+                            "samples": len(samples), "avoid_pct": avoid_pct(samples, threshold * 1000, reading),
+                            "avoid_previous_sample_pct": avoid_pct(samples, threshold * 1000, reading,
+                                                                   "previous_sample")})
+                if live:
+                    rows["rto_samples"] += _sample_rows(row_key, per_conn)
 
 
 def _log_conns_of(log: LeanLog, from_pcap: list[ConnStream]) -> list[ConnStream]:

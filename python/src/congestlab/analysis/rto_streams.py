@@ -46,6 +46,7 @@ class ConnStream:
     # leanweb's RTO state per logged transmission: (start, rto_unfloored_us or None)
     logged_tx_rto: list[tuple[int, float | None]] = field(default_factory=list)
     unix_offset_us: int = 0  # add to a t_us of `events` for epoch µs
+    opened_in_capture: bool = False  # capture source: the client's SYN is its first segment
 
     @property
     def key(self) -> tuple[str, int]:
@@ -116,7 +117,8 @@ def pcap_streams(pcap: Path, server_port: int, go_back_n: bool) -> list[ConnStre
     streams = []
     for conn in group_connections(read_segments(pcap), server_port):
         first = conn.segments[0]
-        stream = ConnStream(conn.family, conn.client_port, round(first.ts * 1e6))
+        stream = ConnStream(conn.family, conn.client_port, round(first.ts * 1e6),
+                            opened_in_capture=first.syn and conn.from_client(first))
         unwrap_seq, unwrap_ack = _Unwrap(), _Unwrap()
         snd_max = snd_una = None
         for seg in conn.segments:

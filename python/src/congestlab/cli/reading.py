@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from congestlab.analysis.rto_replay import SAMPLINGS, WEIGHTS, format_tables, replay_run
+from congestlab.analysis.run_analysis import problem_counts
 from congestlab.errors import SpecError, TraceError
 from congestlab.report import build_report
 from congestlab.report.data import RunData
@@ -19,9 +20,9 @@ from congestlab.report.terminal import print_report
 from congestlab.results import write_results
 from congestlab.rundir import read_manifest, write_manifest
 from congestlab.runner.manifest import record_analysis
+from congestlab.stored import StoredRun
 from congestlab.sensitivity.distance import by_metric as per_metric
 from congestlab.sensitivity.distance import distance as run_distance
-from congestlab.stats.outcomes import INVALID
 
 
 def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None:
@@ -34,11 +35,11 @@ def analyze(run_dir: Path = typer.Argument(..., help="a run directory")) -> None
           f"{result.summary['analysis_s']} s")
     for problem in result.summary["problems"]:
         print(f"  {problem}")
-    invalid = result.summary.get("request_outcomes", {}).get(INVALID, 0)
-    unusable = result.summary.get("captures_unusable", [])
-    if invalid or unusable:  # results are written; the exit code says they hold problems
-        print(f"congestlab: problems found: {invalid} invalid requests, {len(unusable)} unusable captures",
-              file=sys.stderr)
+    counts = problem_counts(result.summary)
+    if any(counts.values()):  # results are written; the exit code says they hold problems
+        first, second, *rest = counts.items()
+        said = [f"{n} {what}" for what, n in (first, second)] + [f"{n} {what}" for what, n in rest if n]
+        print(f"congestlab: problems found: {', '.join(said)}", file=sys.stderr)
         raise typer.Exit(TraceError.exit_code)
 
 
@@ -59,15 +60,19 @@ def rto_replay(
         raise SpecError("--rto-min-ms", f"{rto_min_ms!r} is not a comma-separated list of milliseconds") from None
     if not thresholds or min(thresholds) <= 0:
         raise SpecError("--rto-min-ms", "give at least one minimum RTO > 0 ms")
-    manifest = read_manifest(run_dir)
-    result = replay_run(run_dir, manifest, weights or None, samplings or None, thresholds)
+    run = StoredRun(run_dir)
+    result = replay_run(run, weights or None, samplings or None, thresholds)
     print(format_tables(result.rows))
     for kind, rows in result.rows.items():
-        write_results(run_dir, kind, manifest["axes"], rows)
-    print(f"replayed {result.samples_replayed} samples in {result.seconds} s ({result.cpu_s} s CPU); wrote "
+        write_results(run.path, kind, run.axes, rows)
+    print(f"replayed {result.samples_replayed} samples in {result.seconds} s ({result.cpu_s} s CPU) from "
+          f"{result.coverage()}; wrote "
           + ", ".join(f"results/{kind}.csv ({len(rows)} rows)" for kind, rows in result.rows.items()))
-    for problem in result.problems:
+    for problem in result.problems + result.damaged:
         print(f"  {problem}")
+    if result.damaged:  # the rows are written; the exit code says they lack what could not be read
+        print(f"congestlab: replayed with problems: {len(result.damaged)} (listed above)", file=sys.stderr)
+        raise typer.Exit(TraceError.exit_code)
 
 
 def _names(text: str, known, option: str) -> list[str]:

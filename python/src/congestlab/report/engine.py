@@ -16,6 +16,7 @@ from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
+from congestlab.report.coverage import coverage
 from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.report.figures import Figure, Source, render_plot
@@ -67,6 +68,9 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
     except ValueError as err:
         raise SpecError("report", str(err)) from None
     warnings: list[str] = list(data.manifest["fidelity"]["warnings"])
+    measured = coverage(data)
+    if measured.warning():
+        warnings.append(measured.warning())
     sections: dict[str, Section] = {}
     reps = RepInfo(run_dir)
     cell_panels = panel_context(data, run_dir, reps, draw=panels)
@@ -86,6 +90,8 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
         plots += [figure.png, figure.svg]
     findings = evaluate_claims(data)
     context = page_context(data, list(sections.values()), findings, warnings, run_dir)
+    context["run"] |= {"planned": measured.planned, "measured": measured.measured}
+    context["not_measured"], context["unplanned"] = measured.not_measured, measured.unplanned
     context["time_table"] = time_table(data.manifest, time.monotonic() - started)
     context["panels"] = [{k: v for k, v in p.items() if k != "rows"} for p in cell_panels]
     context["panels_drawn"] = sum(p["png_href"] is not None for p in cell_panels)

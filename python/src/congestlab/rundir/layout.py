@@ -3,6 +3,7 @@ spells its file and folder names."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ RESULTS_DIR = "results"
 REP_INFO = "rep.json"  # written last: a repetition with it is complete
 RECORDS = "records.jsonl"
 PCAP_DIR = "pcap"
+REP_NAME = re.compile(r"r[1-9][0-9]{0,8}")  # a repetition's directory: r1, r2, ...
 
 
 def new_run_dir(base: Path, name: str, prefix: str) -> Path:
@@ -34,10 +36,16 @@ def rep_complete(run_dir: Path, point_id: str, rep: int) -> bool:
     return (rep_dir(run_dir, point_id, rep) / REP_INFO).is_file()
 
 
+def repetition_dirs(run_dir: Path) -> list[tuple[str, int, Path]]:
+    """(point id, repetition, directory) of every repetition directory (`r<N>`), complete or not."""
+    out = []
+    for folder in sorted(Path(run_dir).glob(f"{POINTS_DIR}/*/r*")):
+        if folder.is_dir() and REP_NAME.fullmatch(folder.name):
+            out.append((folder.parent.name, int(folder.name[1:]), folder))
+    return out
+
+
 def completed_repetitions(run_dir: Path) -> list[tuple[str, int, Path]]:
     """(point id, repetition, directory) of every repetition that wrote its rep.json."""
-    out = []
-    for info in sorted(Path(run_dir).glob(f"{POINTS_DIR}/*/r*/{REP_INFO}")):
-        folder = info.parent
-        out.append((folder.parent.name, int(folder.name[1:]), folder))
-    return out
+    return [(point, rep, folder) for point, rep, folder in repetition_dirs(run_dir)
+            if (folder / REP_INFO).is_file()]

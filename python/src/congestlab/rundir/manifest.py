@@ -60,11 +60,6 @@ class _PointShape(_Loose):
     unit: int = 0
 
 
-class _PlannedRunShape(_Loose):
-    point: str
-    repetition: int
-
-
 class _CheckShape(_Loose):
     name: str
     ok: bool | None  # None: not checked (fidelity.Check)
@@ -82,6 +77,24 @@ class _SpecShape(_Loose):
     report: dict = {}
 
 
+class _RunShape(_Loose):
+    point: str
+    repetition: int
+
+
+class _LookShape(_Loose):
+    round: int
+    next_points: list[str] = []
+
+
+class _SequentialShape(_Loose):
+    """`--until-decisive`'s state (decisive/procedure.py): what the plan became."""
+
+    points: list[str] = []
+    first_look: int = 0
+    looks: list[_LookShape] = []
+
+
 class _ManifestShape(_Loose):
     """The types of what the readers (analysis, report, distance, compare, resume) take from
     a manifest, so that a damaged one is one line naming the key, not a traceback later."""
@@ -93,7 +106,8 @@ class _ManifestShape(_Loose):
     spec: _SpecShape = _SpecShape()
     axes: list[str] = []
     points: list[_PointShape] = []
-    run_order: list[_PlannedRunShape] = []
+    run_order: list[_RunShape] = []
+    sequential: _SequentialShape | None = None
     runs_done: int = 0
     environment: dict = {}
     testbed: dict = {}
@@ -187,4 +201,21 @@ def git_revision() -> str:
 def planned_repetitions(manifest: dict) -> int:
     """The repetitions a run's points plan (its manifest's `points`)."""
     return sum(p.get("repetitions", 0) for p in manifest.get("points") or [])
+
+
+def planned_runs(manifest: dict) -> list[tuple[str, int]]:
+    """Every (point, repetition) the run planned, in its order: under `--until-decisive` the
+    rounds its looks asked for (decisive/procedure.py: every point's first `first_look`, then
+    each look's next points for the next round); else the manifest's `run_order`; for a run
+    from before it recorded one, every point's repetitions."""
+    sequential = manifest.get("sequential")
+    if isinstance(sequential, dict) and "looks" in sequential:
+        first = sequential.get("first_look") or 0
+        runs = [(point, rep) for rep in range(1, first + 1) for point in sequential.get("points") or []]
+        for look in sequential.get("looks") or []:
+            runs += [(point, look["round"] + 1) for point in look.get("next_points") or []]
+        return list(dict.fromkeys(runs))
+    if manifest.get("run_order"):
+        return list(dict.fromkeys((run["point"], run["repetition"]) for run in manifest["run_order"]))
+    return [(p["id"], rep) for p in manifest.get("points") or [] for rep in range(1, p.get("repetitions", 1) + 1)]
 

@@ -70,6 +70,31 @@ class PassThroughRecord(BaseModel):
 
 Record = GetRecord | PassThroughRecord
 
+# What makes a record one measurement within its repetition: two records of a repetition with
+# the same key are one measurement written twice, never two samples (analysis/record_checks.py)
+GET_KEY = ("workload", "request", "family")
+PASS_THROUGH_KEYS = {
+    "background": ("workload", "cls", "reversed"),
+    "load": ("workload", "client", "server", "family"),
+    "iperf": ("workload", "session", "client", "server", "protocol"),
+    "anma": ("workload", "family"),
+    "ping": ("workload", "client", "server", "family"),
+}
+
+
+def record_key(record: Record) -> tuple:
+    """The record's kind and the values of its kind's key."""
+    if isinstance(record, GetRecord):
+        return (RAW_KIND, *(getattr(record, name) for name in GET_KEY))
+    return (record.kind, *(record.row.get(name) for name in PASS_THROUGH_KEYS[record.kind]))
+
+
+def key_text(record: Record) -> str:
+    """The key as the problems name it, e.g. `get_raw workload=get request=0 family=v4`."""
+    kind, *values = record_key(record)
+    names = GET_KEY if isinstance(record, GetRecord) else PASS_THROUGH_KEYS[record.kind]
+    return " ".join([kind, *(f"{n}={v}" for n, v in zip(names, values))])
+
 
 class RecordError(ValueError):
     """A record that does not fit its kind's schema (the message names the field)."""

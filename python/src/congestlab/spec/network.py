@@ -1,6 +1,7 @@
 """Questions about a topology's network, answered in one place: the shortest paths between
 two nodes and the link attachments they cross (which way), whether and how a link is shaped,
-and the bottleneck of the way from one node to another.
+the bottleneck of the way from one node to another, and the least round trip its links' delays
+allow.
 
 A path crosses only routers: hosts do not forward. A link is a node's attachment to a switch;
 its rate shapes both directions of that attachment (spec/models.py LinkSpec), so a packet is
@@ -121,3 +122,32 @@ def path_bottleneck(topology: TopologySpec, a: str, b: str) -> Bottleneck | None
 
 def _strictness(neck: Bottleneck) -> tuple[float, int]:
     return (neck.rate_bps, neck.burst_bytes)
+
+
+def impair_delay_floor_ms(crossing: Crossing) -> float:
+    """The least delay the link's emulation gives a packet crossing it this way: `delay_ms`
+    less `jitter_ms` (netem and linkem draw from [delay - jitter, delay + jitter]), 0 when
+    the link does not impair that direction."""
+    link = crossing.link
+    if link.impair_direction not in ("both", crossing.direction):
+        return 0.0
+    return max(link.delay_ms - link.jitter_ms, 0.0)
+
+
+def round_trip_floor_ms(topology: TopologySpec, client: str, server: str) -> float:
+    """The least round trip the links' delays give a packet from `server` to `client` and the
+    answer back, as a capture at `server` sees it: over the shortest paths (the one with the
+    least), every crossing's least delay both ways, except the answer's arrival at `server`
+    (linkem holds a host's arriving packets after the capture saw them: docs/linkem.md).
+    0 when nothing on the way is delayed or there is no path. KeyError names an unknown node."""
+    floors = []
+    for path in shortest_paths(topology, client, server):
+        total = 0.0
+        for c in path:
+            back = Crossing(c.node, c.link_index, c.link, c.switch,
+                            "ingress" if c.direction == "egress" else "egress")
+            total += impair_delay_floor_ms(back)  # the server's data, on its way to the client
+            if not (c.node == server and c.direction == "ingress"):
+                total += impair_delay_floor_ms(c)  # the client's answer
+        floors.append(total)
+    return min(floors) if floors else 0.0

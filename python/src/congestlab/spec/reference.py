@@ -50,6 +50,11 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
   and they move together (paired), e.g.
   `{{ name = "cc", fields = ["servers.srv.cc", "servers.bt.cc"], values = [["cubic", "cubic"], ["compound", "compound"]] }}`.
   An axis may instead name `levels`: each `[[levels]]` entry is a named set of field values.
+  An axis's `name` is its column in the results, so it may not be a column the records fill
+  with their own measurement or outcome (`delay_ms`, `outcome`, `client_port`, ...), nor a
+  common or run-design column; a column that echoes a setting the record ran with (`server`,
+  `family`, `file_kib`, ...) only when the axis sets that field (docs/data-format.md,
+  "results/<kind>.csv").
 - **Field paths** are dotted: `servers.lean.knobs.weight`, `nodes.r1.links.s0.rate_bps`
   (links are named by their switch), `nodes.client.sysctls.net.ipv4.tcp_rmem` (the rest of
   the path is the key of a mapping: knobs, sysctls, mix), `workloads.get.requests.0.file_kib`

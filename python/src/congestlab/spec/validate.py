@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from congestlab.results import COMMON_COLUMNS, DESIGN_COLUMNS
 from congestlab.spec.addresses import check_subnets, host_ids
+from congestlab.spec.axis_columns import check_axis_names
 
 if TYPE_CHECKING:
     from congestlab.spec.models import StudySpec
@@ -52,7 +53,7 @@ def _item_name(item: Any, index: int) -> str:
     return str(index)
 
 
-def check_references(study: "StudySpec") -> None:
+def check_references(study: "StudySpec", check_axis_columns: bool = True) -> None:
     check_subnets(study.topology)
     host_ids(study.topology)
     nodes = {n.name: n for n in study.topology.nodes}
@@ -132,6 +133,8 @@ def check_references(study: "StudySpec") -> None:
                 if level not in levels:
                     raise ValueError(f"{where}.axes.{axis.name}: unknown level {level!r}; known: "
                                      f"{', '.join(levels) or 'none'}")
+    if check_axis_columns:
+        check_axis_names(study)
     quick = study.quick
     for name in quick.experiments or []:
         if name not in experiments:

@@ -14,15 +14,42 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from congestlab.errors import RunDirError
-from congestlab.results import read_results
+from congestlab.results import KIND_COLUMNS, numbered_results
 from congestlab.rundir import layout, upgrade
-from congestlab.rundir.manifest import checked_manifest, read_manifest
+from congestlab.rundir.manifest import checked_manifest, planned_runs, read_manifest
 from congestlab.rundir.records import RAW_KIND, Record, RecordError, get_record, pass_through
+from congestlab.rundir.rep_info import rep_info_problem
 from congestlab.spec.fieldpath import FieldPathError, apply, field_path
 from congestlab.spec.models import StudySpec
 from congestlab.spec.validation_context import STORED, VALUES_CHECKED
 from congestlab.spec.report import ReportSpec, load_report_spec
+from congestlab.stored.result_check import check_results
 from congestlab.stored.rows import ResultRow
+
+
+@dataclass(frozen=True)
+class Absence:
+    """A planned repetition without data, or one found that was not planned, and why."""
+
+    point: str
+    repetition: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.point} #{self.repetition}: {self.why}"
+
+
+def _no_records(folder: Path, point: "StoredPoint | None") -> str:
+    """Why a completed repetition has no data: records.jsonl missing, or without one record
+    while its point ran workloads ("" when it has records, or its point none)."""
+    path = folder / layout.RECORDS
+    try:
+        text = path.read_bytes()
+    except OSError:
+        return f"no {layout.RECORDS}"
+    if point is not None and point.workloads and not text.strip():
+        return f"{layout.RECORDS} holds no record"
+    return ""
 
 
 class StoredRun:
@@ -82,25 +109,62 @@ class StoredRun:
         manifest's run_order recorded it."""
         return {(r["point"], r["repetition"]): r for r in self.manifest["run_order"]}
 
+    @cached_property
+    def planned_runs(self) -> list[tuple[str, int]]:
+        """Every (point id, repetition) the run planned (rundir/manifest.py planned_runs)."""
+        return planned_runs(self.manifest)
+
     def repetitions(self) -> list[StoredRepetition]:
-        """Every repetition that wrote its rep.json, in the order of their directories."""
+        """Every planned repetition that wrote its rep.json, in the order of their directories
+        (one found that was not planned is in `unplanned()`, not here)."""
+        planned = set(self.planned_runs)
+        return [StoredRepetition(self._points[point_id], rep, folder)
+                for point_id, rep, folder in layout.completed_repetitions(self.path)
+                if (point_id, rep) in planned and point_id in self._points]
+
+    def missing(self) -> list[Absence]:
+        """Every planned (point, repetition) without data in the directory, with why: no
+        directory, no rep.json (it did not complete), or no record in records.jsonl."""
+        found = {(point_id, rep): folder for point_id, rep, folder in layout.repetition_dirs(self.path)}
         out = []
-        for point_id, rep, folder in layout.completed_repetitions(self.path):
-            if point_id not in self._points:
-                raise RunDirError(f"{folder}: point {point_id!r} is not in the manifest")
-            out.append(StoredRepetition(self._points[point_id], rep, folder))
+        for point_id, rep in self.planned_runs:
+            folder = found.get((point_id, rep))
+            why = (f"no directory {layout.POINTS_DIR}/{point_id}/r{rep}" if folder is None
+                   else f"no {layout.REP_INFO}: it did not complete" if not (folder / layout.REP_INFO).is_file()
+                   else _no_records(folder, self._points.get(point_id)))
+            if why:
+                out.append(Absence(point_id, rep, why))
         return out
 
+    def unplanned(self) -> list[Absence]:
+        """Every repetition found complete (with rep.json) that the run did not plan: left out."""
+        planned = set(self.planned_runs)
+        return [Absence(point_id, rep, "not in the manifest's points" if point_id not in self._points
+                        else "not planned")
+                for point_id, rep, _ in layout.completed_repetitions(self.path) if (point_id, rep) not in planned]
+
     def results(self, kind: str) -> list[ResultRow]:
-        """Rows of one result table, each value in one spelling (stored/rows.py norm); [] when
-        the run has no such table."""
+        """Rows of one result table, each value in one spelling (stored/rows.py norm), checked
+        against the table's column types and keys and the plan (stored/result_check.py); []
+        when the run has no such table."""
         if kind not in self._results:
-            rows = [ResultRow.of(row) for row in read_results(self.path, kind)]
+            header, numbered = numbered_results(self.path, kind)
             if kind == "request" and self.version < upgrade.FORMAT_VERSION:
-                rows = [ResultRow.of(upgrade.request_row_view(row, self.version, self._row_timeout(row)))
-                        for row in rows]
-            self._results[kind] = rows
+                numbered = [(line, upgrade.request_row_view(row, self.version, self._row_timeout(row)))
+                            for line, row in numbered]
+            check_results(self, kind, header, numbered)
+            self._results[kind] = [ResultRow.of(row) for _, row in numbered]
         return self._results[kind]
+
+    def measured_runs(self) -> set[tuple[str, int]]:
+        """(point id, repetition) of every repetition with a row in the results (the tables a
+        repetition writes rows to; the RTO replay's samples and thresholds add none)."""
+        out = set()
+        for kind in KIND_COLUMNS:
+            if kind in ("rto_threshold", "rto_samples") or not self.has_results(kind):
+                continue
+            out |= {(row["point_id"], int(row.number("repetition"))) for row in self.results(kind)}
+        return out
 
     def has_results(self, kind: str) -> bool:
         return (self.path / layout.RESULTS_DIR / f"{kind}.csv").exists()
@@ -178,24 +242,31 @@ class StoredRepetition:
 
     @cached_property
     def info(self) -> dict:
-        """rep.json, as runs write it now (rundir/upgrade.py rep_info_view)."""
+        """rep.json, as runs write it now (rundir/upgrade.py rep_info_view), in the shape its
+        readers rely on (rundir/rep_info.py; RunDirError naming the key otherwise)."""
         path = self.dir / layout.REP_INFO
         try:
-            info = json.loads(path.read_text())
+            info = json.loads(path.read_bytes())
         except (OSError, ValueError) as err:
             raise RunDirError(f"{path}: unreadable ({err})") from None
-        if not isinstance(info, dict):
-            raise RunDirError(f"{path}: a JSON {type(info).__name__}, not an object")
+        problem = rep_info_problem(info)
+        if problem:
+            raise RunDirError(f"{path}: damaged: {problem}")
         return upgrade.rep_info_view(info)
 
     def records(self) -> list[Record]:
         """records.jsonl, each record checked against its kind's schema (rundir/records.py)."""
+        return [record for _, record in self.numbered_records()]
+
+    def numbered_records(self) -> list[tuple[int, Record]]:
+        """(line number, record) of records.jsonl; RunDirError naming the line of the first
+        that is not a record of its kind."""
         path = self.dir / layout.RECORDS
         try:
             lines = path.read_text().splitlines()
-        except OSError as err:
+        except (OSError, ValueError) as err:  # ValueError: bytes that are not UTF-8
             raise RunDirError(f"{path}: unreadable ({err})") from None
-        out: list[Record] = []
+        out: list[tuple[int, Record]] = []
         version = self.point.run.version
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -205,10 +276,10 @@ class StoredRepetition:
                 if not isinstance(entry, dict) or "kind" not in entry or "row" not in entry:
                     raise RecordError("not a {\"kind\", \"row\"} object")
                 if entry["kind"] == RAW_KIND:
-                    out.append(get_record(upgrade.get_record_view(entry["row"], version,
-                                                                  self.point.workload_timeout_s)))
+                    out.append((number, get_record(upgrade.get_record_view(entry["row"], version,
+                                                                           self.point.workload_timeout_s))))
                 else:
-                    out.append(pass_through(entry["kind"], entry["row"]))
+                    out.append((number, pass_through(entry["kind"], entry["row"])))
             except (ValueError, RecordError) as err:
                 raise RunDirError(f"{path}:{number}: {err}") from None
         return out
