@@ -18,7 +18,7 @@ from congestlab.stats.effect import Effect
 from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stats.samples import LEFT, Cell
-from congestlab.stats.sequential import SequentialDesign, nominal_levels, next_step, run_sequential, spent
+from congestlab.stats.sequential import SequentialDesign, next_step, run_sequential
 from congestlab.stats.summary import summarize
 
 C, T, X = COMPLETE, TIMED_OUT, INVALID
@@ -265,40 +265,6 @@ def test_best_changes_needs_a_significant_swap():
 
 
 # ---------------------------------------------------------------- sequential design and power
-
-def test_spending_boundaries_match_published_obrien_fleming_type():
-    # Lan–DeMets O'Brien–Fleming-type, one-sided 2.5 %, 5 equally spaced looks (Jennison & Turnbull)
-    z = [st.norm.isf(a) for a in nominal_levels((0.2, 0.4, 0.6, 0.8, 1.0), 0.025)]
-    assert z == pytest.approx([4.877, 3.357, 2.680, 2.290, 2.031], abs=1e-3)
-    assert spent(1.0, 0.025) == pytest.approx(0.025) and spent(0.5, 0.025) < 0.002
-    # a single look spends everything
-    assert nominal_levels((1.0,), 0.025) == pytest.approx((0.025,))
-
-
-def test_nominal_levels_by_convolution_equal_the_dense_integration(monkeypatch):
-    # the n x m matrix integration the convolution replaced (stats/sequential.py _transition):
-    # the same sum, so they agree to rounding; a skipped look (3, 5, 6) included
-    from congestlab.stats import sequential
-
-    designs = [(3 / 6, 4 / 6, 5 / 6, 1.0), (3 / 6, 5 / 6, 1.0), tuple(r / 22 for r in range(3, 23))]
-    fast = [nominal_levels(f, 0.025) for f in designs]
-
-    def dense(mass, grid, new, d):
-        return (mass[None, :] * st.norm.pdf((new[:, None] - grid[None, :]) / d) / d).sum(axis=1)
-
-    monkeypatch.setattr(sequential, "_transition", dense)
-    sequential.nominal_levels.cache_clear()
-    for f, levels in zip(designs, fast):
-        assert sequential.nominal_levels(f, 0.025) == pytest.approx(levels, rel=1e-9)
-    # each grid ends on its boundary, so the trapezoid rule is second order: a 10x finer grid
-    # moves no level by more than 5e-4 of itself (a grid cut below the boundary was off by up to 3 %)
-    monkeypatch.undo()
-    monkeypatch.setattr(sequential, "GRID_STEP", 0.001)
-    sequential.nominal_levels.cache_clear()
-    for f, levels in zip(designs, fast):
-        assert sequential.nominal_levels(f, 0.025) == pytest.approx(levels, rel=5e-4)
-    sequential.nominal_levels.cache_clear()
-
 
 def test_run_sequential_stops_at_the_first_decided_look():
     design = SequentialDesign(6, first_look=3)

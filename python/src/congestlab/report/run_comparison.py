@@ -7,10 +7,12 @@ censored at their timeout, invalid ones excluded and counted), and the effect of
 the first run is `stats.median_ratio.compare` on the two cells: log(median X / median first) from the censored
 log-normal model, shown as a relative difference with its 95 % CI. The runs' repetitions are not
 paired (repetition 1 of one run and of another ran at different times), so the cells are
-compared unblocked. Cells with values <= 0 have no ratio: Gehan's permutation test decides
-only whether they differ, without a CI. A difference lies beyond the spread when its two-sided
-p, Holm-adjusted over the cells compared between the two runs, is below 5 % (so its 95 % CI
-excludes 0); an effect the data cannot estimate (one repetition per side) is "–".
+compared unblocked. Where a GET timed out, Gehan's permutation test gives the p (stats/median_ratio.py)
+and the model only the effect and CI shown. Cells with values <= 0 have no ratio: Gehan's
+permutation test decides only whether they differ, without a CI. A difference lies beyond the
+spread when its two-sided p, Holm-adjusted over the cells compared between the two runs, is below
+5 % (without timed-out GETs its 95 % CI then excludes 0); an effect the data cannot estimate (one
+repetition per side) is "–".
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
     done = kind == 0
     if np.linalg.matrix_rank(X[done]) < X.shape[1] or int(done.sum()) <= X.shape[1]:
         return Effect(math.nan, math.inf, 0, blocks=len(order), sd_pair=math.nan,
-                      note=f"too few completed samples ({int(done.sum())}) for {X.shape[1]} coefficients"
-                           + (f": {DECIDES}" if test else ""), **counts, rank_test=test)
+                      note=f"too few completed samples ({int(done.sum())}) for {X.shape[1]} coefficients: "
+                           f"{DECIDES}", **counts, rank_test=test or _gehan(rows, use_blocks, right))
     f = tobit.fit(X, z, kind)
     if not f.converged:
         return Effect(float(f.beta[1]), math.inf, f.df, blocks=len(order), sd_pair=math.nan,

@@ -15,7 +15,7 @@ quantile of simulated paths; the look's level is P(T_(n_k - 1) > c_k).
 The designs every caller uses (first look after 3 rounds, a look after every round, up to
 TABLE_MAX_ROUNDS rounds, alpha 2.5 %) come from a table simulated once with many paths
 (t_levels.json, written by python/benchmarks/sequential_t_table.py); any other design is simulated
-when first asked (PATHS paths, a fixed seed: the same levels on every call).
+when first asked (PATHS paths, fewer beyond 40 looks, a fixed seed: the same levels on every call).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from scipy.stats import t as student_t
 from congestlab.errors import StatsInputError
 
 PATHS = 1_000_000   # a design off the table: its error is within about 0.01 % of alpha's
+MAX_CELLS = 40_000_000  # paths x looks held at once (float32: 160 MB); a design of many looks takes fewer paths
 SEED = 20261
 _CHUNK = 50_000
 
@@ -114,4 +115,4 @@ def levels(rounds: tuple[int, ...], max_rounds: int, alpha: float, targets: tupl
     if (alpha == stored["alpha"] and max_rounds in stored["levels"] and rounds[0] == first
             and list(rounds) == list(range(first, first + len(rounds))) and rounds[-1] <= max_rounds):
         return stored["levels"][max_rounds][:len(rounds)]
-    return simulated_levels(tuple(rounds), tuple(targets))
+    return simulated_levels(tuple(rounds), tuple(targets), min(PATHS, MAX_CELLS // len(rounds)))
