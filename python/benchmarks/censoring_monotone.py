@@ -35,8 +35,8 @@ WAYS = ("before", "fallback", "now")
 
 
 def p_ways(la: list[float], lb: np.ndarray, limit: float, blocks: list[int]) -> dict[str, float]:
-    a = Cell.of([math.exp(x) if x < limit else math.nan for x in la], [COMPLETE if x < limit else TIMED_OUT for x in la],
-                blocks, math.exp(limit))
+    a = Cell.of([math.exp(x) if x < limit else math.nan for x in la],
+                [COMPLETE if x < limit else TIMED_OUT for x in la], blocks, math.exp(limit))
     e = compare(a, Cell.of(np.exp(lb), blocks=range(len(lb))))
     model = float(st.t.sf(e.estimate / e.se, e.df)) if e.determined else None
     rank = e.rank_test(0.0)[0] if e.rank_test else 1.0

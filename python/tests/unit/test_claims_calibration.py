@@ -28,7 +28,7 @@ from congestlab.stats.outcomes import COMPLETE, TIMED_OUT
 from congestlab.stats.samples import Cell
 from report_fixtures import RunBuilder
 
-RUNS = 100
+RUNS = 60
 ROUNDS = 8
 SIGMA = 0.1
 TIMEOUT_S = 0.45

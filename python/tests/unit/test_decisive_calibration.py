@@ -173,7 +173,8 @@ def too_wrong(found: list[tuple[Scenario, dict]]) -> list[str]:
     bad = [f"{s.name}: {r['errors']}/{r['trials']}" for s, r in found
            if r["errors"] > allowed(r["trials"], len(found))]
     null = [(s, r) for s, r in found if not s.correct]
-    for what, group in (("without an effect", null), ("without censoring", [x for x in null if x[0].limit_log is None])):
+    uncensored = [x for x in null if x[0].limit_log is None]
+    for what, group in (("without an effect", null), ("without censoring", uncensored)):
         errors, trials = sum(r["errors"] for _, r in group), sum(r["trials"] for _, r in group)
         if errors > allowed(trials):
             bad.append(f"pooled {what}: {errors}/{trials} = {errors / trials:.2%} > {allowed(trials)}")
@@ -193,9 +194,9 @@ def test_decisive_calibration(calibration, capsys):
     null_errors, null_trials = sum(r["errors"] for r in null), sum(r["trials"] for r in null)
     promised = [(s, r) for s, r in calibration if s.correct]
     correct = sum(r["correct"] * r["claims"] for _, r in promised) / sum(r["claims"] for _, r in promised)
-    lines.append(f"\n{claims} simulated claims; wrong decided verdicts {wrong:.2%}; where the truth is on the boundary "
-                 f"{null_errors}/{null_trials} = {null_errors / null_trials:.2%} per side (allowed {allowed(null_trials)}); "
-                 f"correct where the power estimate promises 80 %: {correct:.1%}")
+    lines.append(f"\n{claims} simulated claims; wrong decided verdicts {wrong:.2%}; where the truth is on the "
+                 f"boundary {null_errors}/{null_trials} = {null_errors / null_trials:.2%} per side (allowed "
+                 f"{allowed(null_trials)}); correct where the power estimate promises 80 %: {correct:.1%}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     assert claims >= 1000
@@ -207,9 +208,10 @@ def test_decisive_calibration(calibration, capsys):
 
 
 def test_negative_controls_fail_the_decisive_calibration(capsys):
-    """The null scenarios run again with every look's level doubled, and at the full 2.5 % each
-    (no alpha spending): the check the design passes must catch both."""
-    null = [(seed, s) for seed, s in enumerate(scenarios(), start=2811) if not s.correct]
+    """The uncensored null scenarios (where the design spends all of alpha) run again with every
+    look's level doubled, and at the full 2.5 % each (no alpha spending): the check the design
+    passes must catch both."""
+    null = [(seed, s) for seed, s in enumerate(scenarios(), start=2811) if not s.correct and s.limit_log is None]
     for control in ("doubled", "no spending"):
         found = [(s, simulate(s, seed, control)) for seed, s in null]
         rate = sum(r["errors"] for _, r in found) / sum(r["trials"] for _, r in found)

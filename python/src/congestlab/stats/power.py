@@ -1,8 +1,8 @@
 """How many rounds a still-inconclusive claim needs (docs/statistics.md, "Power").
 
 Power at n rounds is that of the last look's test at its nominal level (sequential.py: the
-paired t-test's own levels, t_levels.py): the paired t-test on log values, noncentral t with n - 1 degrees of freedom, the within-round sd of a
-log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so this is a lower
+paired t-test's own levels, t_levels.py): the paired t-test on log values, noncentral t with
+n - 1 degrees of freedom, the within-round sd of a log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so this is a lower
 bound. Censoring costs information: the rounds are divided by the share of completed samples.
 An interval hypothesis (equivalence's band, a seed's magnitude range) is decided "holds" by two
 one-sided tests (TOST); its power is that of both at once, from the same noncentral t.

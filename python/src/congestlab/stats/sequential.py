@@ -34,7 +34,7 @@ from congestlab.stats import t_levels
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 
 Z_GRID_MAX = 12.0  # a path above 12 sd has probability < 1e-32: the grid stops there
-GRID_STEP = 0.01  # on the Brownian scale; each grid ends on its boundary: the levels agree with a 10x finer grid to 5e-4 of themselves
+GRID_STEP = 0.01  # on the Brownian scale; each grid ends on its boundary: a 10x finer one moves a level < 5e-4
 
 
 def spent(t: float, alpha: float) -> float:
