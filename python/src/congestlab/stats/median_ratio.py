@@ -56,9 +56,10 @@ def compare(a: Cell, b: Cell, blocked: bool = True) -> Effect:
     kind = np.array([0 if c else (1 if right else -1) for _, c, _, _ in rows])
     done = kind == 0
     if np.linalg.matrix_rank(X[done]) < X.shape[1] or int(done.sum()) <= X.shape[1]:
+        # uncensored, this is one sample a cell: no test can decide it (Gehan's smallest p is 1/2)
         return Effect(math.nan, math.inf, 0, blocks=len(order), sd_pair=math.nan,
-                      note=f"too few completed samples ({int(done.sum())}) for {X.shape[1]} coefficients: "
-                           f"{DECIDES}", **counts, rank_test=test or _gehan(rows, use_blocks, right))
+                      note=f"too few completed samples ({int(done.sum())}) for {X.shape[1]} coefficients"
+                           + (f": {DECIDES}" if test else ""), **counts, rank_test=test)
     f = tobit.fit(X, z, kind)
     if not f.converged:
         return Effect(float(f.beta[1]), math.inf, f.df, blocks=len(order), sd_pair=math.nan,
