@@ -9,9 +9,9 @@ cell, must never raise the p of "the slower cell is slower" and so never turn "h
 "inconclusive". A seeded property test (hypothesis, derandomized) checks it over random cells:
 blocked and unblocked, one or two samples per cell and round, right- and left-censored.
 
-While a timed-out sample remains, Gehan's permutation test decides (stats/gehan.py): its
-statistic does not change under such a step and its null distribution does not widen, so p stays
-or falls. The step that completes the last timed-out sample leaves an uncensored comparison, the
+While a timed-out sample remains, Gehan's permutation test decides (stats/gehan.py): with the
+slower cell wholly beyond, the observed arrangement is the most extreme one, a completed sample
+keeps it so and an added one makes it the most extreme of more arrangements, so p stays or falls. The step that completes the last timed-out sample leaves an uncensored comparison, the
 paired t-test on logs, which by itself is not monotone in a sample far beyond the others (it widens
 the spread): that step is not part of the property (test_the_t_test_itself_is_not_monotone).
 """
