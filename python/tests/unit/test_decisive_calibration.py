@@ -8,6 +8,9 @@ for, right-censored at a timeout where the scenario says so. The real engine dec
 (congestlab/stats: compare, rules) at the level the procedure gives. Per scenario it counts the
 wrong decided verdicts and, where the power estimate says the rounds detect the effect, the share
 decided correctly; and it checks that a round ran exactly the points feeding an undecided claim.
+The wrong verdicts may not exceed 2.5 % plus Monte Carlo error (python/tests/unit/calibration_sim.py
+`allowed`), per scenario and pooled; the same runs with every look's level doubled, and with no
+alpha spending, must exceed it (negative controls).
 
     .venv/bin/pytest -q -s -rP python/tests/unit/test_decisive_calibration.py
 """
@@ -22,6 +25,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from calibration_sim import ALPHA, allowed
 from congestlab.decisive.procedure import DECIDED, Procedure
 from congestlab.stats import power, rules
 from congestlab.stats.median_ratio import compare
@@ -31,8 +35,8 @@ from congestlab.stats.samples import Cell
 BASE_MS = 100.0
 ROUND_SD = 0.3
 FIRST_LOOK = 3
-WRONG_MAX = 0.05
 POWER_MIN = 0.80
+LEVELS = {"design": 1.0, "doubled": 2.0, "no spending": None}  # the look's level x factor; None: ALPHA
 MARGIN_PCT = 10.0
 POINTS = ("p0", "p1", "p2", "p3")
 CLAIMS = {"c0": ("p0", "p1"), "c1": ("p1", "p2"), "c2": ("p2", "p3")}
@@ -78,7 +82,16 @@ def _evaluate(s: Scenario, samples: dict[str, dict[int, float]], limit: float, c
     return _verdict(s, _cell(samples[a], limit), _cell(samples[b], limit), level)
 
 
-def simulate(s: Scenario, seed: int) -> dict:
+class Control(Procedure):
+    """The procedure with every look's level doubled, or at the full ALPHA (no spending)."""
+
+    factor: float | None = 1.0
+
+    def level(self) -> float:
+        return ALPHA if self.factor is None else self.factor * super().level()
+
+
+def simulate(s: Scenario, seed: int, schedule: str = "design") -> dict:
     rng = np.random.default_rng(seed)
     mu = s.means()
     counts = {c: {rules.HOLDS: 0, rules.FAILS: 0, rules.INCONCLUSIVE: 0} for c in CLAIMS}
@@ -86,7 +99,8 @@ def simulate(s: Scenario, seed: int) -> dict:
     for _ in range(s.studies):
         samples: dict[str, dict[int, float]] = {p: {} for p in POINTS}
         levels: dict[int, float] = {}
-        proc = Procedure.new(POINTS, s.max_rounds, first_look=FIRST_LOOK)
+        proc = Control(Procedure.new(POINTS, s.max_rounds, first_look=FIRST_LOOK).state)
+        proc.factor = LEVELS[schedule]
         limit = BASE_MS * math.exp(s.limit_log) if s.limit_log is not None else math.inf
         evaluate = partial(_evaluate, s, samples, limit)
         while True:
@@ -111,7 +125,10 @@ def simulate(s: Scenario, seed: int) -> dict:
             counts[c][v] += 1
     claims = s.studies * len(CLAIMS)
     total = {v: sum(counts[c][v] for c in CLAIMS) for v in counts["c0"]}
-    return {"claims": claims, **total, "wrong": total[s.wrong] / claims,
+    # no effect, or the truth at the margin: either decision is a side's type I error
+    errors, trials = ((total[rules.HOLDS] + total[rules.FAILS], 2 * claims) if not s.correct
+                      else (total[s.wrong], claims))
+    return {"claims": claims, **total, "wrong": total[s.wrong] / claims, "errors": errors, "trials": trials,
             "correct": total[s.correct] / claims if s.correct else math.nan,
             "runs_per_point": runs / (s.studies * len(POINTS))}
 
@@ -149,6 +166,21 @@ def calibration() -> list[tuple[Scenario, dict]]:
     return [(s, simulate(s, seed)) for seed, s in enumerate(scenarios(), start=2811)]
 
 
+def too_wrong(found: list[tuple[Scenario, dict]]) -> list[str]:
+    """Errors beyond 2.5 % per side plus Monte Carlo error: per scenario (Bonferroni over them),
+    pooled over those without an effect, and over those of them without censoring (the design
+    spends all of its alpha there)."""
+    bad = [f"{s.name}: {r['errors']}/{r['trials']}" for s, r in found
+           if r["errors"] > allowed(r["trials"], len(found))]
+    null = [(s, r) for s, r in found if not s.correct]
+    uncensored = [x for x in null if x[0].limit_log is None]
+    for what, group in (("without an effect", null), ("without censoring", uncensored)):
+        errors, trials = sum(r["errors"] for _, r in group), sum(r["trials"] for _, r in group)
+        if errors > allowed(trials):
+            bad.append(f"pooled {what}: {errors}/{trials} = {errors / trials:.2%} > {allowed(trials)}")
+    return bad
+
+
 def test_decisive_calibration(calibration, capsys):
     header = "| scenario | claims | holds | does not hold | inconclusive | rounds per point | wrong | correct |"
     lines = [header, "|---|---|---|---|---|---|---|---|"]
@@ -158,17 +190,34 @@ def test_decisive_calibration(calibration, capsys):
                      f"| {r['runs_per_point']:.2f} | {r['wrong']:.1%} | {correct} |")
     claims = sum(r["claims"] for _, r in calibration)
     wrong = sum(r["wrong"] * r["claims"] for _, r in calibration) / claims
+    null = [r for s, r in calibration if not s.correct]
+    null_errors, null_trials = sum(r["errors"] for r in null), sum(r["trials"] for r in null)
     promised = [(s, r) for s, r in calibration if s.correct]
     correct = sum(r["correct"] * r["claims"] for _, r in promised) / sum(r["claims"] for _, r in promised)
-    lines.append(f"\n{claims} simulated claims; wrong decided verdicts {wrong:.2%}; "
-                 f"correct where the power estimate promises 80 %: {correct:.1%}")
+    lines.append(f"\n{claims} simulated claims; wrong decided verdicts {wrong:.2%}; where the truth is on the "
+                 f"boundary {null_errors}/{null_trials} = {null_errors / null_trials:.2%} per side (allowed "
+                 f"{allowed(null_trials)}); correct where the power estimate promises 80 %: {correct:.1%}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     assert claims >= 1000
+    assert not too_wrong(calibration), too_wrong(calibration)
     for s, r in calibration:
-        assert r["wrong"] <= WRONG_MAX, f"{s.name}: wrong {r['wrong']:.1%}"
+        assert r[rules.HOLDS] + r[rules.FAILS] > 0, f"{s.name} decides nothing"
         if s.correct:
             assert r["correct"] >= POWER_MIN, f"{s.name}: correct {r['correct']:.1%}"
+
+
+def test_negative_controls_fail_the_decisive_calibration(capsys):
+    """The uncensored null scenarios (where the design spends all of alpha) run again with every
+    look's level doubled, and at the full 2.5 % each (no alpha spending): the check the design
+    passes must catch both."""
+    null = [(seed, s) for seed, s in enumerate(scenarios(), start=2811) if not s.correct and s.limit_log is None]
+    for control in ("doubled", "no spending"):
+        found = [(s, simulate(s, seed, control)) for seed, s in null]
+        rate = sum(r["errors"] for _, r in found) / sum(r["trials"] for _, r in found)
+        with capsys.disabled():
+            print(f"\n--until-decisive, {control}: {rate:.2%} per side where the truth is on the boundary")
+        assert too_wrong(found), f"the calibration passes a broken procedure ({control})"
 
 
 def test_points_stop_when_their_claims_are_decided():

@@ -18,7 +18,7 @@ from congestlab.stats.effect import Effect
 from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stats.samples import LEFT, Cell
-from congestlab.stats.sequential import SequentialDesign, nominal_levels, next_step, run_sequential, spent
+from congestlab.stats.sequential import SequentialDesign, next_step, run_sequential
 from congestlab.stats.summary import summarize
 
 C, T, X = COMPLETE, TIMED_OUT, INVALID
@@ -266,31 +266,6 @@ def test_best_changes_needs_a_significant_swap():
 
 # ---------------------------------------------------------------- sequential design and power
 
-def test_spending_boundaries_match_published_obrien_fleming_type():
-    # Lan–DeMets O'Brien–Fleming-type, one-sided 2.5 %, 5 equally spaced looks (Jennison & Turnbull)
-    z = [st.norm.isf(a) for a in nominal_levels((0.2, 0.4, 0.6, 0.8, 1.0), 0.025)]
-    assert z == pytest.approx([4.877, 3.357, 2.680, 2.290, 2.031], abs=3e-3)
-    assert spent(1.0, 0.025) == pytest.approx(0.025) and spent(0.5, 0.025) < 0.002
-    # a single look spends everything
-    assert nominal_levels((1.0,), 0.025) == pytest.approx((0.025,))
-
-
-def test_nominal_levels_by_convolution_equal_the_dense_integration():
-    # values of the n x m matrix integration the convolution replaced (stats/sequential.py
-    # _transition): the same sum, so they agree to rounding; a skipped look (3, 5, 6) included
-    dense = {
-        (3 / 6, 4 / 6, 5 / 6, 1.0): (0.0015253227579889986, 0.005578925945564783, 0.012209037462594045,
-                                     0.02062511723126277),
-        (3 / 6, 5 / 6, 1.0): (0.0015253227579889986, 0.013588100790945669, 0.021017088477718816),
-    }
-    for fractions, levels in dense.items():
-        assert nominal_levels(fractions, 0.025) == pytest.approx(levels, rel=1e-9)
-    twenty = nominal_levels(tuple(r / 22 for r in range(3, 23)), 0.025)
-    assert twenty[0] == pytest.approx(1.2811169902704523e-09, rel=1e-6)
-    assert twenty[9] == pytest.approx(0.0019164024041362965, rel=1e-9)
-    assert twenty[-1] == pytest.approx(0.017130243980330907, rel=1e-9)
-
-
 def test_run_sequential_stops_at_the_first_decided_look():
     design = SequentialDesign(6, first_look=3)
     seen = []
@@ -454,12 +429,33 @@ def test_bad_designs_and_mixed_censoring_are_one_line_errors():
         run_sequential(SequentialDesign(6), lambda r, a: rules.direction(effect(0, 1)), rounds_available=2)
 
 
-def test_gehan_monte_carlo_agrees_with_the_exact_distribution():
+def test_gehan_counts_large_permutation_sets_exactly():
     from congestlab.stats import gehan
 
     rng = np.random.default_rng(3)
     a, b = list(rng.normal(0.3, 1, 9)), list(rng.normal(0, 1, 9))
     done = [True] * 9
-    drawn = gehan.p_values(a, done, b, done, None, None, right=True)  # C(18, 9) = 48620 > EXACT_MAX: drawn
+    counted = gehan.p_values(a, done, b, done, None, None, right=True)  # C(18, 9) = 48620 arrangements
     ref = st.mannwhitneyu(np.exp(a), np.exp(b), alternative="greater", method="exact").pvalue
-    assert drawn[0] == pytest.approx(ref, abs=0.015)
+    assert counted[0] == pytest.approx(ref, rel=1e-9)
+    # a stratum too large to count: the normal approximation, as scipy's asymptotic Mann-Whitney
+    big_a, big_b = list(rng.normal(0.3, 1, 150)), list(rng.normal(0, 1, 150))
+    approx = gehan.p_values(big_a, [True] * 150, big_b, [True] * 150, None, None, right=True)
+    ref = st.mannwhitneyu(big_a, big_b, alternative="greater", method="asymptotic").pvalue
+    assert approx[0] == pytest.approx(ref, rel=1e-6)
+
+
+def test_blocked_gehan_without_censoring_is_a_signed_rank_test():
+    """Aligned within each pair, the scores of a +-d/2 pair are +-(2 rank(|d|) - 1): a signed-rank
+    test with scores 2r - 1 (Wilcoxon's are r), counted exactly over the 2^n sign flips."""
+    from itertools import product
+
+    from congestlab.stats import gehan
+
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.4, 1, 7)
+    ours = gehan.p_values(list(d), [True] * 7, [0.0] * 7, [True] * 7, range(7), range(7), right=True)
+    score = 2 * st.rankdata(np.abs(d)) - 1
+    observed = np.sum(score[d > 0])
+    flips = [np.sum(score[np.array(signs, bool)]) for signs in product([0, 1], repeat=7)]
+    assert ours[0] == pytest.approx(np.mean(np.array(flips) >= observed - 1e-9))

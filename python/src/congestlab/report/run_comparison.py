@@ -7,10 +7,12 @@ censored at their timeout, invalid ones excluded and counted), and the effect of
 the first run is `stats.median_ratio.compare` on the two cells: log(median X / median first) from the censored
 log-normal model, shown as a relative difference with its 95 % CI. The runs' repetitions are not
 paired (repetition 1 of one run and of another ran at different times), so the cells are
-compared unblocked. Cells with values <= 0 have no ratio: Gehan's permutation test decides
-only whether they differ, without a CI. A difference lies beyond the spread when its two-sided
-p, Holm-adjusted over the cells compared between the two runs, is below 5 % (so its 95 % CI
-excludes 0); an effect the data cannot estimate (one repetition per side) is "–".
+compared unblocked. Where a GET timed out, Gehan's permutation test gives the p (stats/median_ratio.py)
+and the model only the effect and CI shown. Cells with values <= 0 have no ratio: Gehan's
+permutation test decides only whether they differ, without a CI. A difference lies beyond the
+spread when its two-sided p, Holm-adjusted over the cells compared between the two runs, is below
+5 % (without timed-out GETs its 95 % CI then excludes 0); an effect the data cannot estimate (one
+repetition per side) is "–".
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class Difference:
                   f"invalid {e.invalid[1]}/{e.invalid[0]}")
         if not self.tested:
             return f"{counts}; {e.note or 'no spread to test with'}"
-        test = "Gehan permutation" if not e.determined else "censored log-normal"
+        test = "Gehan permutation" if e.rank_test is not None else "censored log-normal"
         return f"{counts}; {test} p={self.p:.3g}, Holm p={self.p_holm:.3g}"
 
 
@@ -93,7 +95,7 @@ def cell_effect(base: EngineCell, other: EngineCell) -> Effect:
         return compare(other.cell, base.cell, blocked=False)
     a, b = other.cell.valid(), base.cell.valid()
 
-    def fallback(threshold: float) -> tuple[float, float]:
+    def test(threshold: float) -> tuple[float, float]:
         if threshold != 0.0 or not a or not b:
             return 1.0, 1.0
         return gehan.p_values([v for v, _, _ in a], [c for _, c, _ in a], [v for v, _, _ in b],
@@ -101,7 +103,7 @@ def cell_effect(base: EngineCell, other: EngineCell) -> Effect:
 
     return Effect(math.nan, math.inf, 0, n=(other.cell.n, base.cell.n),
                   censored=(other.cell.censored, base.cell.censored), invalid=(other.cell.invalid, base.cell.invalid),
-                  blocks=0, sd_pair=math.nan, fallback=fallback,
+                  blocks=0, sd_pair=math.nan, rank_test=test,
                   note="values <= 0 have no ratio: Gehan's permutation test decides whether they differ")
 
 
@@ -110,7 +112,7 @@ def difference(base: EngineCell, other: EngineCell) -> Difference:
     if not base.cell.n or not other.cell.n:
         return Difference(None, math.nan)
     e = cell_effect(base, other)
-    if not e.determined and e.fallback is None:
+    if not e.determined and e.rank_test is None:
         return Difference(e, math.nan)
     return Difference(e, min(1.0, 2 * min(e.p_above(0.0), e.p_below(0.0))))
 

@@ -1,7 +1,9 @@
 """An effect: one number on a scale where 0 is "no difference" (the log of a ratio of medians,
 stats/median_ratio.py; a difference or a level, stats/location.py), with its standard error and
 degrees of freedom; for an effect the model cannot estimate, a permutation test's p-values
-(stats/gehan.py). The rules (stats/rules.py) decide on it.
+(stats/gehan.py), which decides wherever it is given. The rules (stats/rules.py) decide on it.
+Student's t through scipy.special's stdtr/stdtrit, the functions scipy.stats.t calls (the same
+numbers) without its per-call argument handling, which the calibration's many looks feel.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from scipy import stats as st
+from scipy.special import stdtr, stdtrit
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,10 @@ class Effect:
     invalid: tuple[int, int]
     blocks: int                 # blocks used (0: unblocked)
     sd_pair: float              # sd of a within-block log difference (sigma * sqrt 2), for power
-    note: str = ""              # why the effect is undetermined, if it is
-    # for an undetermined effect: threshold -> (p above, p below) by a permutation test (gehan.py)
-    fallback: Callable[[float], tuple[float, float]] | None = field(default=None, compare=False, repr=False)
+    note: str = ""              # why the effect is undetermined, or which test decides
+    # threshold -> (p above, p below) by a permutation test (gehan.py): where given, it decides
+    # (a comparison with timed-out samples, or values <= 0), determined or not
+    rank_test: Callable[[float], tuple[float, float]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def determined(self) -> bool:
@@ -37,22 +40,26 @@ class Effect:
         if not self.determined:
             return -math.inf, math.inf
 
-        q = float(st.t.ppf(0.5 + level / 2, self.df))
+        q = float(stdtrit(self.df, 0.5 + level / 2))
         return self.estimate - q * self.se, self.estimate + q * self.se
 
     def p_above(self, value: float) -> float:
         """One-sided p against H0: effect <= value (small: the effect is above value)."""
+        if self.rank_test is not None:
+            return self.rank_test(value)[0]
         if not self.determined:
-            return self.fallback(value)[0] if self.fallback else 1.0
+            return 1.0
 
-        return float(st.t.sf((self.estimate - value) / self.se, self.df))
+        return float(stdtr(self.df, -(self.estimate - value) / self.se))
 
     def p_below(self, value: float) -> float:
         """One-sided p against H0: effect >= value."""
+        if self.rank_test is not None:
+            return self.rank_test(value)[1]
         if not self.determined:
-            return self.fallback(value)[1] if self.fallback else 1.0
+            return 1.0
 
-        return float(st.t.cdf((self.estimate - value) / self.se, self.df))
+        return float(stdtr(self.df, (self.estimate - value) / self.se))
 
     @property
     def percent(self) -> float:

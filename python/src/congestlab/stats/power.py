@@ -1,8 +1,8 @@
 """How many rounds a still-inconclusive claim needs (docs/statistics.md, "Power").
 
-Power at n rounds is that of the last look's test at its nominal level (sequential.py): the
-paired t-test on log values, noncentral t with n - 1 degrees of freedom, the within-round sd of a
-log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so this is a lower
+Power at n rounds is that of the last look's test at its nominal level (sequential.py: the
+paired t-test's own levels, t_levels.py): the paired t-test on log values, noncentral t with
+n - 1 degrees of freedom, the within-round sd of a log difference (`sd_pair`) taken as known. Earlier looks only add decisions, so this is a lower
 bound. Censoring costs information: the rounds are divided by the share of completed samples.
 An interval hypothesis (equivalence's band, a seed's magnitude range) is decided "holds" by two
 one-sided tests (TOST); its power is that of both at once, from the same noncentral t.
@@ -24,23 +24,31 @@ from scipy.stats import nct, t
 
 from congestlab.stats.effect import Effect, from_percent
 from congestlab.stats.rules import ALPHA, FAILS, HOLDS, INCONCLUSIVE, Verdict
+from congestlab.stats import t_levels
 from congestlab.stats.sequential import SequentialDesign, nominal_levels
 
 POWER = 0.80
-MAX_EXACT_LOOKS = 20  # designs with more looks take the level of MANY_LOOKS equally spaced ones
 MANY_LOOKS = 80
 CAP_ROUNDS = 200
 
 
 def final_level(rounds: int, first_look: int = 3, alpha: float = ALPHA) -> float:
+    """The last look's level of a design of `rounds` rounds (stats/sequential.py: the paired
+    t-test's own levels)."""
     first_look = min(first_look, rounds)
-    if rounds - first_look + 1 <= MAX_EXACT_LOOKS:
+    table = t_levels.table()
+    largest = max(table["levels"])
+    if rounds <= largest or first_look != table["first_look"] or alpha != table["alpha"]:
         return SequentialDesign(rounds, first_look, alpha).final_level()
-    # many looks: the last look's level hardly depends on where the first ones were (they spend
-    # next to nothing); 80 equally spaced looks, computed once, stand for all. Their level is at
-    # or below the exact one up to 80 rounds (0.01589 vs 0.01633 exact at 40 rounds, 0.01588 at
-    # 100), so the power is, if anything, underestimated
-    return nominal_levels(tuple(i / MANY_LOOKS for i in range(1, MANY_LOOKS + 1)), alpha)[-1]
+    # beyond the table: the last look's level hardly depends on where the first looks were (they
+    # spend next to nothing), and the t-test's levels come nearer the z-test's as the degrees of
+    # freedom grow. So the table's largest design's t/z ratio (0.947) times the z-level of 80
+    # equally spaced looks: below the exact level up to 80 rounds (80 looks' z-level lies below
+    # that of any such design, and the ratio rises towards 1), so the power is, if anything,
+    # underestimated; at 100 rounds the z-level is 1.6 % below 80 looks
+    ratio = table["levels"][largest][-1] / nominal_levels(tuple(r / largest for r in range(first_look, largest + 1)),
+                                                          alpha)[-1]
+    return ratio * nominal_levels(tuple(i / MANY_LOOKS for i in range(1, MANY_LOOKS + 1)), alpha)[-1]
 
 
 def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) -> float:

@@ -122,7 +122,7 @@ def at_least(e: Effect, margin_pct: float, alpha: float = ALPHA, label: str = ""
 
 def magnitude(e: Effect, lo_pct: float, hi_pct: float, alpha: float = ALPHA, label: str = "") -> Verdict:
     lo, hi = from_percent(lo_pct), from_percent(hi_pct)
-    if not e.determined:
+    if not e.determined and e.rank_test is None:
         return _verdict(e, 1.0, 1.0, f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %", alpha, label, "magnitude",
                         interval=(lo, hi))
     return _verdict(e, *range_p_values(e, lo, hi), f"a/b - 1 within {lo_pct:g}..{hi_pct:g} %: the CI lies inside "

@@ -4,12 +4,16 @@ O'Brien–Fleming type (docs/statistics.md, "Repetitions until decisive").
 A claim is looked at after every round from `first_look` on, up to `max_rounds`. Each side of
 each rule (holds / does not hold) spends its `alpha` over the looks as
 alpha(t) = 2 - 2 Phi(z_(1 - alpha/2) / sqrt t), t = rounds / max_rounds: almost nothing early,
-nearly all of it at the last look. The boundary of each look follows from the looks before it
-(the joint law of a statistic's path: Brownian motion in t), computed by recursive numerical
-integration; the look's test then runs at the boundary's nominal level (1 - Phi(c_k)) — the
-nominal-p form, which carries the boundaries over to the t-statistics of small samples. Because
-the levels depend only on the looks' fractions, a look may be added or skipped (a point that
-could not run) without spoiling the error rate, and stopping early is no bias.
+nearly all of it at the last look. Each look's tests run at a nominal level: the level at which
+the paired t-test over the rounds so far, on the paths no earlier look stopped, spends exactly the
+look's share (stats/t_levels.py). The boundaries of a z-statistic (`nominal_levels`: recursive
+numerical integration of a Brownian path) are the same spending for a statistic whose spread is
+known; at their nominal levels the t-tests of a few rounds would err by up to 2.9 % per side.
+Statistics with more degrees of freedom than the paired t at a look (a pooled t, several samples
+per round) and the exact permutation tests (discrete: they reach at most the level) err less at
+the t-test's levels; python/benchmarks/sequential_error.py measures each. The levels depend on the
+looks taken, so a look may be added or skipped (a point that could not run) without spoiling the
+error rate, and stopping early is no bias.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ from scipy.special import ndtr
 from scipy.stats import norm
 
 from congestlab.errors import StatsInputError
+from congestlab.stats import t_levels
 from congestlab.stats.rules import ALPHA, INCONCLUSIVE, Verdict
 
 Z_GRID_MAX = 12.0  # a path above 12 sd has probability < 1e-32: the grid stops there
-GRID_STEP = 0.01  # on the Brownian scale; the boundaries agree with published ones to 2e-3 in z
+GRID_STEP = 0.01  # on the Brownian scale; each grid ends on its boundary: a 10x finer one moves a level < 5e-4
 
 
 def spent(t: float, alpha: float) -> float:
@@ -55,14 +60,14 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
         if grid is None:
             c = float(norm.isf(target)) if target > 1e-300 else math.inf
             upper = min(c, Z_GRID_MAX) * math.sqrt(t)
-            grid = np.arange(-8.0 * math.sqrt(t), upper, GRID_STEP)
+            grid = _grid(upper, t)
             dens = norm.pdf(grid, scale=math.sqrt(t))
         else:
             d = math.sqrt(t - t_prev)
             mass = weights * dens
             c = _boundary(mass, grid, t, d, target) if target > 1e-15 else math.inf
             upper = min(c, Z_GRID_MAX) * math.sqrt(t)
-            new = np.arange(-8.0 * math.sqrt(t), upper, GRID_STEP)
+            new = _grid(upper, t)
             dens = _transition(mass, grid, new, d)
             grid = new
         weights = np.full(len(grid), GRID_STEP)
@@ -70,6 +75,28 @@ def nominal_levels(fractions: tuple[float, ...], alpha: float = ALPHA) -> tuple[
         levels.append(float(norm.sf(c)))
         t_prev, spent_prev = t, spent(t, alpha)
     return tuple(levels)
+
+
+def increments(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    """The alpha each look may spend (one side)."""
+    spent_by = [spent(t, alpha) for t in fractions]
+    return tuple(b - a for a, b in zip([0.0] + spent_by, spent_by))
+
+
+@lru_cache(maxsize=4096)
+def t_test_levels(rounds: tuple[int, ...], max_rounds: int, alpha: float = ALPHA) -> tuple[float, ...]:
+    """The nominal level of each look after `rounds` rounds (increasing, <= max_rounds): the
+    paired t-test's own (stats/t_levels.py)."""
+    if any(b <= a for a, b in zip(rounds, rounds[1:])) or not rounds or rounds[0] < 1 or rounds[-1] > max_rounds:
+        raise StatsInputError(f"looks must be taken after an increasing number of rounds in 1..{max_rounds}: {rounds}")
+    return t_levels.levels(rounds, max_rounds, alpha, increments(tuple(r / max_rounds for r in rounds), alpha))
+
+
+def _grid(upper: float, t: float) -> np.ndarray:
+    """The path's values still running at information t: from -8 sd up to the boundary itself,
+    in steps of GRID_STEP ending exactly on it, so the trapezoid rule has its last cell whole."""
+    steps = int(math.floor((upper + 8.0 * math.sqrt(t)) / GRID_STEP))
+    return upper - GRID_STEP * np.arange(steps, -1, -1)
 
 
 def _boundary(mass: np.ndarray, grid: np.ndarray, t: float, d: float, target: float) -> float:
@@ -110,9 +137,9 @@ class SequentialDesign:
         return list(range(self.first_look, self.max_rounds + 1))
 
     def level_at(self, looks_so_far: Sequence[int]) -> float:
-        """The nominal level of the last of the looks taken so far (rounds done at each)."""
-        fractions = tuple(min(r, self.max_rounds) / self.max_rounds for r in looks_so_far)
-        return nominal_levels(fractions, self.alpha)[-1]
+        """The nominal level of the last of the looks taken so far (rounds done at each): the
+        paired t-test's (stats/t_levels.py)."""
+        return t_test_levels(tuple(min(r, self.max_rounds) for r in looks_so_far), self.max_rounds, self.alpha)[-1]
 
     def final_level(self) -> float:
         return self.level_at(self.looks())
