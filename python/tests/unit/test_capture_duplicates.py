@@ -16,7 +16,7 @@ from trace_checks import (assert_agrees_with_tshark, assert_same_measurement, bo
                           tshark_streams, write_suite)
 
 from congestlab.analysis.connections import group_connections
-from congestlab.analysis.packets import DUPLICATE_WINDOW_NS, read_segments
+from congestlab.analysis.packets import DUPLICATE_WINDOW_NS, CaptureDuplicates, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapMeasurement, measure_pcap
@@ -47,6 +47,26 @@ def deduplicated(pcap: Path, out: Path) -> Path:
     """editcap's copy of `pcap` without the frames it finds within our window of an identical one."""
     subprocess.run(["editcap", "-w", f"{WINDOW_S:.9f}", str(pcap), str(out)], capture_output=True, check=True)
     return out
+
+
+def test_the_rule_as_crates_traceanalyze_src_dedup_rs_tests_it():
+    d = CaptureDuplicates()
+    assert not d.check(1_000, b"abc")
+    assert d.check(1_000, b"abc")  # written twice: same timestamp
+    assert not d.check(1_000, b"abd") and not d.check(1_000, b"ab")
+    assert d.check(1_000 + DUPLICATE_WINDOW_NS, b"abd")  # the window's edge is inside
+    assert not d.check(1_000 + 2 * DUPLICATE_WINDOW_NS + 1, b"abc")
+    d = CaptureDuplicates()
+    assert not d.check(0, b"x") and d.check(DUPLICATE_WINDOW_NS, b"x") and d.check(2 * DUPLICATE_WINDOW_NS, b"x")
+    assert not d.check(-1, b"x")  # stamped before the copies: out of time order, not compared
+    d = CaptureDuplicates()
+    for i in range(5_000):
+        assert not d.check(7, i.to_bytes(4, "little"))
+    assert len(d.recent) == 1024 and d.check(7, (4_999).to_bytes(4, "little"))
+    assert not d.check(7, (0).to_bytes(4, "little"))  # beyond the frames kept
+    for _ in range(50):
+        d.check(7, bytes(300_000))
+    assert len(d.recent) == (4 << 20) // 300_000
 
 
 def test_every_frame_twice_is_the_capture_once(tmp_path):

@@ -91,7 +91,8 @@ class _CutDetector:
 # a frame with the bytes of one captured at most this long before it is a capture duplicate
 # (docs/trace-analysis.md, "Capture duplicates")
 DUPLICATE_WINDOW_NS = 10_000
-_MAX_RECENT = 1024  # frames kept for the comparison, as crates/traceanalyze/src/dedup.rs
+# frames, and bytes of them, kept for the comparison: as crates/traceanalyze/src/dedup.rs
+_MAX_RECENT, _MAX_RECENT_BYTES = 1024, 4 << 20
 
 
 class CaptureDuplicates:
@@ -101,14 +102,17 @@ class CaptureDuplicates:
 
     def __init__(self) -> None:
         self.recent: deque[tuple[int, bytes]] = deque()
+        self.bytes = 0
 
     def check(self, ts_ns: int, data: bytes) -> bool:
         recent = self.recent
-        while recent and (ts_ns - recent[0][0] > DUPLICATE_WINDOW_NS or len(recent) >= _MAX_RECENT):
-            recent.popleft()
+        while recent and (ts_ns - recent[0][0] > DUPLICATE_WINDOW_NS or len(recent) >= _MAX_RECENT
+                          or self.bytes + len(data) > _MAX_RECENT_BYTES):
+            self.bytes -= len(recent.popleft()[1])
         # a frame stamped later than this one (a capture out of time order) is not compared
         duplicate = any(0 <= ts_ns - seen_ns <= DUPLICATE_WINDOW_NS and seen == data for seen_ns, seen in recent)
         recent.append((ts_ns, data))
+        self.bytes += len(data)
         return duplicate
 
 
