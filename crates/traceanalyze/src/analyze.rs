@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::capture::{read_frames, BadFrame, End, Item};
 use crate::decode::{decode, Family, Segment, Skip};
+use crate::dedup::CaptureDuplicates;
 use crate::error::TraceError;
 use crate::flow::{Connection, SeriesBin};
 use crate::output::{self, mbps, ndjson, seconds, PortRecord, StatsRecord};
@@ -53,6 +54,7 @@ struct PortTotals {
     unique_payload_from_server: u64,
     bytes_nrt: u64,
     retransmissions: u64,
+    capture_duplicates: u64,
     first_ns: Option<i64>,
     last_ns: i64,
 }
@@ -72,6 +74,9 @@ struct Analyzer<'s, 'a> {
     segments_at_port: u64,
     skipped: BTreeMap<String, u64>,
     malformed: u64,
+    /// Frames recorded twice (dedup.rs): counted, never analysed.
+    duplicates: CaptureDuplicates,
+    capture_duplicates: u64,
     write_error: Option<TraceError>,
     trace_line: Vec<u8>,
 }
@@ -116,6 +121,8 @@ pub fn analyze<R: Read + Send>(
         segments_at_port: 0,
         skipped: BTreeMap::new(),
         malformed: 0,
+        duplicates: CaptureDuplicates::default(),
+        capture_duplicates: 0,
         write_error: None,
         trace_line: Vec::with_capacity(256),
     };
@@ -126,6 +133,13 @@ pub fn analyze<R: Read + Send>(
         }
         a.frames += 1;
         let skip = match item {
+            Item::Frame(frame) if a.duplicates.check(frame.ts_ns, frame.data) => {
+                a.capture_duplicates += 1;
+                if let Ok(seg) = decode(&frame) {
+                    a.duplicate(&seg);
+                }
+                return;
+            }
             Item::Frame(frame) => match decode(&frame) {
                 Ok(seg) => {
                     a.tcp_segments += 1;
@@ -190,6 +204,7 @@ pub fn analyze<R: Read + Send>(
         unique_payload_bytes_from_server: p.unique_payload_from_server,
         bytes_nrt: p.bytes_nrt,
         retransmissions: p.retransmissions,
+        capture_duplicates: p.capture_duplicates,
         throughput_mbps: mbps(p.bytes_to_server + p.bytes_from_server, interval_ns),
         nrt_throughput_mbps: mbps(p.bytes_nrt, interval_ns),
         from_server_mbps: mbps(p.bytes_from_server, interval_ns),
@@ -203,6 +218,7 @@ pub fn analyze<R: Read + Send>(
         segments_at_port: a.segments_at_port,
         skipped: a.skipped,
         malformed: a.malformed,
+        capture_duplicates: a.capture_duplicates,
         truncated: stop_reason.is_some(),
         stop_reason,
         connections: a.next_id,
@@ -224,22 +240,52 @@ pub fn analyze<R: Read + Send>(
 }
 
 impl Analyzer<'_, '_> {
+    /// The connection key of a segment to or from the server port.
+    fn key(&self, seg: &Segment) -> Option<Key> {
+        let port = self.config.server_port;
+        if seg.dport == port {
+            Some((seg.family, seg.src, seg.sport, seg.dst))
+        } else if seg.sport == port {
+            Some((seg.family, seg.dst, seg.dport, seg.src))
+        } else {
+            None
+        }
+    }
+
+    fn slot_of(&self, key: &Key) -> Option<usize> {
+        match self.last {
+            Some((last_key, slot)) if last_key == *key => Some(slot),
+            _ => self.index.get(key).copied(),
+        }
+    }
+
+    fn in_window(&self, ts_ns: i64) -> bool {
+        self.config
+            .window_ns
+            .is_none_or(|(s, e)| s <= ts_ns && ts_ns <= e)
+    }
+
+    /// A capture duplicate of a segment: counted on the connection its original went to
+    /// (and on the port inside the window), nothing else.
+    fn duplicate(&mut self, seg: &Segment) {
+        let Some(slot) = self.key(seg).and_then(|key| self.slot_of(&key)) else {
+            return;
+        };
+        self.slots[slot].capture_duplicates += 1;
+        if self.in_window(seg.ts_ns) {
+            self.port.capture_duplicates += 1;
+        }
+    }
+
     fn segment(&mut self, seg: &Segment) -> Result<(), TraceError> {
         let port = self.config.server_port;
-        let (client, client_port, server) = if seg.dport == port {
-            (seg.src, seg.sport, seg.dst)
-        } else if seg.sport == port {
-            (seg.dst, seg.dport, seg.src)
-        } else {
+        let Some(key) = self.key(seg) else {
             return Ok(());
         };
+        let (_, client, client_port, server) = key;
         self.segments_at_port += 1;
-        let key: Key = (seg.family, client, client_port, server);
         let fresh_syn = seg.syn() && !seg.has_ack() && seg.dport == port;
-        let slot = match self.last {
-            Some((last_key, slot)) if last_key == key => Some(slot),
-            _ => self.index.get(&key).copied(),
-        };
+        let slot = self.slot_of(&key);
         let slot = match slot {
             Some(slot) if fresh_syn && self.slots[slot].closing => {
                 // a reused 4-tuple after a close starts a new connection at its SYN
@@ -265,6 +311,7 @@ impl Analyzer<'_, '_> {
             }
         };
         self.last = Some((key, slot));
+        let in_window = self.in_window(seg.ts_ns);
         let traced =
             self.sinks.trace.is_some() && self.config.trace_client_ports.contains(&client_port);
         let conn = &mut self.slots[slot];
@@ -309,10 +356,6 @@ impl Analyzer<'_, '_> {
                 source: e,
             });
         }
-        let in_window = self
-            .config
-            .window_ns
-            .is_none_or(|(s, e)| s <= seg.ts_ns && seg.ts_ns <= e);
         if in_window {
             let p = &mut self.port;
             if !conn.in_window {
@@ -378,11 +421,18 @@ mod tests {
     type Spec = (u32, bool, u16, u32, u32, bool, bool, usize);
 
     fn pcap(specs: &[Spec], tail: &[&[u8]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        let mut frames: Vec<(u32, Vec<u8>)> = specs
+        let mut frames = frames(specs);
+        frames.extend(
+            tail.iter()
+                .enumerate()
+                .map(|(i, d)| (9_000_000 + i as u32, d.to_vec())),
+        );
+        write_pcap(&frames)
+    }
+
+    /// (t_us, Ethernet frame) of each spec (IPv4 ID 0)
+    fn frames(specs: &[Spec]) -> Vec<(u32, Vec<u8>)> {
+        specs
             .iter()
             .map(|&(t, fc, port, seq, ack, syn, fin, payload)| {
                 let (src, dst, sp, dp) = if fc {
@@ -406,13 +456,7 @@ mod tests {
                 b.write(&mut data, &vec![0u8; payload]).unwrap();
                 (t, data)
             })
-            .collect();
-        frames.extend(
-            tail.iter()
-                .enumerate()
-                .map(|(i, d)| (9_000_000 + i as u32, d.to_vec())),
-        );
-        write_pcap(&frames)
+            .collect()
     }
 
     /// (t_us, Ethernet frame) -> a little-endian pcap
@@ -702,5 +746,65 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    fn connections(records: &[serde_json::Value]) -> Vec<serde_json::Value> {
+        records
+            .iter()
+            .filter(|r| r["record"] == "connection")
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_capture_written_twice_is_the_capture_once_with_its_duplicates_counted() {
+        let mut specs = exchange(1_000_000, 40000, 100);
+        specs.extend(exchange(1_000_350, 40001, 900));
+        let once = frames(&specs);
+        let twice: Vec<(u32, Vec<u8>)> = once.iter().flat_map(|f| [f.clone(), f.clone()]).collect();
+        let (single, rtt_single, single_out) = run(&write_pcap(&once), None);
+        let (double, rtt_double, double_out) = run(&write_pcap(&twice), None);
+        assert_eq!(rtt_double, rtt_single);
+        let (mut a, b) = (connections(&single), connections(&double));
+        assert_eq!(a.len(), 2);
+        for (x, y) in a.iter_mut().zip(&b) {
+            assert_eq!(y["retransmissions"], 0);
+            assert_eq!(y["capture_duplicates"], 8);
+            x["capture_duplicates"] = y["capture_duplicates"].clone();
+        }
+        assert_eq!(a, b);
+        assert_eq!(double_out.stats.frames, 32);
+        assert_eq!(double_out.stats.capture_duplicates, 16);
+        assert_eq!(double_out.stats.tcp_segments, single_out.stats.tcp_segments);
+        assert_eq!(double_out.port.capture_duplicates, 16);
+        let port = PortRecord {
+            capture_duplicates: 0,
+            ..double_out.port
+        };
+        assert_eq!(port, single_out.port);
+    }
+
+    #[test]
+    fn a_resend_with_a_new_ip_id_or_after_the_window_is_a_retransmission() {
+        let specs = exchange(1_000_000, 40000, 100);
+        let once = frames(&specs);
+        let data = once[3].clone(); // the server's 1000 bytes at +300 µs
+        let mut new_id = data.1.clone();
+        new_id[18..20].copy_from_slice(&7u16.to_be_bytes()); // IPv4 identification
+        for (again, duplicates, retransmissions) in [
+            ((data.0 + 5, data.1.clone()), 1, 0), // 5 µs later, the same bytes
+            ((data.0 + 5, new_id), 0, 1),         // 5 µs later, sent again
+            ((data.0 + 11, data.1.clone()), 0, 1), // the same bytes, beyond 10 µs
+        ] {
+            let mut frames = once.clone();
+            frames.insert(4, again);
+            let (records, _, outcome) = run(&write_pcap(&frames), None);
+            let conn = &connections(&records)[0];
+            assert_eq!(conn["capture_duplicates"], duplicates);
+            assert_eq!(conn["retransmissions"], retransmissions);
+            assert_eq!(outcome.stats.capture_duplicates, duplicates);
+            assert_eq!(outcome.port.retransmissions, retransmissions);
+            assert_eq!(conn["payload_bytes"], 1000);
+        }
     }
 }

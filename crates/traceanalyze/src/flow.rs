@@ -77,6 +77,8 @@ pub struct Connection {
     pub closing: bool,
     /// Already counted in the port aggregate's connections.
     pub in_window: bool,
+    /// Capture duplicates of this connection's segments (dedup.rs): left out of everything else.
+    pub capture_duplicates: u64,
     seq: [Unwrap; 2],
     seen: [ByteRanges; 2],
     totals: [DirTotals; 2],
@@ -124,6 +126,7 @@ impl Connection {
             last_ns: seg.ts_ns,
             closing: false,
             in_window: false,
+            capture_duplicates: 0,
             seq: Default::default(),
             seen: Default::default(),
             totals: Default::default(),
@@ -378,6 +381,7 @@ impl Connection {
             unique_payload_bytes_from_client: c.unique_payload,
             unique_payload_bytes_from_server: s.unique_payload,
             retransmissions: self.retransmissions,
+            capture_duplicates: self.capture_duplicates,
             rtt_samples: self.rtt_count,
             rtt_mean_ms: (self.rtt_count > 0)
                 .then(|| self.rtt_sum_ns as f64 / self.rtt_count as f64 / 1e6),

@@ -52,6 +52,8 @@ pub struct ConnectionRecord {
     pub unique_payload_bytes_from_client: u64,
     pub unique_payload_bytes_from_server: u64,
     pub retransmissions: u64,
+    /// Frames of the connection recorded twice (crate::dedup), left out of every other field.
+    pub capture_duplicates: u64,
     pub rtt_samples: u64,
     pub rtt_mean_ms: Option<f64>,
     pub rtt_min_ms: Option<f64>,
@@ -90,6 +92,8 @@ pub struct PortRecord {
     /// Frame bytes of both directions without retransmitted segments.
     pub bytes_nrt: u64,
     pub retransmissions: u64,
+    /// Capture duplicates of segments in the interval, left out of the fields above.
+    pub capture_duplicates: u64,
     pub throughput_mbps: f64,
     pub nrt_throughput_mbps: f64,
     pub from_server_mbps: f64,
@@ -104,6 +108,8 @@ pub struct StatsRecord {
     pub segments_at_port: u64,
     pub skipped: BTreeMap<String, u64>,
     pub malformed: u64,
+    /// Frames recorded twice (crate::dedup): in `frames`, in nothing else.
+    pub capture_duplicates: u64,
     pub truncated: bool,
     pub stop_reason: Option<String>,
     pub connections: u64,

@@ -37,6 +37,8 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "server", "client", "family", "file_kib", "outcome", "ok", "error", "timeout_s", "client_port", "start_ts",
         "delay_ms",
         "syn_to_last_ack_ms", "nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps", "retransmissions",
+        # frames of the GET's connection recorded twice in the capture, left out of its numbers
+        "capture_duplicates",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
         "client_kind",
         # the run design (workloads/get.py): the families of one request in one repetition are
@@ -47,6 +49,7 @@ KIND_COLUMNS: dict[str, list[str]] = {
     # every connection on a server's port during the repetition (stress, load and measured)
     "port": [
         "server", "connections", "interval_s", "captured_throughput_mbps", "nrt_throughput_mbps", "retransmissions",
+        "capture_duplicates",
     ],
     # MGEN background per class, achieved at the sink during the measuring window
     "background": ["workload", "cls", "reversed", "requested_bps", "achieved_bps", "deviation_pct", "window_s",

@@ -30,10 +30,15 @@ class Conversation:
     frames: list[Frame] = field(default_factory=list)
     client_isn: int = 1000
     server_isn: int = 4_294_960_000  # wraps inside the transfer
+    # the next IPv4 ID of (server, client): each side numbers its packets, as Linux does a
+    # connected socket's, so a segment sent again is not the same bytes
+    next_ip_id: list[int] = field(default_factory=lambda: [0x5000, 0x1000])
 
     def segment(self, ts: float, from_client: bool, seq_off: int, ack_off: int, flags: int, payload_len: int,
-                retransmission: bool = False, win: int = 65535, opts: bytes | None = None) -> None:
-        """`opts`: raw TCP options (default: NOP NOP timestamps), padded to 4 bytes."""
+                retransmission: bool = False, win: int = 65535, opts: bytes | None = None,
+                ip_id: int | None = None) -> None:
+        """`opts`: raw TCP options (default: NOP NOP timestamps), padded to 4 bytes; `ip_id`:
+        the IPv4 ID (default: the sender's next)."""
         c, s = ADDRS[self.family]
         src, dst = (c, s) if from_client else (s, c)
         sport, dport = (self.client_port, self.server_port) if from_client else (self.server_port, self.client_port)
@@ -45,8 +50,11 @@ class Conversation:
         tcp.opts += b"\x00" * (-len(tcp.opts) % 4)
         tcp.off = (20 + len(tcp.opts)) // 4
         if self.family == "v4":
+            if ip_id is None:
+                ip_id = self.next_ip_id[from_client]
+                self.next_ip_id[from_client] = (ip_id + 1) % (1 << 16)
             ip = dpkt.ip.IP(src=socket.inet_pton(socket.AF_INET, src), dst=socket.inet_pton(socket.AF_INET, dst),
-                            p=dpkt.ip.IP_PROTO_TCP, ttl=64, data=tcp)
+                            p=dpkt.ip.IP_PROTO_TCP, ttl=64, id=ip_id, data=tcp)
             ip.len = 20 + len(bytes(tcp))
             eth_type = dpkt.ethernet.ETH_TYPE_IP
         else:

@@ -12,15 +12,15 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from pathlib import Path
 
 import pytest
-from pcap_builder import (PSH, Conversation, busy_capture, transfer_with_fast_and_spurious_retransmissions,
-                          transfer_with_loss_and_reordering, write_frames)
+from pcap_builder import PSH, Conversation, transfer_with_fast_and_spurious_retransmissions, write_frames
+from trace_checks import (TIME_S, assert_agrees_with_tshark, assert_same_measurement, both_backends, busy_run,
+                          same_rate, truthy, tshark_streams, write_suite)
 
-from congestlab.analysis.connections import Connection, group_connections
+from congestlab.analysis.connections import Connection
 from congestlab.analysis.metrics import measure_connection
-from congestlab.analysis.packets import ACK, FIN, SYN, Segment, read_segments
+from congestlab.analysis.packets import ACK, FIN, SYN, Segment
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.request_rows import metric_columns as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
@@ -28,11 +28,6 @@ from congestlab.analysis.trace import PcapConnection, measure_pcap
 from congestlab.analysis.trace_files import read_series, read_trace, write_trace
 from congestlab.errors import ToolError, TraceError
 from congestlab.paths import rust_binary
-from congestlab.rundir import FORMAT_VERSION, RAW_KIND
-from record_fixtures import get_row, tiny_stored_spec
-
-TIME_S = 1e-6  # 1 µs
-TIME_MS = 1e-3
 
 try:
     rust_binary("traceanalyze")
@@ -43,73 +38,15 @@ pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
 
 
-def _suite(tmp: Path) -> dict[str, Path]:
-    """Every capture the tests build: one conversation, many, three file formats, headers only."""
-    out = {}
-    for family in ("v4", "v6"):
-        conv, _ = transfer_with_loss_and_reordering(family)
-        out[f"loss-{family}"] = conv.write(tmp / f"loss-{family}.pcap")
-        out[f"loss-{family}-snap128"] = conv.write(tmp / f"loss-{family}-snap128.pcap", snaplen=128)
-        conv, _ = transfer_with_fast_and_spurious_retransmissions(family)
-        out[f"fast-{family}"] = conv.write(tmp / f"fast-{family}.pcap")
-        out[f"busy-{family}"] = write_frames(tmp / f"busy-{family}.pcap", busy_capture(family))
-    out["busy-pcapng"] = write_frames(tmp / "busy.pcapng", busy_capture("v6"), fmt="pcapng")
-    out["busy-ns-snap128"] = write_frames(tmp / "busy-ns.pcap", busy_capture("v4"), snaplen=128, fmt="pcap-ns")
-    return out
-
-
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    return _suite(tmp_path_factory.mktemp("suite"))
-
-
-def _same_rate(what: str, a: float, b: float, interval_s: float) -> None:
-    """Rates divide by a time known to 1 µs in each backend: they agree to that share."""
-    assert abs(a - b) <= abs(a) * 2 * TIME_S / interval_s + 1e-12, f"{what}: {a} vs {b} over {interval_s} s"
-
-
-def assert_same_measurement(a, b):
-    """Counts exactly, times within 1 µs (rates, which divide by a time, to that share)."""
-    sa, sb = a.read_stats, b.read_stats
-    assert (sa.frames, sa.tcp_segments, sa.truncated) == (sb.frames, sb.tcp_segments, sb.truncated)
-    assert sum(sa.skipped.values()) == sum(sb.skipped.values())
-    assert [c.key for c in a.connections] == [c.key for c in b.connections]
-    for x, y in zip(a.connections, b.connections):
-        where = f"{x.family} port {x.client_port} conn {x.conn}"
-        assert (x.conn, x.client, x.server, x.server_port, x.retransmissions, x.error, x.server_data_unacked_bytes) == \
-               (y.conn, y.client, y.server, y.server_port, y.retransmissions, y.error, y.server_data_unacked_bytes), where
-        assert abs(x.first_ts - y.first_ts) <= TIME_S and abs(x.last_ts - y.last_ts) <= TIME_S, where
-        assert (x.metrics is None) == (y.metrics is None), where
-        if x.metrics is None:
-            continue
-        mx, my = x.metrics, y.metrics
-        for name in ("retransmissions", "bytes_nrt", "bytes_captured", "payload_bytes", "family", "client_port"):
-            assert getattr(mx, name) == getattr(my, name), f"{where}: {name}"
-        assert abs(mx.delay_ms - my.delay_ms) <= TIME_MS, where
-        assert (mx.syn_to_last_ack_ms is None) == (my.syn_to_last_ack_ms is None)
-        if mx.syn_to_last_ack_ms is not None:
-            assert abs(mx.syn_to_last_ack_ms - my.syn_to_last_ack_ms) <= TIME_MS, where
-        for name in ("nrt_throughput_mbps", "captured_throughput_mbps", "goodput_mbps"):
-            _same_rate(f"{where}: {name}", getattr(mx, name), getattr(my, name), mx.delay_ms / 1e3)
-        assert len(mx.rtt_samples_ms) == len(my.rtt_samples_ms), where
-        assert all(abs(p - q) <= TIME_MS for p, q in zip(mx.rtt_samples_ms, my.rtt_samples_ms)), where
-    pa, pb = a.port, b.port
-    for name in ("connections", "segments", "bytes_to_server", "bytes_from_server", "payload_bytes_from_server",
-                 "unique_payload_bytes_from_server", "bytes_nrt", "retransmissions"):
-        assert getattr(pa, name) == getattr(pb, name), f"port: {name}"
-    assert abs(pa.interval_s - pb.interval_s) <= TIME_S
-    for name in ("throughput_mbps", "nrt_throughput_mbps", "from_server_mbps", "goodput_mbps"):
-        _same_rate(f"port: {name}", getattr(pa, name), getattr(pb, name), pa.interval_s)
-
-
-def _both(pcap: Path, tmp: Path, **kw):
-    return [measure_pcap(pcap, 80, backend=b, **kw) for b in ("rust", "dpkt")]
+    return write_suite(tmp_path_factory.mktemp("suite"))
 
 
 def test_backends_agree_on_every_capture(suite, tmp_path):
     assert len(suite) == 10
     for name, pcap in suite.items():
-        rust, ref = _both(pcap, tmp_path)
+        rust, ref = both_backends(pcap)
         assert rust.backend == "rust" and ref.backend == "dpkt"
         assert rust.connections, name
         assert_same_measurement(rust, ref)
@@ -136,43 +73,9 @@ def test_busy_capture_connections_errors_and_skips(suite):
     assert sum(c.retransmissions for c in m.connections) == m.port.retransmissions == 4
 
 
-def _tshark_streams(pcap: Path) -> dict[int, list[list[str]]]:
-    fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.dstport", "tcp.len", "tcp.flags.ack",
-              "tcp.flags.fin", "tcp.flags.reset", "tcp.analysis.retransmission",
-              "tcp.analysis.fast_retransmission", "tcp.analysis.spurious_retransmission", "tcp.analysis.out_of_order"]
-    argv = ["tshark", "-r", str(pcap), "-Y", "tcp.port == 80", "-T", "fields", *sum((["-e", f] for f in fields), [])]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    streams: dict[int, list[list[str]]] = {}
-    for line in out.splitlines():
-        row = line.split("\t")
-        streams.setdefault(int(row[0]), []).append(row)
-    return streams
-
-
-def _truthy(v: str) -> bool:
-    return v not in ("", "0", "False")
-
-
 @needs_tshark
 def test_agrees_with_tshark_on_delay_and_retransmissions(suite):
-    checked = 0
-    for name, pcap in suite.items():
-        m = measure_pcap(pcap, 80)
-        for rows in _tshark_streams(pcap).values():
-            first = float(rows[0][1])
-            conn = next(c for c in m.connections if abs(c.first_ts - first) <= TIME_S)
-            marked = sum(1 for r in rows if any(_truthy(v) for v in r[8:11]))
-            assert conn.retransmissions == marked, f"{name} port {conn.client_port}"
-            if conn.metrics is None:
-                continue
-            client = [r for r in rows if r[3] == "80"]
-            get = next(r for r in client if int(r[4] or 0) > 0)
-            t_get = float(get[1])
-            fin_ts = next((float(r[1]) for r in client if _truthy(r[6]) and float(r[1]) > t_get), float("inf"))
-            t_ack = max(float(r[1]) for r in client if t_get <= float(r[1]) < fin_ts and _truthy(r[5])
-                        and not _truthy(r[6]) and not _truthy(r[7]))
-            assert abs((t_ack - t_get) * 1e3 - conn.metrics.delay_ms) <= 1.0, name
-            checked += 1
+    checked = sum(assert_agrees_with_tshark(name, pcap, measure_pcap(pcap, 80)) for name, pcap in suite.items())
     assert checked == 18  # every connection with a request, in every capture
 
 
@@ -180,8 +83,8 @@ def test_agrees_with_tshark_on_delay_and_retransmissions(suite):
 def test_tshark_out_of_order_is_our_reordering(suite):
     """The reordered segment (new bytes below the highest sequence) is what tshark calls
     out_of_order; it is not a retransmission for either."""
-    rows = [r for rs in _tshark_streams(suite["loss-v4"]).values() for r in rs]
-    assert sum(1 for r in rows if _truthy(r[11])) == 1
+    rows = [r for rs in tshark_streams(suite["loss-v4"]).values() for r in rs]
+    assert sum(1 for r in rows if truthy(r[11])) == 1
     assert measure_pcap(suite["loss-v4"], 80).connections[0].retransmissions == 1
 
 
@@ -192,7 +95,7 @@ def test_truncated_capture_is_measured_up_to_the_cut(suite, tmp_path, caplog):
                           ("after the first records", 24 + 3 * 90)):
         path = tmp_path / "cut.pcap"
         path.write_bytes(full[:cut])
-        rust, ref = _both(path, tmp_path)
+        rust, ref = both_backends(path)
         assert rust.read_stats.truncated and ref.read_stats.truncated, cut_name
         assert_same_measurement(rust, ref)
         assert "measured up to the cut" in caplog.text
@@ -240,7 +143,7 @@ def test_series_and_samples_files_agree(suite, tmp_path):
 def test_port_aggregate_over_a_window(suite, tmp_path):
     # the end of the first transfer (its resend at 0.25 s), the fast/spurious one, the idle one
     window = (1_700_000_000.19, 1_700_000_000.35)
-    rust, ref = _both(suite["busy-v6"], tmp_path, window_s=window)
+    rust, ref = both_backends(suite["busy-v6"], window_s=window)
     assert_same_measurement(rust, ref)
     assert rust.port.connections == 3 and abs(rust.port.interval_s - 0.16) <= TIME_S
     assert rust.port.retransmissions == 3
@@ -249,31 +152,8 @@ def test_port_aggregate_over_a_window(suite, tmp_path):
 def test_analyze_run_rows_are_unchanged(suite, tmp_path):
     """analyze_run through measure_pcap gives the rows the dpkt path gave (request rows from
     measure_connection, the port row from analysis/port.py)."""
-    run = tmp_path / "run"
+    run, manifest, reqs, conns = busy_run(tmp_path, suite["busy-v4"])
     rep_dir = run / "points" / "p1" / "r1"
-    (rep_dir / "pcap").mkdir(parents=True)
-    pcap = shutil.copy(suite["busy-v4"], rep_dir / "pcap" / "lean.pcap")
-    (rep_dir / "rep.json").write_text(json.dumps({"servers": {}}))
-    conns = group_connections(read_segments(pcap), server_port=80)
-
-    def client_s(port: int, start: float) -> float:
-        """curl's own time: the capture's delay (the cross-check holds them together)."""
-        conn = next((c for c in conns if c.key == ("v4", port) and start - 1 <= c.segments[0].ts <= start + 0.3), None)
-        if conn is None:
-            return 0.0
-        try:
-            return measure_connection(conn).delay_ms / 1e3
-        except TraceError:  # a connection without a request: the analysis finds it invalid anyway
-            return 0.0
-
-    reqs = [get_row(server="lean", file_kib=14, client_port=port, start_ts=start, end_ts=start + 0.3,
-                    time_total_s=client_s(port, start), request=i)
-            for i, (port, start) in enumerate([(40000, 1_700_000_000.0), (40010, 1_700_000_000.2),
-                                               (40000, 1_700_000_000.5), (40020, 1_700_000_000.3)])]
-    reqs.append({**reqs[0], "ok": False, "error": "Operation timed out after 250 milliseconds", "request": 4})
-    (rep_dir / "records.jsonl").write_text("".join(json.dumps({"kind": RAW_KIND, "row": r}) + "\n" for r in reqs))
-    manifest = {"points": [{"id": "p1", "experiment": "e", "axes": {}}], "axes": [], "servers": {},
-                "spec": tiny_stored_spec(server="lean", files_kib=(14,)), "format_version": FORMAT_VERSION}
     result = analyze_run(run, manifest)
     assert result.summary["analysis_s"] >= 0
     # each GET's connection has its segment trace once, whatever its outcome (40020 has no
@@ -308,7 +188,7 @@ def test_analyze_run_rows_are_unchanged(suite, tmp_path):
     assert (port_row["connections"], port_row["retransmissions"]) == (want["connections"], want["retransmissions"])
     assert abs(port_row["interval_s"] - want["interval_s"]) <= TIME_S
     for key in ("captured_throughput_mbps", "nrt_throughput_mbps"):
-        _same_rate(key, port_row[key], want[key], want["interval_s"])
+        same_rate(key, port_row[key], want[key], want["interval_s"])
 
 
 def test_rtt_samples_continue_past_4_gib():

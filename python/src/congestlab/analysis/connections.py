@@ -16,6 +16,8 @@ class Connection:
     server: str
     server_port: int
     segments: list[Segment] = field(default_factory=list)
+    # capture duplicates of its segments (packets.py): counted here, in no metric
+    duplicates: list[Segment] = field(default_factory=list)
 
     def from_client(self, seg: Segment) -> bool:
         return seg.src == self.client and seg.sport == self.client_port
@@ -27,7 +29,8 @@ class Connection:
 
 def group_connections(segments: Iterable[Segment], server_port: int) -> list[Connection]:
     """One Connection per (client, client port, server) 4-tuple, in order of first packet.
-    A reused 4-tuple after a completed close starts a new connection at its SYN."""
+    A reused 4-tuple after a completed close starts a new connection at its SYN. A capture
+    duplicate goes to the connection its original went to, in `duplicates`."""
     open_conns: dict[tuple, Connection] = {}
     done: list[Connection] = []
     for seg in segments:
@@ -38,6 +41,10 @@ def group_connections(segments: Iterable[Segment], server_port: int) -> list[Con
         else:
             continue
         conn = open_conns.get(key)
+        if seg.capture_duplicate:
+            if conn is not None:
+                conn.duplicates.append(seg)
+            continue
         fresh_syn = seg.syn and not seg.has_ack and seg.dport == server_port
         if conn is not None and fresh_syn and any(s.fin or s.rst for s in conn.segments):
             done.append(conn)

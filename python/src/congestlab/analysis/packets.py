@@ -1,11 +1,14 @@
-"""Read TCP segments out of a pcap with dpkt; malformed frames are counted, not fatal."""
+"""Read TCP segments out of a pcap with dpkt; malformed frames are counted, not fatal, and
+frames recorded twice are counted, not read (crates/traceanalyze/src/dedup.rs's rule)."""
 
 from __future__ import annotations
 
 import socket
 import struct
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 
 import dpkt
@@ -28,6 +31,7 @@ class Segment:
     flags: int
     payload_len: int
     frame_len: int  # bytes on the wire: link header + IP total length (what Wireshark counts)
+    capture_duplicate: bool = False  # the same bytes as a frame captured just before (CaptureDuplicates)
 
     @property
     def syn(self) -> bool:
@@ -52,6 +56,7 @@ class ReadStats:
     tcp_segments: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     truncated: bool = False  # the capture ends inside a record: read up to the cut
+    capture_duplicates: int = 0  # frames recorded twice: in `frames`, in nothing else
 
     def skip(self, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
@@ -83,7 +88,44 @@ class _CutDetector:
         return self._fh.fileno()
 
 
-def read_segments(path: Path, stats: ReadStats | None = None) -> Iterator[Segment]:
+# a frame with the bytes of one captured at most this long before it is a capture duplicate
+# (docs/trace-analysis.md, "Capture duplicates")
+DUPLICATE_WINDOW_NS = 10_000
+# frames, and bytes of them, kept for the comparison: as crates/traceanalyze/src/dedup.rs
+_MAX_RECENT, _MAX_RECENT_BYTES = 1024, 4 << 20
+
+
+class CaptureDuplicates:
+    """The frames of the last DUPLICATE_WINDOW_NS; `check` says whether a frame repeats one
+    of them (editcap -w's rule: captured bytes and a time window). Every frame is kept, copies
+    too, so a third copy within the window of the second is one as well."""
+
+    def __init__(self) -> None:
+        self.recent: deque[tuple[int, bytes]] = deque()
+        self.bytes = 0
+
+    def check(self, ts_ns: int, data: bytes) -> bool:
+        recent = self.recent
+        while recent and (ts_ns - recent[0][0] > DUPLICATE_WINDOW_NS or len(recent) >= _MAX_RECENT
+                          or self.bytes + len(data) > _MAX_RECENT_BYTES):
+            self.bytes -= len(recent.popleft()[1])
+        # a frame stamped later than this one (a capture out of time order) is not compared
+        duplicate = any(0 <= ts_ns - seen_ns <= DUPLICATE_WINDOW_NS and seen == data for seen_ns, seen in recent)
+        recent.append((ts_ns, data))
+        self.bytes += len(data)
+        return duplicate
+
+
+def _ts_ns(ts) -> int:
+    """dpkt's timestamp as integer ns: a Decimal (nanosecond pcap) exactly, a float (pcap,
+    pcapng) to the µs (exact for µs captures; the reference keeps no finer time of a pcapng)."""
+    return int(ts * 1_000_000_000) if isinstance(ts, Decimal) else round(ts * 1e6) * 1000
+
+
+def read_segments(path: Path, stats: ReadStats | None = None, *, duplicates: bool = False) -> Iterator[Segment]:
+    """The capture's TCP segments in file order. A capture duplicate is counted in
+    `stats.capture_duplicates` and left out, or, with `duplicates`, given with
+    `capture_duplicate` set."""
     stats = stats if stats is not None else ReadStats()
     try:
         fh = open(path, "rb")
@@ -96,11 +138,18 @@ def read_segments(path: Path, stats: ReadStats | None = None) -> Iterator[Segmen
         except (ValueError, dpkt.dpkt.Error) as err:
             raise TraceError(f"{path}: not a pcap/pcapng file ({err})") from None
         linktype = reader.datalink()
+        seen = CaptureDuplicates()
         try:
             for ts, buf in reader:
                 if guard.short:  # the record was cut by the end of the file: not a frame
                     break
                 stats.frames += 1
+                if seen.check(_ts_ns(ts), bytes(buf)):
+                    stats.capture_duplicates += 1
+                    seg = _decode(float(ts), buf, linktype, ReadStats()) if duplicates else None
+                    if seg is not None:
+                        yield replace(seg, capture_duplicate=True)
+                    continue
                 seg = _decode(float(ts), buf, linktype, stats)
                 if seg is not None:
                     stats.tcp_segments += 1

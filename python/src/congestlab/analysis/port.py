@@ -24,4 +24,5 @@ def port_aggregate(conns: list[Connection]) -> dict:
     interval_s = (last - first) if first is not None and last is not None else 0.0
     mbps = (lambda b: b * 8 / interval_s / 1e6) if interval_s > 0 else (lambda b: None)
     return {"connections": len(conns), "interval_s": interval_s, "captured_throughput_mbps": mbps(captured),
-            "nrt_throughput_mbps": mbps(nrt), "retransmissions": retransmissions}
+            "nrt_throughput_mbps": mbps(nrt), "retransmissions": retransmissions,
+            "capture_duplicates": sum(len(conn.duplicates) for conn in conns)}

@@ -98,7 +98,8 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
         if traced is not None:  # also a GET that timed out or failed: why is the question
             _write_series(series_dir, record.server, traced, captures.traces.get(record.server, {}), series_names)
         if outcome == COMPLETE:
-            out |= metric_columns(conn.metrics) | {"client_port": conn.metrics.client_port}
+            out |= metric_columns(conn.metrics) | {"client_port": conn.metrics.client_port,
+                                                   "capture_duplicates": conn.capture_duplicates}
         else:
             tally.problems.append(f"{rep.where} {record.server} {record.family}: {outcome}: {error}")
         out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
@@ -142,7 +143,11 @@ def _measure_captures(run: StoredRun, rep: StoredRepetition, info: dict, gets: l
         out.connections[server] = measured.connections
         out.traces[server] = measured.trace_lines
         tally.pcap_read[f"{point.id}/r{rep.number}/{server}"] = {
-            "frames": stats.frames, "tcp_segments": stats.tcp_segments, "skipped": stats.skipped}
+            "frames": stats.frames, "tcp_segments": stats.tcp_segments, "skipped": stats.skipped,
+            "capture_duplicates": stats.capture_duplicates}
+        if stats.capture_duplicates:
+            tally.problems.append(f"{where_file}: {stats.capture_duplicates} frames recorded twice (capture "
+                                  "duplicates) left out")
         tally.rows["port"].append(common | {"server": server} | _port_row(measured.port))
         log = lean.get((server, info.get("servers", {}).get(server)))
         if log is not None:
@@ -202,4 +207,4 @@ def _port_row(p: PortAggregate) -> dict:
     return {"connections": p.connections, "interval_s": p.interval_s,
             "captured_throughput_mbps": p.throughput_mbps if p.interval_s > 0 else None,
             "nrt_throughput_mbps": p.nrt_throughput_mbps if p.interval_s > 0 else None,
-            "retransmissions": p.retransmissions}
+            "retransmissions": p.retransmissions, "capture_duplicates": p.capture_duplicates}

@@ -52,6 +52,7 @@ class PcapConnection:
     error: str | None = None
     # server payload beyond the client's highest ACK: 0 when it acknowledged the last data
     server_data_unacked_bytes: int = 0
+    capture_duplicates: int = 0  # its frames recorded twice (packets.py), in no other number
 
     @property
     def key(self) -> tuple[str, int]:
@@ -77,6 +78,7 @@ class PortAggregate:
     from_server_mbps: float
     goodput_mbps: float
     window_s: tuple[float, float] | None = None
+    capture_duplicates: int = 0  # frames recorded twice in the window, in no other number
 
 
 @dataclass
@@ -176,6 +178,13 @@ def _measure_rust(pcap: Path, server_port: int, rtt_path: Path, series_path: Pat
 
 def parse_summary(lines, window_s: tuple[float, float] | None = None) -> PcapMeasurement:
     """The analyzer's NDJSON summary -> PcapMeasurement (no RTT samples attached)."""
+    try:
+        return _parse_summary(lines, window_s)
+    except KeyError as err:  # a binary built from older code than this reader
+        raise TraceError(f"traceanalyze: summary without {err} (an older build? `make build`)") from None
+
+
+def _parse_summary(lines, window_s: tuple[float, float] | None) -> PcapMeasurement:
     conns: list[PcapConnection] = []
     port = stats = None
     for line in lines:
@@ -193,14 +202,15 @@ def parse_summary(lines, window_s: tuple[float, float] | None = None) -> PcapMea
                 unique_payload_bytes_from_server=rec["unique_payload_bytes_from_server"], bytes_nrt=rec["bytes_nrt"],
                 retransmissions=rec["retransmissions"], throughput_mbps=rec["throughput_mbps"],
                 nrt_throughput_mbps=rec["nrt_throughput_mbps"],
-                from_server_mbps=rec["from_server_mbps"], goodput_mbps=rec["goodput_mbps"], window_s=window_s)
+                from_server_mbps=rec["from_server_mbps"], goodput_mbps=rec["goodput_mbps"], window_s=window_s,
+                capture_duplicates=rec["capture_duplicates"])
         elif kind == "stats":
             stats = rec
     if port is None or stats is None:
         raise TraceError("traceanalyze: summary without its port and stats records (cut short?)")
     conns.sort(key=lambda c: (c.first_ts, c.conn))
     read = ReadStats(frames=stats["frames"], tcp_segments=stats["tcp_segments"], skipped=dict(stats["skipped"]),
-                     truncated=stats["truncated"])
+                     truncated=stats["truncated"], capture_duplicates=stats["capture_duplicates"])
     return PcapMeasurement(conns, read, port, elapsed_s=stats["elapsed_s"], backend="rust",
                            stop_reason=stats["stop_reason"])
 
@@ -220,7 +230,8 @@ def _connection_from_record(rec: dict) -> PcapConnection:
     return PcapConnection(conn=rec["conn"], family=rec["family"], client=rec["client"], client_port=rec["client_port"],
                           server=rec["server"], server_port=rec["server_port"], first_ts=rec["first_ts_s"],
                           last_ts=rec["last_ts_s"], retransmissions=rec["retransmissions"], metrics=metrics,
-                          error=error, server_data_unacked_bytes=rec.get("server_data_unacked_bytes", 0))
+                          error=error, server_data_unacked_bytes=rec.get("server_data_unacked_bytes", 0),
+                          capture_duplicates=rec["capture_duplicates"])
 
 
 def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
@@ -243,7 +254,7 @@ def _attach_rtt_samples(conns: list[PcapConnection], rtt_path: Path) -> None:
 def _measure_dpkt(pcap: Path, server_port: int, rtt_path: Path, series_path: Path | None,
                   series_bin_ms: float | None, window_s: tuple[float, float] | None) -> PcapMeasurement:
     stats = ReadStats()
-    conns = group_connections(read_segments(pcap, stats), server_port=server_port)
+    conns = group_connections(read_segments(pcap, stats, duplicates=True), server_port=server_port)
     out: list[PcapConnection] = []
     agg = _PortTotals()
     with open(rtt_path, "w", newline="") as rtt_fh:
@@ -273,7 +284,8 @@ def _measure_dpkt(pcap: Path, server_port: int, rtt_path: Path, series_path: Pat
                     conn=conn_id, family=conn.family, client=conn.client, client_port=conn.client_port,
                     server=conn.server, server_port=server_port, first_ts=segs[0].ts, last_ts=segs[-1].ts,
                     retransmissions=sum(1 for s, r in zip(segs, retx) if r and s.payload_len > 0),
-                    metrics=metrics, error=error, server_data_unacked_bytes=server_data_unacked(segs, from_client)))
+                    metrics=metrics, error=error, server_data_unacked_bytes=server_data_unacked(segs, from_client),
+                    capture_duplicates=len(conn.duplicates)))
         finally:
             if series_fh:
                 series_fh.close()
@@ -291,10 +303,13 @@ class _PortTotals:
     unique_payload_from_server: int = 0
     bytes_nrt: int = 0
     retransmissions: int = 0
+    capture_duplicates: int = 0
     times: list[float] = field(default_factory=list)
 
     def add(self, conn: Connection, from_client: list[bool], retx: list[bool],
             window_s: tuple[float, float] | None) -> None:
+        self.capture_duplicates += sum(1 for s in conn.duplicates if window_s is None
+                                       or window_s[0] <= s.ts <= window_s[1])
         counted = False
         for s, fc, r in zip(conn.segments, from_client, retx):
             if window_s is not None and not (window_s[0] <= s.ts <= window_s[1]):
@@ -333,7 +348,7 @@ class _PortTotals:
             retransmissions=self.retransmissions, throughput_mbps=mbps(self.bytes_to_server + self.bytes_from_server),
             nrt_throughput_mbps=mbps(self.bytes_nrt),
             from_server_mbps=mbps(self.bytes_from_server), goodput_mbps=mbps(self.unique_payload_from_server),
-            window_s=window_s)
+            window_s=window_s, capture_duplicates=self.capture_duplicates)
 
 
 def _series_rows(conn: Connection, from_client: list[bool], retx: list[bool], bin_s: float):
