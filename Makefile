@@ -12,6 +12,9 @@ PYTHON ?= $(shell mk/readable-python.sh)
 PY := $(VENV)/bin/python
 CONGESTLAB := $(VENV)/bin/congestlab
 STAMPS := .stamps
+# each suite's time against the budget (docs/testing.md): `@$(TIMER) start|end SUITE`
+# around a suite's steps, each step a recipe line of its own
+TIMER := mk/suite-time
 export CARGO_TERM_COLOR := never
 
 APT_PACKAGES := apache2 nginx mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping \
@@ -21,13 +24,14 @@ TEST_TARGETS :=
 
 include $(wildcard mk/*.mk)
 
-.PHONY: demo test install apt venv build test-python clean-runs
+.PHONY: demo test test-clock install apt venv build test-python test-lint test-unit test-netns clean-runs
 .DEFAULT_GOAL := demo
 
 install: apt venv build
 
 # Debian packages: only the missing ones are installed; nothing is started.
 apt:
+	@$(TIMER) start setup
 	@missing=""; for p in $(APT_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
@@ -36,23 +40,48 @@ apt:
 	  apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@$(TIMER) end setup
 
 venv: $(STAMPS)/venv
 $(STAMPS)/venv: pyproject.toml
+	@$(TIMER) start setup
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,cluster]'
 	@mkdir -p $(STAMPS) && touch $@
+	@$(TIMER) end setup
 
 build: $(BUILD_TARGETS)
 
 demo: install
 	$(CONGESTLAB) reproduce ipv6 --quick
 
-test-python: install
+test-lint: install
+	@$(TIMER) start lint
 	$(VENV)/bin/lint-imports  # the package layers (pyproject.toml, docs/python-packages.md)
 	$(VENV)/bin/ruff check python  # [tool.ruff] in pyproject.toml; the rules: docs/testing.md
-	$(PY) -m pytest -q python/tests
+	@$(TIMER) end lint
 
-test: install test-python $(TEST_TARGETS)
+# pytest-xdist workers for the unit suite (0: in one process); the netns suite stays in one
+# process: its tests share the machine's kernel and measure time (docs/testing.md)
+UNIT_WORKERS ?= 2
+test-unit: install
+	@$(TIMER) start unit
+	$(PY) -m pytest -q -n $(UNIT_WORKERS) python/tests/unit
+	@$(TIMER) end unit
+
+# real namespaces, as root (skipped otherwise)
+test-netns: install
+	@$(TIMER) start netns
+	$(PY) -m pytest -q python/tests/netns
+	@$(TIMER) end netns
+
+test-python: test-lint test-unit test-netns
+
+test-clock:
+	@$(TIMER) reset
+
+# test-clock first: the report at the end covers the whole run, builds included
+test: test-clock install test-python $(TEST_TARGETS)
 	@echo "make test: all suites passed"
+	@$(TIMER) report

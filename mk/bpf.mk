@@ -7,8 +7,12 @@ TEST_TARGETS += test-bpf
 
 .PHONY: build-bpf test-bpf
 build-bpf:
+	@$(TIMER) start bpf
 	$(MAKE) -C bpf --no-print-directory all
+	@$(TIMER) end bpf
 
 # Fixed-point harness; the struct_ops/netns checks run with pytest (python/tests/netns/test_cc_*.py).
 test-bpf: build-bpf
+	@$(TIMER) start bpf
 	$(MAKE) -C bpf --no-print-directory test
+	@$(TIMER) end bpf

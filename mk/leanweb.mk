@@ -19,12 +19,14 @@ lean-knobs-json:
 	target/release/leanweb --knobs-json > python/src/congestlab/spec/lean_knobs.json
 
 test-leanweb-fuzz:
+	@$(TIMER) start fuzz
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@mkdir -p $(LEANWEB_FUZZ_DIR)/corpus/frame_input $(LEANWEB_FUZZ_DIR)/corpus-min/frame_input
 	cd $(LEANWEB_FUZZ_DIR) && cargo +nightly fuzz run --sanitizer none --debug-assertions \
 		frame_input corpus/frame_input seeds/frame_input corpus-min/frame_input -- \
 		-max_total_time=$(LEANWEB_FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1
+	@$(TIMER) end fuzz
 
 # Not part of `make test` (root, ~1 min): req/s and Mbit/s of leanweb, Apache and nginx on an
 # unshaped namespace path, and the 320 KiB delay through a 100 Mbit/s bottleneck, leanweb vs Apache.

@@ -6,5 +6,7 @@ MGEN_SHIM := target/mgen/libmgen_ipv6_shim.so
 .PHONY: build-mgen-shim
 build-mgen-shim: $(MGEN_SHIM)
 $(MGEN_SHIM): python/src/congestlab/traffic/mgen_ipv6_shim.c
+	@$(TIMER) start setup
 	@mkdir -p $(dir $@)
 	gcc -shared -fPIC -O2 -Wall -o $@ $<
+	@$(TIMER) end setup

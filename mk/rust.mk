@@ -9,9 +9,13 @@ endif
 
 .PHONY: build-rust test-rust
 build-rust:
+	@$(TIMER) start rust
 	$(CARGO) build --release --workspace --quiet
+	@$(TIMER) end rust
 
 test-rust: build-rust
+	@$(TIMER) start rust
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 	$(CARGO) clippy --workspace --release --quiet -- -D warnings  # docs/testing.md
 	$(CARGO) test --release --workspace --quiet
+	@$(TIMER) end rust

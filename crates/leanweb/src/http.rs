@@ -126,9 +126,12 @@ struct Fields {
     host_valid: bool,
     close: bool,
     keep_alive: bool,
-    /// A body announced (Transfer-Encoding, or a Content-Length other than 0) or a
-    /// Content-Length that is not a number: leanweb serves GET and HEAD, which carry none.
-    body_or_bad_framing: bool,
+    /// A body announced (Transfer-Encoding, or a Content-Length other than 0): leanweb
+    /// serves GET and HEAD, which carry none, and reads no request body.
+    body: bool,
+    /// A Content-Length that is not a number: the framing is invalid, whatever the method
+    /// (RFC 9112 §6.3: 400).
+    bad_length: bool,
 }
 
 fn read_fields(headers: &[httparse::Header<'_>]) -> Fields {
@@ -144,12 +147,15 @@ fn read_fields(headers: &[httparse::Header<'_>]) -> Fields {
                 fields.close |= token.eq_ignore_ascii_case("close");
                 fields.keep_alive |= token.eq_ignore_ascii_case("keep-alive");
             }
-        } else if name.eq_ignore_ascii_case("transfer-encoding")
-            || (name.eq_ignore_ascii_case("content-length") && value != Ok("0"))
-        {
-            // GET/HEAD with a body, or framing we cannot read (RFC 9112 §6.3): refuse
-            // rather than guess where the next request starts.
-            fields.body_or_bad_framing = true;
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            fields.body = true;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            match value {
+                Ok(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                    fields.body |= digits != "0";
+                }
+                _ => fields.bad_length = true,
+            }
         }
     }
     fields
@@ -207,15 +213,22 @@ fn parse_head(buf: &[u8], later_minor_as_http11: bool) -> Parse {
         1 => fields.host_valid,
         _ => false,
     };
-    if !host_ok || fields.body_or_bad_framing {
+    if !host_ok || fields.bad_length {
         return Parse::Error(HttpError::BadRequest);
     }
+    // Another method is refused whether or not it carries a body (RFC 9110 §15.5.6 and
+    // §15.6.2); the body stays unread, as the connection closes after every error.
     let method = match method {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
         known if KNOWN_METHODS.contains(&known) => return Parse::Error(HttpError::MethodNotAllowed),
         _ => return Parse::Error(HttpError::NotImplemented),
     };
+    if fields.body {
+        // GET/HEAD with a body (RFC 9112 §6.3): refused rather than guess where the next
+        // request starts
+        return Parse::Error(HttpError::BadRequest);
+    }
     let path = match target_path(target).and_then(decode_path) {
         Ok(path) => path,
         Err(e) => return Parse::Error(e),
@@ -468,6 +481,25 @@ mod tests {
     #[test]
     fn bad_requests_get_their_status() {
         assert_eq!(req("POST / HTTP/1.1\r\nHost: x\r\n\r\n"), Parse::Error(HttpError::MethodNotAllowed));
+        // with a body too (RFC 9110 §15.5.6), also one leanweb could not frame; not a GET's 400
+        for body in ["Content-Length: 5\r\n\r\nhello", "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"] {
+            assert_eq!(
+                req(&format!("POST /f HTTP/1.1\r\nHost: x\r\n{body}")),
+                Parse::Error(HttpError::MethodNotAllowed)
+            );
+            assert_eq!(
+                req(&format!("PUT /f HTTP/1.1\r\nHost: x\r\n{body}")),
+                Parse::Error(HttpError::MethodNotAllowed)
+            );
+            assert_eq!(req(&format!("BREW /f HTTP/1.1\r\nHost: x\r\n{body}")), Parse::Error(HttpError::NotImplemented));
+        }
+        // what is 400 for every method: an invalid Content-Length (RFC 9112 §6.3), the Host rules (§3.2)
+        assert_eq!(
+            req("POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"),
+            Parse::Error(HttpError::BadRequest)
+        );
+        assert_eq!(req("POST /f HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"), Parse::Error(HttpError::BadRequest));
+        assert_eq!(req("BREW /f HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"), Parse::Error(HttpError::BadRequest));
         assert_eq!(
             req("get / HTTP/1.1\r\nHost: x\r\n\r\n"),
             Parse::Error(HttpError::NotImplemented),

@@ -2,8 +2,9 @@
 the delay window following the queue (from the program's own counters). Two-flow sharing
 is the cc-share preset's test (test_cc_share_netns.py).
 
-Each module run builds its own object under a unique kernel name in a temp dir and
-always unregisters it; each test builds its own testbed (a dumbbell: sender s1, router r,
+Each module run builds its own object under a unique kernel name in a temp dir, registers
+it with the owner note a run writes (cc_helpers.py: `congestlab clean` removes it if pytest
+dies) and always unregisters it; each test builds its own testbed (a dumbbell: sender s1, router r,
 receiver c; r's link to c is the 100 Mbit/s bottleneck) and drives iperf3 through the
 iperf workload runner.
 """
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 import threading
 import time
 
 import pytest
+from cc_helpers import build_object, registered
 
 from congestlab.cc import registry
-from congestlab.paths import REPO_ROOT
 from congestlab.spec.models import TopologySpec
 from congestlab.spec.workloads import IperfWorkload
 from congestlab.testbed import Testbed
@@ -59,19 +59,15 @@ def one_flow(tb: Testbed, tmp_path, seconds: float, cc: str | None = None) -> di
 
 @pytest.fixture(scope="module")
 def ctcp(tmp_path_factory) -> str:
-    """A Compound TCP registered under a unique name for this module; removed afterwards."""
+    """A Compound TCP registered under a unique name for this module (with the owner note a
+    run writes); removed afterwards."""
     name = f"ct{secrets.token_hex(3)}"
-    out = tmp_path_factory.mktemp("ctcp")
-    subprocess.run(["make", "-C", str(REPO_ROOT / "bpf"), "--no-print-directory", "object",
-                    f"CTCP_ID={name}", f"OUT_DIR={out}"], check=True, capture_output=True)
-    obj = out / f"ctcp_{name}.bpf.o"
-    try:
-        assert registry.install("compound", kernel_name=name, object_path=obj) == name
+    obj = build_object(name, tmp_path_factory.mktemp("ctcp"))
+    with registered(name, obj) as installed:
+        assert installed == name
         assert registry.install("compound", kernel_name=name, object_path=obj) == name  # idempotent
         assert name in registry.available() and registry.is_struct_ops(name)
         yield name
-    finally:
-        registry.remove(name)
     assert name not in registry.available()
     assert registry.remove(name) is False
 

@@ -19,14 +19,16 @@ import time
 from pathlib import Path
 
 import pytest
+from cc_helpers import build_object
 from spine_helpers import mini_spec_text, namespaces_with
 
 from congestlab.cc import ownership, registry
-from congestlab.paths import REPO_ROOT
+from congestlab.testbed import new_prefix
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root")]
 
 CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
+OWN_NOTE = new_prefix()  # what this process registers itself (cc/ownership.py)
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -63,14 +65,13 @@ def objects(tmp_path_factory) -> dict[str, Path]:
     """Two Compound TCP objects under unique kernel names; unregistered at the end whatever happened."""
     out = tmp_path_factory.mktemp("ctcp")
     names = [f"cc{secrets.token_hex(3)}" for _ in range(2)]
-    for name in names:
-        subprocess.run(["make", "-C", str(REPO_ROOT / "bpf"), "--no-print-directory", "object", f"CTCP_ID={name}",
-                        f"OUT_DIR={out}"], check=True, capture_output=True)
+    objects = {name: build_object(name, out) for name in names}
     try:
-        yield {name: out / f"ctcp_{name}.bpf.o" for name in names}
+        yield objects
     finally:
         for name in names:
             registry.remove(name)
+        ownership.forget(OWN_NOTE)
         assert not set(names) & set(registry.available())
 
 
@@ -112,6 +113,10 @@ def test_clean_removes_a_dead_runs_struct_ops_only_when_no_live_run_uses_it(obje
         cleaned = ownership.clean_dead_registrations()
         assert not any(a in r for r in cleaned.removed), cleaned
         assert a in registry.available() and not dead_again.note_exists()
+        # now this process's own note for A (the objects fixture unregisters it): noted only
+        # after the clean, where a live note naming A would have kept the dead one
+        ownership.note_use(OWN_NOTE, "", a, registering=True)
+        ownership.note_map_id(OWN_NOTE, a)
     finally:
         for child in children:
             if child.proc.poll() is None:

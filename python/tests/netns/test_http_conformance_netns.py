@@ -67,6 +67,9 @@ class Outcome:
 
     def summary(self) -> str:
         parts = [" ".join(str(s) for s in self.statuses()) or "no response"]
+        allow = [v for r in self.responses for v in r.header("allow")]
+        if allow:
+            parts[0] += f" (Allow: {'; '.join(allow)})"
         if self.malformed:
             parts.append(f"malformed ({self.malformed})")
         parts.append("hang" if self.hung else "reset" if self.reset else "closed" if self.closed else "open")
@@ -153,6 +156,8 @@ class Case:
     methods: list[str]  # the responses expected, by the method they answer
     accepted: str  # the behaviours the RFC allows, in words
     accept: Callable[[Outcome, bytes], bool]  # (outcome, the file's bytes)
+    # leanweb's own answer where it picks one of those (docs/leanweb.md); None: any accepted
+    lean: Callable[[Outcome], bool] | None = None
 
 
 def req(line: str, *fields: str, body: bytes = b"", eol: str = "\r\n") -> bytes:
@@ -170,6 +175,24 @@ def refused(o: Outcome, codes: set[int], close_required: bool = True) -> bool:
 
 def refused_or_closed(o: Outcome, codes: set[int]) -> bool:
     return refused(o, codes) or (not o.responses and o.closed and not o.hung)
+
+
+def allowed(o: Outcome) -> set[str]:
+    """The methods the first response's `Allow` lists."""
+    return {m.strip() for v in (o.responses[0].header("allow") if o.responses else []) for m in v.split(",") if m.strip()}
+
+
+def not_allowed(o: Outcome, _: bytes) -> bool:
+    """RFC 9110 §15.5.6: 405 MUST carry `Allow`; or 501 (§15.6.2: a method the server does not support)."""
+    return (refused(o, {405}, close_required=False) and bool(allowed(o))) or refused(o, {501}, close_required=False)
+
+
+def lean_405(o: Outcome) -> bool:
+    return refused(o, {405}) and allowed(o) == {"GET", "HEAD"}
+
+
+def lean_501(o: Outcome) -> bool:
+    return refused(o, {501})
 
 
 def date_ok(o: Outcome, _: bytes) -> bool:
@@ -232,9 +255,18 @@ CASES = [
                                                  body=b"hello"), ["GET"],
          "200 (body read and ignored), or 4xx and close", lambda o, d: serves(o, d) or refused(o, set(range(400, 500)))),
     Case("lowercase-method", "RFC 9110 §9.1", req(f"get {PATH} HTTP/1.1", H, CLOSE), ["GET"],
-         "not a GET: 501 (SHOULD), 405 or 400", lambda o, d: refused(o, {400, 405, 501}, close_required=False)),
+         "not a GET: 501 (SHOULD), 405 or 400", lambda o, d: refused(o, {400, 405, 501}, close_required=False),
+         lean_501),
     Case("unknown-method", "RFC 9110 §9.1", req(f"BREW {PATH} HTTP/1.1", H, CLOSE), ["GET"],
-         "501 (SHOULD), 405 or 400", lambda o, d: refused(o, {400, 405, 501}, close_required=False)),
+         "501 (SHOULD), 405 or 400", lambda o, d: refused(o, {400, 405, 501}, close_required=False), lean_501),
+    Case("post-with-body", "RFC 9110 §9.3.3, §15.5.6", req(f"POST {PATH} HTTP/1.1", H, "Content-Length: 5", CLOSE,
+                                                          body=b"hello"), ["POST"],
+         "405 with Allow (MUST), or 501", not_allowed, lean_405),
+    Case("delete", "RFC 9110 §9.3.5, §15.5.6", req(f"DELETE {PATH} HTTP/1.1", H, CLOSE), ["DELETE"],
+         "405 with Allow (MUST), or 501", not_allowed, lean_405),
+    Case("unknown-method-with-body", "RFC 9110 §9.1, §15.6.2", req(f"BREW {PATH} HTTP/1.1", H, "Content-Length: 5",
+                                                                   CLOSE, body=b"hello"), ["GET"],
+         "501 (SHOULD), 405 or 400", lambda o, d: refused(o, {400, 405, 501}, close_required=False), lean_501),
     Case("http/2.0-line", "RFC 9110 §2.5, §15.6.6", req(f"GET {PATH} HTTP/2.0", H, CLOSE), ["GET"],
          "505 or 400", lambda o, d: refused(o, {400, 505}, close_required=False)),
     Case("http/1.2-line", "RFC 9110 §2.5", req(f"GET {PATH} HTTP/1.2", H, CLOSE), ["GET"],
@@ -307,6 +339,9 @@ def test_http11_conformance_of_leanweb_against_nginx(tmp_path):
                 row.append(f"{outcome.summary()}{'' if ok else ' ✗'}")
                 if server == "leanweb" and not ok:
                     failures.append(f"{case.name} over IPv{fam}: {outcome.summary()}; accepted: {case.accepted}")
+                elif server == "leanweb" and case.lean is not None and not case.lean(outcome):
+                    failures.append(f"{case.name} over IPv{fam}: {outcome.summary()}, "
+                                    f"Allow {sorted(allowed(outcome))}; not leanweb's answer (docs/leanweb.md)")
         rows.append(row + [case.accepted, case.rule])
     print(f"\nHTTP/1.1 conformance, {len(CASES)} cases x 2 servers x 2 families in {elapsed_s:.1f} s "
           "(✗ = outside what the RFC allows)")

@@ -174,11 +174,13 @@ fn date_host_and_absolute_form_over_the_wire() {
 
 #[test]
 fn bad_requests_get_status_codes_and_nothing_outside_root() {
-    let cases: [(&[u8], &str); 6] = [
+    let cases: [(&[u8], &str); 8] = [
         (b"GET /../secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
         (b"GET /%2e%2e/secret HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
         (b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
         (b"DELETE /small.txt HTTP/1.1\r\nHost: x\r\n\r\n", "405"),
+        (b"POST /small.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", "405"),
+        (b"BREW /small.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", "501"),
         (b"garbage\r\n\r\n", "400"),
         (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "404"),
     ];
@@ -189,6 +191,8 @@ fn bad_requests_get_status_codes_and_nothing_outside_root() {
         exchange(&mut fx.stack, &mut c, req, &mut got);
         let text = String::from_utf8_lossy(&got);
         assert!(text.starts_with(&format!("HTTP/1.1 {status}")), "{req:?}: {text}");
+        // RFC 9110 §15.5.6: a 405 lists the methods the target has
+        assert_eq!(text.contains("\r\nAllow: GET, HEAD\r\n"), *status == "405", "{req:?}: {text}");
         assert!(!text.contains("secret"));
     }
     let mut fx = fixture("long", |_| {});
