@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from congestlab.errors import RunDirError
+from pydantic import ValidationError
+
+from congestlab.errors import CongestlabError, RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS
 from congestlab.spec.metric import MetricSpec, Selector
 from congestlab.spec.report import ReportSpec, check_published
+from congestlab.spec.sweep import expand
 from congestlab.stats import samples as engine
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stored import ResultRow, StoredRun, norm, number_of
@@ -99,6 +103,18 @@ class RunData:
 
     def rows(self, kind: str) -> list[ResultRow]:
         return self.stored.results(kind)
+
+    @cached_property
+    def planned_points(self) -> list[tuple[str, dict[str, str]]]:
+        """(experiment, axis labels) of every point the full study declares (not only this run's,
+        which --quick may have cut); the run's own points when its stored spec cannot be expanded
+        (a spec written by hand, without experiments). What a claim's coverage is counted against
+        (report/claims/coverage.py)."""
+        try:
+            return [(p.experiment, {k: norm(v) for k, v in p.labels.items()}) for p in expand(self.stored.study)]
+        except (CongestlabError, ValidationError, ValueError, KeyError, TypeError):
+            return [(norm(p.get("experiment", "")), {k: norm(v) for k, v in (p.get("axes") or {}).items()})
+                    for p in self.points]
 
     def kinds_present(self) -> list[str]:
         return [k for k in KIND_COLUMNS if (self.run_dir / "results" / f"{k}.csv").exists()]
