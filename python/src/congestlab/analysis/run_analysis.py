@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.drift import drift_checks
-from congestlab.analysis.request_rows import connection_of, metric_columns, request_base, request_outcome
+from congestlab.analysis.request_rows import (connection_of, lower_bounds, metric_columns, request_base,
+                                              request_outcome)
 from congestlab.analysis.rto_replay import replay_run
 from congestlab.analysis.server_views import (SERIES_DIR, capture_span_s, lean_log_checks, lean_logs,
                                               write_probe_series)
@@ -145,6 +146,7 @@ def _analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: _Tally, le
         if outcome == COMPLETE:
             out |= metric_columns(conn.metrics) | {"client_port": conn.metrics.client_port}
         else:
+            out |= lower_bounds(outcome, traced)
             tally.problems.append(f"{rep.where} {record.server} {record.family}: {outcome}: {error}")
         out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
         tally.outcomes[outcome] += 1

@@ -27,10 +27,13 @@ from congestlab.stored import ResultRow, StoredRun, norm, number_of
 
 # request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
 # delays are longer than the timeout (right-censored); throughputs are below what the whole
-# file would have given in the timeout (left-censored). Other columns (captured bytes count
-# retransmissions, a count has no bound) leave a timed-out GET out, counted as invalid.
+# file would have given in the timeout (left-censored); counts the GET was still adding to when
+# it timed out are at least what it had counted (right-censored at its own value, the analysis
+# writes it: analysis/request_rows.py lower_bounds). Other columns leave a timed-out GET out,
+# counted as invalid.
 RIGHT_CENSORED_MS = ("delay_ms", "syn_to_last_ack_ms", "curl_time_ms")
 LEFT_CENSORED_MBPS = ("goodput_mbps", "nrt_throughput_mbps")
+LOWER_BOUND_COUNTS = ("retransmissions",)
 # NRT bytes over payload when no completed GET of the run gives the factor (an upper bound:
 # 1514-byte frames carrying 1448 bytes are 1.046, plus handshake and ACKs)
 NRT_OVERHEAD_FALLBACK = 1.10
@@ -210,7 +213,9 @@ class RunData:
                 limit = self._censoring_limit(metric, timed_out)
                 outcomes.append(TIMED_OUT if limit is not None else INVALID)
                 limits.append(limit if limit is not None else math.nan)
-        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE)
+        # a censored bound of 0 (a count) leaves no ratio: such cells are compared by rank
+        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE) and \
+            all(lim > 0 for lim, o in zip(limits, outcomes) if o == TIMED_OUT)
         if positive:
             cell = engine.Cell.of(values, outcomes, blocks, limits, side)
         else:  # no ratio: the claims compare such cells by rank (report/claims/)
@@ -224,6 +229,12 @@ class RunData:
             return None
         bounds = []
         for row in timed_out:
+            if metric.column in LOWER_BOUND_COUNTS:
+                seen = row.number(metric.column)
+                if seen is None:
+                    return None
+                bounds.append(seen)
+                continue
             timeout_s = row.number("timeout_s")
             if not timeout_s or timeout_s <= 0:
                 return None

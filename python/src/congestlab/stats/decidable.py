@@ -11,7 +11,8 @@ network does; `needed` says the n at which it would.
   labels within rounds: its smallest one-sided p is 2^-rounds (blocked) or 1 / C(2n, n).
 - Kendall's tau over k values of x with r repetitions each: computed on a perfect trend with
   scipy (exact without ties, 1/k! for r = 1: 1/6 at three values).
-- Two-parameter curves cannot be told apart at fewer than three values of x.
+- Two-parameter curves cannot be told apart at fewer than three values of x, nor with fewer
+  than four samples (stats/shapes.py).
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def kendall_min_p(x_values: int, repetitions: int = 1) -> float:
 
 
 def shape_min_p(x_values: int, samples: int) -> float:
-    """The shape test (stats/shapes.py): no curve is told apart below three values of x."""
-    return 0.0 if x_values >= 3 and samples >= 3 else 1.0
+    """The shape test (stats/shapes.py): no curve is told apart below three values of x, and
+    with its power free three samples fit exactly."""
+    return 0.0 if x_values >= 3 and samples >= 4 else 1.0
 
 
 def needed(min_p, level: float, start: int, limit: int = 200) -> int | None:

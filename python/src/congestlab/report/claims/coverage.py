@@ -20,7 +20,7 @@ import itertools
 from congestlab.report.data import RunData
 from congestlab.spec.metric import MetricSpec
 from congestlab.spec.report import CheckSpec
-from congestlab.stored import norm
+from congestlab.stored import norm, number_of
 from congestlab.report.claims.check import without_outcome
 
 EXPERIMENT = "experiment"
@@ -56,9 +56,10 @@ def declared_combinations(data: RunData, metric: MetricSpec, check: CheckSpec) -
             values = [norm(v) for v in (where[dim] if isinstance(where[dim], list) else [where[dim]])]
         elif dim in axes:
             reachable = [p for p in planned if any(_point_allows(p, {**where, **side}) for side in sides)]
-            found = {p[0] if dim == EXPERIMENT else p[1].get(dim) for p in reachable} - {None}
-            values = [v for v in data.values(dim, [metric.kind], without_outcome(metric, where)) if v in found]
-            values += sorted(found - set(values), key=str)
+            found = [p[0] if dim == EXPERIMENT else p[1].get(dim) for p in reachable]
+            values = list(dict.fromkeys(v for v in found if v is not None))  # the study's order
+            if values and all(number_of(v) is not None for v in values):
+                values.sort(key=lambda v: float(v))
         else:
             values = data.values(dim, [metric.kind], without_outcome(metric, where))
         lists.append(values)
