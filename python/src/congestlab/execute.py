@@ -59,6 +59,8 @@ def execute_study(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool,
                   + (f" or {decisive.budget_min:g} min" if decisive.budget_min is not None else ""))
         return
     console = Console()
+    for line in studies.decidability_warnings(spec, quick):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False)
     if resume is not None and not decisive.on and is_until_decisive(resume):
         decisive = Decisive(True, None, None)  # an --until-decisive run goes on as one
     if decisive.on:

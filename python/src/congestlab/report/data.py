@@ -7,6 +7,7 @@ match a selection, reduced to one number (spec/metric.py, MetricSpec.per_repetit
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -110,14 +111,19 @@ class RunData:
     @cached_property
     def planned_points(self) -> list[tuple[str, dict[str, str]]]:
         """(experiment, axis labels) of every point the full study declares (not only this run's,
-        which --quick may have cut); the run's own points when its stored spec cannot be expanded
-        (a spec written by hand, without experiments). What a claim's coverage is counted against
-        (report/claims/coverage.py)."""
+        which --quick may have cut); what a claim's coverage is counted against
+        (report/claims/coverage.py). From the stored spec expanded as the runner would; where the
+        current models refuse it (a spec from an older congestlab), from its experiments' axes as
+        declared; failing both (a spec written by hand), the run's own points."""
         try:
             return [(p.experiment, {k: norm(v) for k, v in p.labels.items()}) for p in expand(self.stored.study)]
         except (CongestlabError, ValidationError, ValueError, KeyError, TypeError):
-            return [(norm(p.get("experiment", "")), {k: norm(v) for k, v in (p.get("axes") or {}).items()})
-                    for p in self.points]
+            pass
+        declared = _declared_points(self.spec)
+        if declared:
+            return declared
+        return [(norm(p.get("experiment", "")), {k: norm(v) for k, v in (p.get("axes") or {}).items()})
+                for p in self.points]
 
     def kinds_present(self) -> list[str]:
         return [k for k in KIND_COLUMNS if (self.run_dir / "results" / f"{k}.csv").exists()]
@@ -272,6 +278,22 @@ class RunData:
             if all(k in ncoords and ncoords[k] == norm(v) for k, v in keys.items()) and len(keys) > best_keys:
                 best, best_keys = float(entry[metric_name]), len(keys)
         return best
+
+
+def _declared_points(spec: dict) -> list[tuple[str, dict[str, str]]]:
+    """Every combination of each experiment's axes as its labels (or levels, or scalar values)
+    are declared, without resolving a point: [] when some axis cannot be read that way."""
+    out = []
+    for exp in spec.get("experiments") or []:
+        names, lists = [], []
+        for axis in exp.get("axes") or []:
+            labels = axis.get("labels") or axis.get("levels") or axis.get("values") or []
+            if not labels or any(isinstance(v, (list, dict)) for v in labels):
+                return []
+            names.append(axis.get("name"))
+            lists.append([norm(v) for v in labels])
+        out += [(norm(exp.get("name", "")), dict(zip(names, combo))) for combo in itertools.product(*lists)]
+    return out
 
 
 @dataclass(frozen=True)

@@ -130,8 +130,9 @@ def claim_rule(f: ClaimResult) -> str:
     d = f.decision
     if d is None:
         return ""
-    text = (f"holds when every measured check holds (intersection–union, each at {d.alpha:g} per side), does not "
-            f"hold when one does after Holm over the {len(d.cells)} checks; smallest adjusted p(does not hold) "
+    text = (f"holds when every declared check was tested and holds (intersection–union, each at {d.alpha:g} per "
+            f"side), does not hold when one does after Holm over the {len(d.cells)} tested; smallest adjusted "
+            f"p(does not hold) "
             f"{d.p_fails:.3g}; n={d.n}, censored {d.censored}, invalid {d.invalid}")
     if f.verdict == INCONCLUSIVE and not f.sequential:
         need = f.rounds_needed
