@@ -155,3 +155,13 @@ def test_a_timed_out_get_counts_its_retransmissions_as_a_lower_bound(tmp_path):
     cell = data.cell(data.report.metrics["rtx"], {"level": "125"}).cell
     assert (cell.n, cell.censored, cell.invalid) == (3, 1, 0)
     assert cell.limits[cell.outcomes.index("timed_out")] == 40.0  # at least the 40 its connection made
+
+
+def test_the_analysis_writes_a_timed_out_gets_retransmissions_and_nothing_else():
+    from congestlab.analysis.request_rows import lower_bounds
+    from congestlab.analysis.trace import PcapConnection
+
+    conn = PcapConnection(conn=0, family="v4", client="10.0.0.2", client_port=40000, server="10.0.1.2",
+                          server_port=80, first_ts=0.0, last_ts=45.0, retransmissions=40, metrics=None)
+    assert lower_bounds("timed_out", conn) == {"retransmissions": 40}
+    assert lower_bounds("invalid", conn) == {} and lower_bounds("timed_out", None) == {}
