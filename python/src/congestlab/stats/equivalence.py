@@ -139,6 +139,10 @@ def within(band: Band, lo: float, hi: float, alpha: float, rule: str, label: str
         p_holds = max(e.p_above(tlo), e.p_below(thi))
         p_fails = min(e.p_below(tlo), e.p_above(thi))
         interval = (tlo, thi)
+    # an open end (0 % on the logit scale, a one-sided band) as a bound far beyond reach: the power
+    # estimate (stats/power.py) then weighs the other end only
+    far = 50 * e.sd_pair
+    interval = (max(interval[0], e.estimate - far), min(interval[1], e.estimate + far))
     return Verdict(_decide(p_holds, p_fails, alpha), rule, math.nan, (math.nan, math.nan), p_holds, p_fails,
                    n, 0, 0, alpha, label, note, kind="magnitude", interval=interval, effect=e)
 
