@@ -75,6 +75,8 @@ def execute_study(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool,
                   + (f" or {decisive.budget_min:g} min" if decisive.budget_min is not None else ""))
         return
     console = Console()
+    for line in studies.decidability_warnings(spec, quick):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False)
     if resume is not None and not decisive.on and is_until_decisive(resume):
         decisive = Decisive(True, None, None)  # an --until-decisive run goes on as one
     if decisive.on:
@@ -86,7 +88,7 @@ def execute_study(spec: StudySpec, quick: bool, out: Path | None, dry_run: bool,
         run_dir = studies.run_study(spec, quick, out, calibrate, preset=preset, resume=resume, cluster=cluster,
                                     console=console, order_from=previous)
     print_report(build_report(run_dir), console)
-    if decisive.on:  # after the report: its verdicts are over every repetition at the default level
+    if decisive.on:  # after the report (which shows these verdicts: report/sequential_view.py): how it stopped
         for line in summary_lines(run_dir):
             console.print(line, highlight=False)
 

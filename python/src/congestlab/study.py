@@ -25,6 +25,7 @@ from congestlab.rundir import new_run_dir, prepare_out_dir
 from congestlab.runner import StudyRun, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
+from congestlab.spec.decidable import undecidable
 from congestlab.spec.request_timeouts import describe_timeout
 from congestlab.spec.models import StudySpec
 from congestlab.spec.shaping import unshaped_links
@@ -51,8 +52,15 @@ def passes_line(spec: StudySpec, points: list) -> str | None:
         f"{exp} {passes[exp]} ({'+'.join(map(str, per_pass[exp]))})" for exp in passes)
 
 
+def decidability_warnings(spec: StudySpec, quick: bool) -> list[str]:
+    """The study's claims that cannot decide at the repetitions it plans (spec/decidable.py),
+    one line each: shown before a run and in its dry run, never a reason to stop it."""
+    return [f"{w}" for w in undecidable(spec, quick)]
+
+
 def dry_run(spec: StudySpec, quick: bool) -> None:
-    """The testbed's commands, then every point with what it sets, in the order they run."""
+    """The testbed's commands, then every point with what it sets, in the order they run; the
+    claims that cannot decide at the planned repetitions, as warnings."""
     points = expand(spec, quick)
     tb = Testbed(points[0].study.topology, kernel_cc=wanted_cc(points[0].study))
     for step in tb.plan:
@@ -88,6 +96,8 @@ def dry_run(spec: StudySpec, quick: bool) -> None:
                 print(line + "  (and every later point with this timeout)")
     streaks = longest_streaks(runs)
     print(f"# longest streak of one point: {streaks['point']} runs; of one server: {streaks['server']} runs")
+    for line in decidability_warnings(spec, quick):
+        print(f"# warning: {line}")
     print("# run order (run: point#repetition round block): " + " ".join(
         f"{r.index}:{r.point.id}#{r.repetition}@{r.round}/b{r.block}" for r in planned))
 

@@ -104,3 +104,15 @@ def test_the_scheduler_looks_records_and_names_the_next_round(tmp_path, monkeypa
     assert scheduler.next_runs(runner) == [(lean, 4)]  # the round is not done: no second look
     assert len(stored["looks"]) == 1
     assert any("inconclusive" in line or "decided" in line for line in driver.summary_lines(run_dir))
+
+
+def test_a_claim_without_a_test_yet_waits_for_more_rounds():
+    """A descriptive verdict (no test at this n) is not a decision: the claim stays undecided and
+    its points run on, as an inconclusive one's."""
+    from congestlab.decisive.procedure import Procedure
+    from congestlab.report.claims import DESCRIPTIVE
+
+    proc = Procedure.new(["p1"], max_rounds=6)
+    proc.look(["19a"], lambda c, level: DESCRIPTIVE, lambda c: {"p1"}, {"p1": 3}, 10.0, 3)
+    assert proc.state["decided"] == {} and proc.state["looks"][-1]["undecided"] == ["19a"]
+    assert proc.runs_wanted() == [("p1", 4)]

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims, seed_agrees
+from congestlab.report.claims import (DESCRIPTIVE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims,
+                                      seed_agrees)
 from congestlab.report.data import RunData
 from congestlab.spec.metric import MetricSpec
 from congestlab.spec.report import CheckSpec, ReportSpec
-from congestlab.stats.fits import fit_shapes
 from report_fixtures import RunBuilder, get_outcome_row, request_run
 
 METRICS = {
@@ -64,10 +64,12 @@ def test_no_significant_difference_is_inconclusive_with_the_rounds_it_needs(tmp_
     assert result.rounds_needed is not None and result.rounds_needed > 3
 
 
-def test_one_repetition_is_inconclusive_however_large_the_ratio(tmp_path):
-    # the same rule at every n: no ratio margin decides a single repetition
+def test_one_repetition_is_descriptive_however_large_the_ratio(tmp_path):
+    # the same rule at every n: no ratio margin decides a single repetition; it is shown, not tested
     values = {("apache", "C1B", "v4"): [30.0], ("apache", "C1B", "v6"): [10.0]}
-    assert _verdict(tmp_path, values, _v4_beats_v6()).verdict == INCONCLUSIVE
+    result = _verdict(tmp_path, values, _v4_beats_v6())
+    assert result.verdict == DESCRIPTIVE and result.checks[0].decision is None
+    assert "no spread" in result.checks[0].detail
 
 
 def test_claim_on_an_unmeasured_server_is_not_measured(tmp_path):
@@ -75,11 +77,11 @@ def test_claim_on_an_unmeasured_server_is_not_measured(tmp_path):
     assert result.verdict == NOT_MEASURED
 
 
-def test_partly_measured_claim_says_its_coverage(tmp_path):
+def test_partly_measured_claim_says_its_coverage_and_cannot_hold(tmp_path):
     values = {k: v for k, v in CLEAR.items() if k != ("apache", "C2B", "v6")}
     result = _verdict(tmp_path, values, _v4_beats_v6())
     assert [c.verdict for c in result.checks] == [HOLDS, NOT_MEASURED]
-    assert result.verdict == HOLDS and result.coverage == "1/2"
+    assert result.verdict == INCONCLUSIVE and result.coverage == "1/2" and result.gaps == ["C2B"]
 
 
 def test_many_checks_are_adjusted_on_the_fails_side(tmp_path):
@@ -270,14 +272,17 @@ def _iperf_run(tmp_path, sessions: dict[tuple[str, float], list[list[float]]], c
 def test_share_rule_is_a_property(tmp_path):
     claim = {"id": "19e", "title": "r/n", "seed": "each session achieves around r/n", "property": True,
              "rule": "share", "metric": "session_mbps", "where": {"task": "parallel"}, "for_each": ["x"],
-             "tolerance_pct": 20}
-    fair = _iperf_run(tmp_path / "a", {("parallel", 2): [[47.0, 47.1]], ("parallel", 4): [[23.0, 24.0, 23.5, 23.6]]},
-                      [claim])
+             "tolerance_pct": 20, "reason": "a test margin"}
+    fair = _iperf_run(tmp_path / "a", {("parallel", 2): [[47.0, 47.1], [46.8, 47.3], [47.2, 46.9]],
+                                       ("parallel", 4): [[23.0, 24.0, 23.5, 23.6], [23.4, 23.6, 23.1, 23.9],
+                                                         [23.5, 23.5, 23.2, 23.8]]}, [claim])
     result = evaluate_claims(fair)[0]
     assert result.verdict == HOLDS and not result.property_failed
-    unfair = _iperf_run(tmp_path / "b", {("parallel", 2): [[80.0, 14.0]]}, [claim])
+    unfair = _iperf_run(tmp_path / "b", {("parallel", 2): [[80.0, 14.0], [78.0, 16.0], [81.0, 13.0]]}, [claim])
     result = evaluate_claims(unfair)[0]
     assert result.verdict == FAILS and result.property_failed
+    once = _iperf_run(tmp_path / "c", {("parallel", 2): [[80.0, 14.0]]}, [claim])  # one repetition: shown, untested
+    assert evaluate_claims(once)[0].verdict == DESCRIPTIVE
 
 
 def test_shape_exponential_vs_linear(tmp_path):
@@ -297,11 +302,12 @@ def test_shape_exponential_vs_linear(tmp_path):
     assert results["wrong"].verdict == FAILS
 
 
-def test_shape_with_three_points_is_inconclusive(tmp_path):
-    loss = {("loss", x): [[94 * 2.718 ** (-60 * x)]] for x in (0.0, 0.01, 0.05)}
+def test_shape_with_two_values_of_x_is_descriptive(tmp_path):
+    # every two-parameter curve passes through two points: no form can be told from another
+    loss = {("loss", x): [[94 * 2.718 ** (-60 * x)] * 3] for x in (0.0, 0.05)}
     claims = [{"id": "exp", "title": "t", "seed": "s", "rule": "shape", "metric": "total_mbps",
                "where": {"task": "loss"}, "along": "x", "shape": "exponential"}]
-    assert evaluate_claims(_iperf_run(tmp_path, loss, claims))[0].verdict == INCONCLUSIVE
+    assert evaluate_claims(_iperf_run(tmp_path, loss, claims))[0].verdict == DESCRIPTIVE
 
 
 def _monotone(direction: str, **extra) -> dict:
@@ -318,7 +324,7 @@ def test_monotone_trend_holds_fails_and_needs_enough_values(tmp_path):
     assert results["decreasing"].verdict == FAILS
     assert "Kendall" in results["increasing"].checks[0].detail
     few = {k: v for k, v in list(rising.items())[:4]}  # 4 values: Kendall's smallest one-sided p is 1/24
-    assert evaluate_claims(_iperf_run(tmp_path / "f", few, [_monotone("increasing")]))[0].verdict == INCONCLUSIVE
+    assert evaluate_claims(_iperf_run(tmp_path / "f", few, [_monotone("increasing")]))[0].verdict == DESCRIPTIVE
 
 
 def test_monotone_fails_on_a_significant_step_back(tmp_path):
@@ -331,21 +337,17 @@ def test_monotone_fails_on_a_significant_step_back(tmp_path):
     assert result.verdict == FAILS and "4000→8000" in result.checks[0].detail
 
 
-def test_matches_is_a_comparison_with_the_seed(tmp_path):
-    plateau = {("window", x): [[y]] for x, y in ((10000, 93.0), (50000, 94.0))}
+def test_matches_is_an_equivalence_test_against_the_seed(tmp_path):
+    plateau = {("window", x): [[y], [y + 0.4], [y - 0.3]] for x, y in ((10000, 93.0), (50000, 94.0))}
     claim = {"id": "p", "title": "plateau", "seed": "s", "rule": "matches", "metric": "total_mbps",
-             "where": {"task": "window"}, "for_each": ["x"], "expected": 94, "tolerance_pct": 5}
+             "where": {"task": "window"}, "for_each": ["x"], "expected": 94, "tolerance_pct": 5,
+             "reason": "a test margin"}
     result = evaluate_claims(_iperf_run(tmp_path / "a", plateau, [claim]))[0]
-    assert result.verdict == HOLDS and len(result.checks) == 2
-    low = {("window", 10000): [[80.0]]}
+    assert result.verdict == HOLDS and len(result.checks) == 2 and "TOST" in result.checks[0].detail
+    low = {("window", 10000): [[80.0], [80.5], [79.6]]}
     assert evaluate_claims(_iperf_run(tmp_path / "b", low, [claim]))[0].verdict == FAILS
-
-
-def test_fit_shapes_recovers_parameters():
-    xs = [0, 1, 2, 3, 4]
-    fits = fit_shapes(xs, [5 + 2 * x for x in xs])
-    assert fits["linear"][:2] == pytest.approx((5, 2))
-    assert fits["linear"][2] == pytest.approx(0, abs=1e-9)
+    once = {("window", 10000): [[94.0]]}  # one repetition: a point estimate, no test
+    assert evaluate_claims(_iperf_run(tmp_path / "c", once, [claim]))[0].verdict == DESCRIPTIVE
 
 
 def test_compare_for_each_keeps_only_the_values_its_sides_have(tmp_path):

@@ -134,6 +134,16 @@ def test_stored_claims_without_margins_get_their_tolerance_with_a_reason():
     assert slower.margin_pct is None
 
 
+def test_stored_matches_and_share_without_a_reason_get_one_that_says_so():
+    stored = {"metrics": {"m": {"kind": "iperf", "column": "throughput_mbps"}},
+              "claims": [{"id": "19a", "title": "t", "seed": "s", "rule": "matches", "metric": "m", "expected": 94,
+                          "tolerance_pct": 5},
+                         {"id": "19f", "title": "t", "seed": "s", "metric": "m",
+                          "parts": [{"rule": "share", "tolerance_pct": 50}]}]}
+    report = ReportSpec.model_validate(upgrade_stored_claims(stored))
+    assert all("before a tolerance needed its reason" in c.checks()[0].reason for c in report.claims)
+
+
 def test_a_fidelity_section_stored_before_the_folding_shows_one_row_and_one_warning():
     rows = [fidelity.Check(f"get_previous_closed@main.level-C1B#{rep}", ok, wait, "closed", message)
             for rep, ok, wait, message in ((1, True, 3.0, ""), (2, False, 10_004.2, "1 of 2 GETs started early"),

@@ -13,7 +13,8 @@ from pathlib import Path
 from congestlab.analysis.capture_counts import capture_count_problem
 from congestlab.analysis.record_checks import axis_mismatch, deduplicated
 from congestlab.analysis.request_outcome import PathLimits
-from congestlab.analysis.request_rows import connection_of, metric_columns, request_base, request_outcome
+from congestlab.analysis.request_rows import (connection_of, lower_bounds, metric_columns, request_base,
+                                              request_outcome)
 from congestlab.analysis.server_views import SERIES_DIR, capture_span_s, write_probe_series
 from congestlab.analysis.trace import PcapConnection, PortAggregate, measure_pcap
 from congestlab.analysis.trace_files import write_trace
@@ -101,6 +102,7 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
             out |= metric_columns(conn.metrics) | {"client_port": conn.metrics.client_port,
                                                    "capture_duplicates": conn.capture_duplicates}
         else:
+            out |= lower_bounds(outcome, traced)
             tally.problems.append(f"{rep.where} {record.server} {record.family}: {outcome}: {error}")
         out |= {"outcome": outcome, "ok": outcome == COMPLETE, "error": error}
         tally.outcomes[outcome] += 1

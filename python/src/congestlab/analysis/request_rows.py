@@ -10,7 +10,7 @@ from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.request_outcome import PathLimits, client_outcome, cross_check
 from congestlab.analysis.trace import PcapConnection
 from congestlab.rundir.records import GetRecord
-from congestlab.stats.outcomes import COMPLETE, INVALID
+from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # the record's fields a request row carries as they are (results.py KIND_COLUMNS["request"])
 _CARRIED = ("server", "client", "family", "file_kib", "client_port", "timeout_s", "start_ts", "client_kind",
@@ -96,3 +96,12 @@ def metric_columns(m: ConnectionMetrics) -> dict:
         "bytes_captured": m.bytes_captured,
         "payload_bytes": m.payload_bytes,
     }
+
+
+def lower_bounds(outcome: str, traced: PcapConnection | None) -> dict:
+    """What a GET that timed out still tells: the retransmissions its connection made before the
+    timeout are a lower bound on the count the whole transfer would have needed (the report
+    censors them there, report/data.py); its other metrics need the transfer's end."""
+    if outcome != TIMED_OUT or traced is None:
+        return {}
+    return {"retransmissions": traced.retransmissions}

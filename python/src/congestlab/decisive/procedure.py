@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from congestlab.errors import RunDirError
-from congestlab.stats.rules import ALPHA, INCONCLUSIVE
+from congestlab.stats.rules import ALPHA, DESCRIPTIVE, INCONCLUSIVE
 from congestlab.stats.sequential import SequentialDesign, spent
 
 FIRST_LOOK = 3
@@ -99,7 +99,9 @@ class Procedure:
             if claim in s["decided"]:
                 continue
             verdicts[claim] = verdict = evaluate(claim, level)
-            if verdict != INCONCLUSIVE:  # holds, does not hold, or not measured (no data: rounds cannot help)
+            # holds, does not hold, or not measured (no data: rounds cannot help); a descriptive
+            # claim (no test at this n yet) waits for more rounds like an inconclusive one
+            if verdict not in (INCONCLUSIVE, DESCRIPTIVE):
                 s["decided"][claim] = {"verdict": verdict, "round": k}
         undecided = [c for c in claims if c not in s["decided"]]
         points = sorted(set().union(*(points_of(c) for c in undecided))) if undecided else []

@@ -7,26 +7,34 @@ match a selection, reduced to one number (spec/metric.py, MetricSpec.per_repetit
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from congestlab.errors import RunDirError
+from pydantic import ValidationError
+
+from congestlab.errors import CongestlabError, RunDirError
 from congestlab.report.defaults import default_report
 from congestlab.results import KIND_COLUMNS
 from congestlab.spec.metric import MetricSpec, Selector
 from congestlab.spec.report import ReportSpec, check_published
+from congestlab.spec.sweep import expand
 from congestlab.stats import samples as engine
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 from congestlab.stored import ResultRow, StoredRun, norm, number_of
 
 # request columns a timed-out GET bounds (its value is only known to lie beyond the bound):
 # delays are longer than the timeout (right-censored); throughputs are below what the whole
-# file would have given in the timeout (left-censored). Other columns (captured bytes count
-# retransmissions, a count has no bound) leave a timed-out GET out, counted as invalid.
+# file would have given in the timeout (left-censored); counts the GET was still adding to when
+# it timed out are at least what it had counted (right-censored at its own value, the analysis
+# writes it: analysis/request_rows.py lower_bounds). Other columns leave a timed-out GET out,
+# counted as invalid.
 RIGHT_CENSORED_MS = ("delay_ms", "syn_to_last_ack_ms", "curl_time_ms")
 LEFT_CENSORED_MBPS = ("goodput_mbps", "nrt_throughput_mbps")
+LOWER_BOUND_COUNTS = ("retransmissions",)
 # NRT bytes over payload when no completed GET of the run gives the factor (an upper bound:
 # 1514-byte frames carrying 1448 bytes are 1.046, plus handshake and ACKs)
 NRT_OVERHEAD_FALLBACK = 1.10
@@ -99,6 +107,23 @@ class RunData:
 
     def rows(self, kind: str) -> list[ResultRow]:
         return self.stored.results(kind)
+
+    @cached_property
+    def planned_points(self) -> list[tuple[str, dict[str, str]]]:
+        """(experiment, axis labels) of every point the full study declares (not only this run's,
+        which --quick may have cut); what a claim's coverage is counted against
+        (report/claims/coverage.py). From the stored spec expanded as the runner would; where the
+        current models refuse it (a spec from an older congestlab), from its experiments' axes as
+        declared; failing both (a spec written by hand), the run's own points."""
+        try:
+            return [(p.experiment, {k: norm(v) for k, v in p.labels.items()}) for p in expand(self.stored.study)]
+        except (CongestlabError, ValidationError, ValueError, KeyError, TypeError):
+            pass
+        declared = _declared_points(self.spec)
+        if declared:
+            return declared
+        return [(norm(p.get("experiment", "")), {k: norm(v) for k, v in (p.get("axes") or {}).items()})
+                for p in self.points]
 
     def kinds_present(self) -> list[str]:
         return [k for k in KIND_COLUMNS if (self.run_dir / "results" / f"{k}.csv").exists()]
@@ -194,7 +219,9 @@ class RunData:
                 limit = self._censoring_limit(metric, timed_out)
                 outcomes.append(TIMED_OUT if limit is not None else INVALID)
                 limits.append(limit if limit is not None else math.nan)
-        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE)
+        # a censored bound of 0 (a count) leaves no ratio: such cells are compared by rank
+        positive = all(v > 0 for v, o in zip(values, outcomes) if o == COMPLETE) and \
+            all(lim > 0 for lim, o in zip(limits, outcomes) if o == TIMED_OUT)
         if positive:
             cell = engine.Cell.of(values, outcomes, blocks, limits, side)
         else:  # no ratio: the claims compare such cells by rank (report/claims/)
@@ -208,6 +235,12 @@ class RunData:
             return None
         bounds = []
         for row in timed_out:
+            if metric.column in LOWER_BOUND_COUNTS:
+                seen = row.number(metric.column)
+                if seen is None:
+                    return None
+                bounds.append(seen)
+                continue
             timeout_s = row.number("timeout_s")
             if not timeout_s or timeout_s <= 0:
                 return None
@@ -245,6 +278,22 @@ class RunData:
             if all(k in ncoords and ncoords[k] == norm(v) for k, v in keys.items()) and len(keys) > best_keys:
                 best, best_keys = float(entry[metric_name]), len(keys)
         return best
+
+
+def _declared_points(spec: dict) -> list[tuple[str, dict[str, str]]]:
+    """Every combination of each experiment's axes as its labels (or levels, or scalar values)
+    are declared, without resolving a point: [] when some axis cannot be read that way."""
+    out = []
+    for exp in spec.get("experiments") or []:
+        names, lists = [], []
+        for axis in exp.get("axes") or []:
+            labels = axis.get("labels") or axis.get("levels") or axis.get("values") or []
+            if not labels or any(isinstance(v, (list, dict)) for v in labels):
+                return []
+            names.append(axis.get("name"))
+            lists.append([norm(v) for v in labels])
+        out += [(norm(exp.get("name", "")), dict(zip(names, combo))) for combo in itertools.product(*lists)]
+    return out
 
 
 @dataclass(frozen=True)

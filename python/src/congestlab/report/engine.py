@@ -16,16 +16,19 @@ from congestlab.analysis.drift import drift_summary
 from congestlab.errors import SpecError
 from congestlab.report.cell_testbed import RepInfo, add_testbed_columns
 from congestlab.report.cells import TableView, build_table
+from congestlab.report.claims import (DESCRIPTIVE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult,
+                                      evaluate_claims)
+from congestlab.report.claims.study_errors import study_line
 from congestlab.report.coverage import coverage
-from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, ClaimResult, evaluate_claims
 from congestlab.report.data import RunData
 from congestlab.report.figures import Figure, Source, render_plot
 from congestlab.report.panel_index import panel_context, table_cells
 from congestlab.report.render import render_template
+from congestlab.report.sequential_view import apply_sequential, reread_text, sequential_text
 from congestlab.report.time_table import record_report_s, time_table
 from congestlab.spec.report import check_references
 
-VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, NOT_MEASURED]
+VERDICT_ORDER = [FAILS, INCONCLUSIVE, HOLDS, DESCRIPTIVE, NOT_MEASURED]
 
 
 # the CLI's summary: title -> (header, rows), as report/terminal.py print_report prints it
@@ -88,7 +91,7 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
             continue
         section.figures.append(figure)
         plots += [figure.png, figure.svg]
-    findings = evaluate_claims(data)
+    findings = run_findings(data)
     context = page_context(data, list(sections.values()), findings, warnings, run_dir)
     context["run"] |= {"planned": measured.planned, "measured": measured.measured}
     context["not_measured"], context["unplanned"] = measured.not_measured, measured.unplanned
@@ -102,12 +105,21 @@ def build_report(run_dir: Path, panels: bool = False) -> Report:
     return Report(md_path, html_path, plots, warnings, console_tables(findings, data), findings)
 
 
+def run_findings(data: RunData) -> list[ClaimResult]:
+    """The claims' verdicts as the report shows them: a run --until-decisive's own sequential
+    verdicts where it has them (report/sequential_view.py), else evaluated here."""
+    findings = evaluate_claims(data)
+    apply_sequential(findings, data.manifest)
+    return findings
+
+
 def console_tables(findings: list[ClaimResult], data: RunData) -> Console:
-    rows = [[f.claim.id, f.verdict + (f" ({f.coverage})" if f.verdict != NOT_MEASURED else "")
-             + (f", needs {f.rounds_needed} reps" if f.rounds_needed else ""),
+    rows = [[f.claim.id, f.verdict + (f" ({f.coverage})" if f.verdict not in (NOT_MEASURED, DESCRIPTIVE) else "")
+             + (f", needs {f.rounds_needed} reps" if f.rounds_needed else "")
+             + (f", round {f.sequential['round']}" if f.sequential else ""),
              ("[property] " if f.claim.property else "") + f.claim.title] for f in findings]
     title = f"{data.report.title or data.spec.get('title') or data.spec.get('name')}: the seed's claims"
-    return {title: (("claim", "verdict (checks measured)", "statement"), rows)} if rows else {}
+    return {title: (("claim", "verdict (checks tested)", "statement"), rows)} if rows else {}
 
 
 def data_uri(path: Path, mime: str) -> str:
@@ -115,7 +127,8 @@ def data_uri(path: Path, mime: str) -> str:
 
 
 def verdict_class(verdict: str) -> str:
-    return {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_MEASURED: "unmeasured"}[verdict]
+    return {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_MEASURED: "unmeasured",
+            DESCRIPTIVE: "descriptive"}[verdict]
 
 
 def claim_rule(f: ClaimResult) -> str:
@@ -123,13 +136,19 @@ def claim_rule(f: ClaimResult) -> str:
     d = f.decision
     if d is None:
         return ""
-    text = (f"holds when every measured check holds (intersection–union, each at {d.alpha:g} per side), does not "
-            f"hold when one does after Holm over the {len(d.cells)} checks; smallest adjusted p(does not hold) "
+    text = (f"holds when every declared check was tested and holds (intersection–union, each at {d.alpha:g} per "
+            f"side), does not hold when one does after Holm over the {len(d.cells)} tested; smallest adjusted "
+            f"p(does not hold) "
             f"{d.p_fails:.3g}; n={d.n}, censored {d.censored}, invalid {d.invalid}")
-    if f.verdict == INCONCLUSIVE:
+    if f.verdict == INCONCLUSIVE and not f.sequential:
         need = f.rounds_needed
         text += ("; a power estimate (80 %) says " + (f"{need} repetitions decide it" if need is not None else
                  "nothing up to 200 repetitions, or no estimate for some check"))
+    if f.gaps:
+        text += "; cannot hold, declared but not measured: " + ", ".join(f.gaps)
+    descriptive = sum(c.verdict == DESCRIPTIVE for c in f.checks)
+    if descriptive:
+        text += f"; {descriptive} check{'s' if descriptive != 1 else ''} descriptive (no test at this n)"
     return text
 
 
@@ -137,10 +156,14 @@ def finding_context(f: ClaimResult, limit: int = 3) -> dict:
     ranked = sorted(f.checks, key=lambda c: VERDICT_ORDER.index(c.verdict))
     counts = {v: sum(c.verdict == v for c in f.checks) for v in VERDICT_ORDER}
     return {
-        "rule": claim_rule(f), "rounds_needed": f.rounds_needed, "points": len(f.points),
+        "rule": claim_rule(f), "points": len(f.points),
+        "rounds_needed": f.rounds_needed if not f.sequential else f.sequential.get("rounds_needed"),
+        "sequential": sequential_text(f), "reread": reread_text(f),
         "id": f.claim.id, "title": f.claim.title, "property": f.claim.property, "seed": f.claim.seed,
         "seed_numbers": f.claim.seed_numbers, "verdict": f.verdict, "css": verdict_class(f.verdict),
         "coverage": f.coverage, "counts": {k: v for k, v in counts.items() if v},
+        "why_descriptive": "; ".join(dict.fromkeys(c.detail.removeprefix("descriptive, not tested: ")
+                                                   for c in f.checks if c.verdict == DESCRIPTIVE)),
         "shown": [{"label": c.label, "ours": c.ours, "verdict": c.verdict} for c in ranked[:limit]],
         "more": max(0, len(ranked) - limit),
         "checks": [{"label": c.label, "verdict": c.verdict, "css": verdict_class(c.verdict), "ours": c.ours,
@@ -244,8 +267,12 @@ def page_context(data: RunData, sections: list[Section], findings: list[ClaimRes
                 "repetitions": "–".join(map(str, [reps[0], reps[-1]] if len(reps) > 1 else reps)) or "?",
                 "wall_s": (m.get("timing") or {}).get("wall_s"), "axes": data.axes,
                 "git_revision": (m.get("environment") or {}).get("git_revision"), "error": m.get("error")},
-        "findings": [finding_context(f) for f in findings],
+        "findings": [finding_context(f) for f in findings if f.verdict != DESCRIPTIVE],
+        "descriptive_findings": [finding_context(f) for f in findings if f.verdict == DESCRIPTIVE],
+        "all_findings": [finding_context(f) for f in findings],
         "verdict_counts": {k: v for k, v in counts.items() if v},
+        "study_line": study_line(findings),
+        "sequential": any(f.sequential for f in findings),
         "warnings": warnings,
         "sections": [s for s in sections if s.tables or s.figures],
         "empty_plots": [p.id for p in data.report.plots

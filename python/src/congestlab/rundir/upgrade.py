@@ -4,7 +4,7 @@ congestlab.stored, which calls these; every other module sees the current format
 (docs/data-format.md, "Format versions").
 
 Three kinds of old data come through here:
-- an older manifest: a stored spec from before request outcomes and claim margins, a
+- an older manifest: a stored spec from before request outcomes, claim margins and reasons, a
   fidelity section from before per-run summaries (manifest_view);
 - an older repetition: rep.json from before the capture's own span, records from before
   records carried their settings (rep_info_view, get_record_view);
@@ -30,6 +30,9 @@ from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 # a stored claim's margin when its congestlab had none (upgrade_stored_claims)
 STORED_MARGIN_REASON = ("declared before margins were: the check's tolerance_pct (default 10 %) stands in "
                         "(rundir/upgrade.py, upgrade_stored_claims)")
+# a stored matches/share check's reason when its congestlab asked for none (upgrade_stored_claims)
+STORED_TOLERANCE_REASON = ("declared before a tolerance needed its reason: the stored tolerance_pct stands in "
+                           "(rundir/upgrade.py, upgrade_stored_claims)")
 # the captures stop this long after the measurement window ends (runner/captures.py)
 CAPTURE_TAIL_S = 0.2
 
@@ -78,7 +81,8 @@ def _metric_outcomes(metric):
 def upgrade_stored_claims(report: dict) -> dict:
     """A `[report]` section stored by a congestlab whose compare rules had no margins: the old
     `margin` factor is dropped, and a ~ / >= / <= check without margin_pct gets its
-    tolerance_pct as margin, with a reason that says so. Presets must declare their own."""
+    tolerance_pct as margin, with a reason that says so; a matches or share check from before its
+    tolerance needed a reason gets one that says so. Presets must declare their own."""
     def upgrade(item: dict, inherited: dict) -> dict:
         item = {k: v for k, v in item.items() if k != "margin"}
         merged = {**inherited, **item}
@@ -87,6 +91,8 @@ def upgrade_stored_claims(report: dict) -> dict:
                 and "margin_pct" not in merged and _finite_number(tolerance)):  # else validation names it
             item["margin_pct"] = float(tolerance)
             item.setdefault("reason", STORED_MARGIN_REASON)
+        if merged.get("rule") in ("matches", "share") and not str(merged.get("reason") or "").strip():
+            item["reason"] = STORED_TOLERANCE_REASON
         return item
 
     if not isinstance(report.get("claims") or [], list):

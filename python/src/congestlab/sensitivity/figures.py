@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from congestlab.report.claims import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
+from congestlab.report.claims import DESCRIPTIVE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
 from congestlab.report.figures import PALETTE, SVG_METADATA, plt
 from congestlab.sensitivity.distance import WITHIN_25_PCT
 
-VERDICT_COLOURS = {HOLDS: "#009E73", FAILS: "#D55E00", INCONCLUSIVE: "#E69F00", NOT_MEASURED: "#bbbbbb"}
+VERDICT_COLOURS = {HOLDS: "#009E73", FAILS: "#D55E00", INCONCLUSIVE: "#E69F00", DESCRIPTIVE: "#4a6fa5",
+                   NOT_MEASURED: "#bbbbbb"}
 
 
 def _save(fig, plots_dir: Path, name: str, title: str) -> dict:

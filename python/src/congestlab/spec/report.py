@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -29,8 +29,8 @@ from congestlab.errors import SpecError
 from congestlab.results import COMMON_COLUMNS, KIND_COLUMNS
 from congestlab.spec.metric import MetricSpec, Scalar, Selector
 
-Verdict = Literal["holds", "does not hold", "inconclusive", "not measured"]
-VERDICTS: tuple[str, ...] = ("holds", "does not hold", "inconclusive", "not measured")
+Verdict = Literal["holds", "does not hold", "inconclusive", "not measured", "descriptive"]
+VERDICTS: tuple[str, ...] = ("holds", "does not hold", "inconclusive", "not measured", "descriptive")
 ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$"
 
 
@@ -95,7 +95,8 @@ Relation = Literal[">", "<", ">=", "<=", "~"]
 Rule = Literal["compare", "range", "matches", "monotone", "shape", "share", "best"]
 Range = tuple[float, float]
 _CHECK_FIELDS = ("rule", "metric", "where", "for_each", "a", "b", "relation", "margin_pct", "reason", "range_pct",
-                 "range", "alpha", "tolerance_pct", "expected", "along", "direction", "shape", "among", "best", "label")
+                 "range", "alpha", "tolerance_pct", "expected", "along", "direction", "shape", "among", "best", "label",
+                 "seed_n", "trials", "factor", "quantifier")
 # relations decided against a margin (equivalence / non-inferiority, docs/reports.md)
 MARGIN_RELATIONS = ("~", ">=", "<=")
 
@@ -112,13 +113,26 @@ class PartSpec(_Strict):
     a: Selector = Field(default_factory=dict, description="compare: selection of group a (added to where)")
     b: Selector = Field(default_factory=dict, description="compare: selection of group b")
     relation: Relation = Field(default=">", description="compare: a > b, a < b, a >= b, a <= b, a ~ b")
-    margin_pct: float | None = Field(default=None, gt=0, lt=100, description="~, >=, <=: the equivalence or "
-                                     "non-inferiority margin in % of b, fixed before any run (needs reason)")
+    margin_pct: float | None = Field(default=None, gt=0, description="~, >=, <=: the equivalence or "
+                                     "non-inferiority margin in % of b (below 100 for >=), fixed before any run "
+                                     "(needs reason)")
     reason: str = Field(default="", description="why the margin or range is what it is")
     range_pct: Range | None = Field(default=None, description="compare: a/b - 1 lies in [lo, hi] % in every cell "
                                     "(a seed's stated magnitude; needs reason)")
     range: Range | None = Field(default=None, description="compare: a - b lies in [lo, hi] (the metric's unit), "
                                 "paired by repetition; rule range: the cell's value lies in [lo, hi]")
+    seed_n: Annotated[int, Field(ge=1)] | Literal["unknown"] | None = Field(
+        default=None, description="the runs behind the seed's numbers a range, range_pct or expected value is "
+        "built from (\"unknown\" when the seed does not say): the seed's own error is allowed for "
+        "(stats/replication.py)")
+    trials: str | None = Field(default=None, description="range, matches: the metric is a share in % of counted "
+                               "events; the column of its kind giving each record's count of trials (\"divide_by\": "
+                               "the metric's own denominator): tested as a proportion (stats/equivalence.py)")
+    factor: float | None = Field(default=None, gt=1, description="compare with > (<): a is more than factor x b "
+                                 "(less than b / factor), e.g. 2 for \"more than double\"")
+    quantifier: Literal["every", "some"] = Field(
+        default="every", description="how the for_each combinations combine: every one holds (intersection-union) "
+        "or some do (\"for some levels\": Holm over them on the holds side)")
     alpha: float = Field(default=0.05, gt=0, lt=1, description="1 - alpha CI decides: each one-sided test at alpha/2")
     tolerance_pct: float = Field(default=10.0, gt=0, description="matches, share, monotone: allowed deviation")
     # matches: every cell within tolerance of a number (or of the seed's published value)
@@ -126,7 +140,7 @@ class PartSpec(_Strict):
     # monotone / shape: along a dimension
     along: str | None = None
     direction: Literal["increasing", "decreasing"] = "decreasing"
-    shape: Literal["linear", "exponential"] | None = None
+    shape: Literal["linear", "exponential", "reciprocal", "inverse_sqrt"] | None = None
     # best: the cells are the combinations of `among`; with `a`, that cell is the best one;
     # with `along` (and no a), no one cell is the best at every value of `along`
     among: list[str] = Field(default_factory=list, description="best: dimensions whose combinations are the cells")
@@ -150,20 +164,33 @@ class CheckSpec(PartSpec):
                 raise ValueError(f"{name} = {list(bounds)}: the lower bound must be below the upper")
         if self.rule == "compare" and self.range_pct is not None and self.range is not None:
             raise ValueError("give range_pct (a/b - 1) or range (a - b), not both")
-        if self.rule == "range" and (self.range is None or self.range[0] <= 0):
+        if self.rule == "range" and self.trials is not None:
+            if self.range is None or self.range[0] < 0 or self.range[1] > 100:
+                raise ValueError("rule 'range' of a proportion (trials) needs range = [lo, hi] within 0..100 %")
+        elif self.rule == "range" and (self.range is None or self.range[0] <= 0):
             raise ValueError("rule 'range' needs range = [lo, hi] with lo > 0 (the cell's value lies in it)")
+        if self.trials is not None and self.rule not in ("range", "matches"):
+            raise ValueError("trials goes with rule 'range' or 'matches' (a proportion of counted events)")
+        if self.factor is not None and (self.rule != "compare" or self.relation not in (">", "<")
+                                        or self.range_pct is not None or self.range is not None):
+            raise ValueError("factor goes with a compare whose relation is > or < (a > factor x b, a < b / factor)")
         magnitude = self.range_pct is not None or self.range is not None
         if self.rule == "compare" and not magnitude and self.relation in MARGIN_RELATIONS and self.margin_pct is None:
             raise ValueError(f"relation {self.relation!r} is an equivalence / non-inferiority test: it needs "
                              "margin_pct (and its reason)")
+        if self.relation == ">=" and self.margin_pct is not None and self.margin_pct >= 100:
+            raise ValueError("relation '>=' with margin_pct >= 100 % allows a of nothing: give it below 100")
         if (self.margin_pct is not None or magnitude) and self.rule in ("compare", "range") and not self.reason.strip():
             raise ValueError("a margin or range needs its reason (reason = \"...\")")
         if self.rule == "matches" and self.expected is None:
             raise ValueError("rule 'matches' needs expected (a number or \"published\")")
+        if self.rule in ("matches", "share") and not self.reason.strip():
+            raise ValueError(f"rule {self.rule!r}: its tolerance_pct is a margin and needs its reason (reason = \"...\")")
         if self.rule in ("monotone", "shape") and not self.along:
             raise ValueError(f"rule {self.rule!r} needs along (the dimension swept)")
         if self.rule == "shape" and not self.shape:
-            raise ValueError("rule 'shape' needs shape (\"linear\" or \"exponential\")")
+            raise ValueError("rule 'shape' needs shape (\"linear\", \"exponential\", \"reciprocal\" or "
+                             "\"inverse_sqrt\")")
         if self.rule == "best" and (not self.among or bool(self.a) == bool(self.along)):
             raise ValueError("rule 'best' needs among (the cells' dimensions) and either a (the claimed best cell) "
                              "or along (no one cell best at every value of it)")
@@ -267,7 +294,8 @@ def check_references(report: ReportSpec, axes: list[str], published: list[dict] 
             check(f"plot {plot.id!r}", metric, [plot.x, plot.series, plot.facets, *plot.where])
     for claim in report.claims:
         for c in claim.checks():
-            check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b, *c.among])
+            check(f"claim {claim.id!r}", c.metric, [c.along, *c.where, *c.for_each, *c.a, *c.b, *c.among,
+                                                    c.trials if c.trials != "divide_by" else None])
     check_published(report, published)
 
 

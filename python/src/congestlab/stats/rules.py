@@ -33,6 +33,8 @@ from congestlab.stats.effect import Effect, from_percent, to_percent
 from congestlab.stats.median_ratio import compare
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+# no test at this n (a single sample, a deterministic count): shown apart, never "holds"
+DESCRIPTIVE = "descriptive"
 ALPHA = 0.025  # per side: the two sides of a 95 % CI
 
 

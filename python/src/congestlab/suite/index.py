@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Callable
 
 from congestlab.errors import CongestlabError, RunDirError
-from congestlab.report.claims import NOT_MEASURED, evaluate_claims
+from congestlab.report.claims import NOT_MEASURED
 from congestlab.report.data import RunData
-from congestlab.report.engine import VERDICT_ORDER, verdict_class
+from congestlab.report.engine import VERDICT_ORDER, run_findings, verdict_class
 from congestlab.report.render import render_template
 from congestlab.report.time_table import time_table
 from congestlab.rundir import completed_repetitions, planned_repetitions, read_json_file, read_manifest
@@ -85,7 +85,7 @@ def study_summary(parent: Path, study: dict, entry: dict, rest_s: RestOf | None 
     if m.get("status") != "complete":
         return out
     try:
-        findings = evaluate_claims(data)
+        findings = run_findings(data)
         cells = published_cells(data)
     except CongestlabError as err:
         out["error"] = f"claims or distance not computed: {err}"

@@ -21,7 +21,7 @@ from congestlab.report import build_report
 from congestlab.report.terminal import print_report
 from congestlab.rundir import new_out_dir, read_json_file
 from congestlab.spec.sweep import expand
-from congestlab.study import Child, passes_line, run_children, write_parent_state
+from congestlab.study import Child, decidability_warnings, passes_line, run_children, write_parent_state
 from congestlab.suite.spec import SuiteMember, SuiteSpec
 from congestlab.testbed import new_prefix
 
@@ -137,5 +137,7 @@ def dry_run(suite: SuiteSpec, members: list[SuiteMember], quick: bool, echo=prin
         units = len({p.unit for p in points})
         echo(f"[study] {member.key}: {len(points)} points in {units} units, {reps} repetitions  # {member.label}")
         echo(f"  # {passes_line(member.spec, points) or f'order {member.spec.order}: no passes'}")
+        for line in decidability_warnings(member.spec, quick):
+            echo(f"  # warning: {line}")
     echo(f"# suite {suite.name}: {len(members)} studies, {total} repetitions{' (--quick)' if quick else ''}; "
          "sub-runs under PARENT/studies/<study>")

@@ -1,7 +1,8 @@
 """Rule `best`: the cells are the combinations of the `among` dimensions' values. With `a`: cell
 a is better than every other cell (intersection-union; does not hold when another is
-significantly better, Holm). With `along`: the best cell changes with the value of `along`
-(stats.rules.best_changes: a significant swap).
+significantly better, Holm). With `along`: no cell is consistently the best, i.e. better than
+every other at every value of `along` (stats/consistently_best.py: every cell significantly
+beaten somewhere; does not hold when one is significantly best everywhere).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import itertools
 import math
 from dataclasses import replace
 
-from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, decided, effect, without_outcome
+from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, effect, untested, without_outcome
 from congestlab.report.claims.formatting import fmt_cell, numbers, short
 from congestlab.report.data import EngineCell, matches
 from congestlab.spec.metric import MetricSpec, Selector
 from congestlab.spec.report import CheckSpec
 from congestlab.stats.outcomes import TIMED_OUT
-from congestlab.stats.rules import FAILS, INCONCLUSIVE, best_changes, direction, every_cell
+from congestlab.stats.consistently_best import no_cell_consistently_best
+from congestlab.stats.rules import FAILS, direction, every_cell
 from congestlab.stats.samples import RIGHT
 
 
@@ -77,13 +79,13 @@ def decide_best(ctx: CheckContext, check: CheckSpec, metric: MetricSpec, selecti
             points |= frozenset().union(*(ec.points for _, ec in cells))
             winners.append((value, short((max if highest else min)(cells, key=lambda cec: _typical(cec[1]))[0])))
             if not all(ec.positive for _, ec in cells):
-                v = decided(INCONCLUSIVE, "best changes", alpha, note="values <= 0: no ratio to rank by")
-                return CheckResult(label, INCONCLUSIVE, "", "", numbers(v), v, points)
+                v = untested("no cell consistently the best", alpha, note="values <= 0: no ratio to rank by")
+                return CheckResult(label, v.verdict, "", "", numbers(v), v, points)
     ours = "; ".join(f"{v}: {c}" for v, c in winners) or "–"
     if not winners:
         return CheckResult(label, NOT_MEASURED, ours, "", "no samples")
     if len(winners) < 2:
-        v = decided(INCONCLUSIVE, f"one value of {check.along}: the best cannot change", alpha)
-        return CheckResult(label, INCONCLUSIVE, ours, "", numbers(v), v, points)
-    v = best_changes(by_level, check.best, alpha, label)
+        v = untested(f"one value of {check.along}: no cell can be beaten elsewhere", alpha)
+        return CheckResult(label, v.verdict, ours, "", numbers(v), v, points)
+    v = no_cell_consistently_best(by_level, check.best, alpha, label)
     return CheckResult(label, v.verdict, f"the {check.best} mean per {check.along}: {ours}", "", numbers(v), v, points)

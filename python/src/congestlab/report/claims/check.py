@@ -17,7 +17,7 @@ from congestlab.stats.effect import Effect
 from congestlab.stats.gehan import rank_effect
 from congestlab.stats.median_ratio import compare
 from congestlab.stats.outcomes import COMPLETE
-from congestlab.stats.rules import FAILS, HOLDS, Verdict
+from congestlab.stats.rules import DESCRIPTIVE, INCONCLUSIVE, Verdict
 
 NOT_MEASURED = "not measured"
 
@@ -60,12 +60,16 @@ class CheckContext:
 Rule = Callable[[CheckContext, CheckSpec, MetricSpec, Selector, str], CheckResult]
 
 
-def decided(verdict: str, rule: str, alpha: float, n: int = 0, note: str = "") -> Verdict:
-    """A check decided without a test (matches, shape, share) as the engine's verdict: p 0 on
-    its decided side, so Holm leaves it as it is."""
-    p_holds = 0.0 if verdict == HOLDS else 1.0
-    p_fails = 0.0 if verdict == FAILS else 1.0
-    return Verdict(verdict, rule, math.nan, (math.nan, math.nan), p_holds, p_fails, n, 0, 0, alpha, note=note)
+def untested(rule: str, alpha: float, n: int = 0, note: str = "") -> Verdict:
+    """A check whose test has nothing to decide on (values <= 0 without a ratio, one value of
+    a dimension that must vary): inconclusive, p 1 on both sides."""
+    return Verdict(INCONCLUSIVE, rule, math.nan, (math.nan, math.nan), 1.0, 1.0, n, 0, 0, alpha, note=note)
+
+
+def descriptive(label: str, ours: str, seed: str, why: str, points: frozenset[str] = frozenset()) -> CheckResult:
+    """A check that cannot be tested at its n (a single sample, a deterministic count): shown
+    with its numbers, apart from the tested ones; it never reads "holds"."""
+    return CheckResult(label, DESCRIPTIVE, ours, seed, f"descriptive, not tested: {why}", None, points)
 
 
 def without_outcome(metric: MetricSpec, where: Selector) -> Selector:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 
-from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, effect
+from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, descriptive, effect
 from congestlab.report.claims.formatting import fmt_num, numbers
 from congestlab.stored import number_of
 from congestlab.spec.metric import MetricSpec, Selector
 from congestlab.spec.report import CheckSpec
+from congestlab.stats.decidable import kendall_min_p
 from congestlab.stats.effect import from_percent
 from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE, Verdict, holm
 from congestlab.stats.summary import mean_with_ci
@@ -34,6 +35,11 @@ def decide_monotone(ctx: CheckContext, check: CheckSpec, metric: MetricSpec, sel
         x = float(len(xs)) if x is None else x
         for y in c.cell.completed():
             xs.append(x), ys.append(y)
+    reps = min(len(c.cell.completed()) for _, c in cells)
+    if kendall_min_p(len(cells), max(reps, 1)) >= alpha:
+        return descriptive(label, ours, "", f"Kendall's tau over {len(cells)} values of {check.along} at {reps} "
+                           f"repetition(s) cannot reach p < {alpha:g} (its smallest: "
+                           f"{kendall_min_p(len(cells), max(reps, 1)):.3g})", points)
     # the trend: Kendall's tau of the samples against x, one-sided each way
     p_up, p_down = kendall_p_values(xs, ys)
     p_trend_holds, p_trend_against = (p_up, p_down) if up else (p_down, p_up)

@@ -1,21 +1,23 @@
-"""Rule `shape`: least-squares fits of the samples against the numeric values of `along`,
-linear and exponential (stats/fits.py); the better by AIC by at least AIC_DECIDES decides, and
-fewer than MIN_SHAPE_POINTS values of `along` is inconclusive (model selection, no test).
+"""Rule `shape`: which curve the samples follow against the numeric values of `along`, tested
+(stats/shapes.py): the declared form against the others of the Box-Cox family (linear,
+exponential, and the physically expected reciprocal 1/(a + b x), throughput ~ 1/RTT, and
+1/sqrt(a + b x), Mathis' 1/sqrt(p)) by profile likelihood, and its slope's sign by a t-test;
+a sign counts only when significant. Fewer than three values of `along` tell no curves apart:
+descriptive.
 """
 
 from __future__ import annotations
 
-from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, decided
-from congestlab.report.claims.formatting import fmt_num
+import math
+
+from congestlab.report.claims.check import NOT_MEASURED, CheckContext, CheckResult, cells_along, descriptive
+from congestlab.report.claims.formatting import fmt_num, numbers
 from congestlab.stored import number_of
 from congestlab.spec.metric import MetricSpec, Selector
 from congestlab.spec.report import CheckSpec
-from congestlab.stats.fits import aic, fit_shapes, r_squared
-from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE
+from congestlab.stats.rules import FAILS, HOLDS, INCONCLUSIVE, Verdict
+from congestlab.stats.shapes import FORMS, shape_test
 from congestlab.stats.summary import mean_with_ci
-
-MIN_SHAPE_POINTS = 4
-AIC_DECIDES = 2.0
 
 
 def decide_shape(ctx: CheckContext, check: CheckSpec, metric: MetricSpec, selection: Selector,
@@ -26,35 +28,28 @@ def decide_shape(ctx: CheckContext, check: CheckSpec, metric: MetricSpec, select
     for v, c in cells:
         x = number_of(v)
         if x is None:
-            return CheckResult(label, INCONCLUSIVE, "–", "", f"{check.along}={v} is not a number", points=points)
+            return descriptive(label, "–", "", f"{check.along}={v} is not a number", points)
         done = c.cell.completed()
         xs += [x] * len(done)
         ys += done
     ours = ", ".join(f"{v}: {fmt_num(mean_with_ci(c.cell.completed())[0], metric.digits)}" for v, c in cells) or "–"
-    rule = (f"{check.shape} and {check.direction}: the fit better than the other shape by AIC ≥ {AIC_DECIDES:g} "
-            "(model selection, no test)")
     if not cells or not ys:
         return CheckResult(label, NOT_MEASURED, ours, "", "no samples", points=points)
-    if len(cells) < MIN_SHAPE_POINTS:
-        v = decided(INCONCLUSIVE, rule, ctx.alpha, len(ys))
-        return CheckResult(label, INCONCLUSIVE, ours, "", f"{len(cells)} values of {check.along}, a fit needs "
-                                                         f"{MIN_SHAPE_POINTS} — {rule}", v, points)
-    fits = fit_shapes(xs, ys)
-    n = len(xs)
-    aics = {name: aic(f[2], n) for name, f in fits.items()}
-    other = "linear" if check.shape == "exponential" else "exponential"
-    delta = aics[other] - aics[check.shape]
-    r2 = {name: r_squared(f[2], ys) for name, f in fits.items()}
-    slope = fits[check.shape][1]
-    direction_ok = (slope < 0) == (check.direction == "decreasing")
-    how = (f"R² linear {r2['linear']:.3f}, exponential {r2['exponential']:.3f}; "
-           f"AIC({other}) − AIC({check.shape}) = {delta:+.1f}")
-    if not direction_ok:
-        verdict, how = FAILS, how + f"; the fit is not {check.direction}"
-    elif delta >= AIC_DECIDES:
-        verdict = HOLDS
-    elif delta <= -AIC_DECIDES:
-        verdict = FAILS
-    else:
-        verdict, how = INCONCLUSIVE, how + f" (|Δ| < {AIC_DECIDES:g})"
-    return CheckResult(label, verdict, ours, "", f"{how} — {rule}", decided(verdict, rule, ctx.alpha, n), points)
+    increasing = check.direction == "increasing"
+    t = shape_test(xs, ys, check.shape, increasing)
+    if t.why_untested:
+        return descriptive(label, ours, "", t.why_untested, points)
+    alpha = ctx.alpha
+    verdict = FAILS if t.p_fails < alpha else HOLDS if t.p_holds < alpha else INCONCLUSIVE
+    others = ", ".join(name for name in FORMS if name != check.shape)
+    rule = (f"{check.shape} and {check.direction}: its slope significantly {check.direction} and every other form "
+            f"({others}) rejected by the profile likelihood (Box-Cox, chi-squared 1 df); does not hold: {check.shape} "
+            f"rejected or its slope significantly the other way (Bonferroni over the two)")
+    fit = "; ".join(f"{name} R² {r2:.3f}, p(fits as well as the best) {t.p_rejected[name]:.3g}"
+                    for name, r2 in t.r_squared.items())
+    note = f"{fit}; best power {t.best_lambda:+.2f}; slope p(increasing) {t.p_slope[0]:.3g}, " \
+           f"p(decreasing) {t.p_slope[1]:.3g}"
+    v = Verdict(verdict, rule, math.nan, (math.nan, math.nan), t.p_holds, t.p_fails, len(ys),
+                sum(c.cell.censored for _, c in cells), sum(c.cell.invalid for _, c in cells), alpha, label, note,
+                kind="shape")
+    return CheckResult(label, verdict, ours, "", numbers(v), v, points)
