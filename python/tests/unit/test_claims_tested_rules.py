@@ -112,10 +112,12 @@ def test_a_run_until_decisive_shows_its_sequential_verdicts_and_labels_a_re_read
     values = {("apache", "C1B", "v4"): [30.1, 29.5, 30.8, 30.3], ("apache", "C1B", "v6"): [24.0, 24.9, 23.7, 24.2]}
     run = request_run(values, report={"metrics": METRICS, "claims": [claim]}).write(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["sequential"] = {"looks": [{"round": 3, "level_per_side": 0.0015, "verdicts": {"c": "inconclusive"},
-                                         "undecided": ["c"]},
+    points = [p["id"] for p in manifest["points"]]  # three rounds, then a fourth for every point
+    manifest["sequential"] = {"first_look": 3, "points": points,
+                              "looks": [{"round": 3, "level_per_side": 0.0015, "verdicts": {"c": "inconclusive"},
+                                         "undecided": ["c"], "next_points": points},
                                         {"round": 4, "level_per_side": 0.0041, "verdicts": {"c": "inconclusive"},
-                                         "undecided": ["c"]}],
+                                         "undecided": ["c"], "next_points": []}],
                               "decided": {}, "stopped_by": "max-repetitions", "rounds_needed": {"c": 9}}
     (run / "manifest.json").write_text(json.dumps(manifest))
     report = build_report(run)

@@ -130,7 +130,7 @@ def test_a_missing_capture_makes_its_gets_invalid(tmp_path):
     (_rep(run, 2) / "pcap" / "www.pcap").unlink()
     rows = _analyze(run).rows["request"]
     assert [r["outcome"] for r in rows if r["repetition"] == 2] == [INVALID, INVALID]
-    assert all(r["error"] == "points/p1/r2/pcap/www.pcap: missing" for r in rows if r["repetition"] == 2)
+    assert all(r["error"].startswith("points/p1/r2/pcap/www.pcap: missing (the repetition recorded this capture") for r in rows if r["repetition"] == 2)
 
 
 def test_a_damaged_probe_file_costs_its_series_named(tmp_path):

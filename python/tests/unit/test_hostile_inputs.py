@@ -154,7 +154,7 @@ def pcap_run(run: Path) -> Path:
     (rep / "pcap").mkdir(parents=True)
     conv, _ = transfer_with_loss_and_reordering("v4", t0=1000.0)
     conv.write(rep / "pcap" / "s1.pcap")
-    raw = get_row(server="s1", file_kib=504, client_port=40000, start_ts=1000.0, end_ts=1000.3, time_total_s=0.3)
+    raw = get_row(server="s1", file_kib=504, client_port=40000, start_ts=1000.0, end_ts=1000.3, time_total_s=0.25)
     (rep / "records.jsonl").write_text(json.dumps({"kind": "get_raw", "row": raw}) + "\n")
     (rep / "rep.json").write_text(json.dumps({"servers": {"s1": "i1"}, "captures": {"s1": {"argv": []}}}))
     (run / "manifest.json").write_text(json.dumps({
