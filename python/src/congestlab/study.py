@@ -196,6 +196,9 @@ def run_child(spec: StudySpec, run_dir: Path, quick: bool = False, calibrate: bo
     if child_status(run_dir) is None:
         if run_dir.exists():
             shutil.rmtree(run_dir)
+        # the folder of the parent's runs (studies/, runs/) is the parent's own, not a folder
+        # the user named: made here, as --out would refuse to (rundir/out_paths.py)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
         return run_study(spec, quick, out=run_dir, calibrate=calibrate, preset=preset, cluster=cluster,
                          console=console)
     return run_study(spec, quick, calibrate=calibrate, resume=run_dir, cluster=cluster, console=console)

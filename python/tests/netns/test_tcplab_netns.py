@@ -38,6 +38,7 @@ def tiny_tcp_lab() -> dict:
         "axes": [{"name": "x", "fields": ["nodes.r.links.sb.tbf_rate_bps", "nodes.r.links.sb.delay_ms"],
                   "values": [[20_000_000, 0], [50_000_000, 10]], "labels": ["20000000", "50000000"]}]}]
     data["quick"] = {}
+    data["repetitions"] = 1  # one run per point: the test is about the run, not the claims' n
     data["published"] = [p for p in data["published"] if p["experiment"] == "rate"]
     return data
 

@@ -256,7 +256,7 @@ class ClusterRun:
                            if m.name.startswith("points/") and m.name.count("/") >= 2})
             for point_id, rep in reps:  # a repetition is replaced whole, never merged
                 shutil.rmtree(run_dir / "points" / point_id / rep, ignore_errors=True)
-            tar.extractall(run_dir, filter="data")
+            _extract_inside(tar, members, run_dir)
         key = node_key(node)
         self.record["nodes"][key] = node
         node_manifest = first["manifest"]
@@ -320,3 +320,21 @@ def node_key(node: dict) -> str:
 def run_on_cluster(study_run: StudyRun, address: str, calibrate: bool = False,
                    previous_s: dict[str, float] | None = None, previous_run: str | None = None) -> Path:
     return ClusterRun(study_run, address, calibrate, previous_s=previous_s, previous_run=previous_run).run()
+
+
+def _extract_inside(tar: tarfile.TarFile, members: list[tarfile.TarInfo], run_dir: Path) -> None:
+    """A node's archive unpacked into the run directory and nowhere else: tarfile's "data"
+    filter where the Python has it (3.11.4 on), else the same refusal of what would leave it
+    (Debian 12's Python 3.11.2, the interpreter mk/readable-python.sh may choose)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(run_dir, members, filter="data")
+        return
+    root = run_dir.resolve()
+    for member in members:
+        target = (root / member.name).resolve()
+        link = (target.parent / member.linkname).resolve() if member.issym() else root
+        if (not (member.isfile() or member.isdir() or member.issym()) or not target.is_relative_to(root)
+                or not link.is_relative_to(root)):
+            raise ClusterError(f"a node's archive holds {member.name!r}, which would land outside {run_dir} "
+                               "or is not a file, directory or link")
+    tar.extractall(run_dir, members)
