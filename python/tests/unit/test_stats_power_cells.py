@@ -130,3 +130,26 @@ def test_at_the_estimated_rounds_the_claim_decides_with_the_promised_power():
     truths = [-0.3, 2.0, 2.0, 2.0]
     assert simulated_decisions(need, truths, draws, rng)[rules.FAILS] >= power.POWER - tolerance
     assert simulated_decisions(one, truths, draws, rng)[rules.FAILS] < power.POWER - 2 * tolerance
+
+
+@pytest.mark.parametrize("rounds, first_look, alpha", [(5, 3, 0.0041), (10, 4, 0.0041), (8, 4, 0.025), (6, 2, 0.025)])
+def test_a_design_outside_the_table_is_estimated_near_and_below_its_exact_level(rounds, first_look, alpha):
+    """A sequential look asks at its own level (decisive/claims.py): the estimate stays within
+    5 % below the simulated level (the power, if anything, underestimated)."""
+    from congestlab.stats.sequential import SequentialDesign
+    exact = SequentialDesign(rounds, first_look, alpha).final_level()
+    assert 0.95 * exact <= power.final_level(rounds, first_look, alpha) <= exact
+
+
+def test_a_power_estimate_at_a_looks_level_simulates_no_design(monkeypatch):
+    """Up to CAP_ROUNDS candidate designs: none simulated (minutes), every level from the table
+    or the z-test's."""
+    from congestlab.stats import t_levels
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a design was simulated")
+
+    monkeypatch.setattr(t_levels, "simulated_levels", refuse)
+    need = power.rounds_needed(0.3, distance=0.0001, first_look=4, alpha=0.0041)
+    assert need is None  # no effect worth the name: beyond CAP_ROUNDS, found without a simulation
+    assert power.rounds_needed(0.3, distance=0.5, first_look=4, alpha=0.0041) >= 4

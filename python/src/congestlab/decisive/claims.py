@@ -36,7 +36,7 @@ def claim_points(data: RunData, claim: ClaimSpec) -> set[str]:
 
 def verdict_at(data: RunData, claim: ClaimSpec, level_per_side: float) -> str:
     """The claim's verdict word with every one-sided test at the look's level."""
-    return evaluate_claim(data, claim, alpha=level_per_side).verdict
+    return evaluate_claim(data, claim, alpha=level_per_side, checks_rounds=False).verdict
 
 
 def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_side: float,
@@ -48,7 +48,7 @@ def rounds_needed(data: RunData, claim: ClaimSpec, first_look: int, level_per_si
     nominal level, which it would lower again). None when decided at the look's level, when an
     undecided check that matters has no estimate ("the best changes", a trend) or beyond
     power.CAP_ROUNDS."""
-    result = evaluate_claim(data, claim, alpha=level_per_side)
+    result = evaluate_claim(data, claim, alpha=level_per_side, checks_rounds=False)
     if result.decision is None:
         return None
     return power.rounds_needed_for_verdict(result.decision, first_look, alpha=design_alpha_per_side)

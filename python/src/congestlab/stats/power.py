@@ -34,21 +34,34 @@ CAP_ROUNDS = 200
 
 def final_level(rounds: int, first_look: int = 3, alpha: float = ALPHA) -> float:
     """The last look's level of a design of `rounds` rounds (stats/sequential.py: the paired
-    t-test's own levels)."""
+    t-test's own levels): exact for one look and for the table's designs, else estimated (a
+    power estimate asks for up to CAP_ROUNDS designs; simulating each would take minutes)."""
     first_look = min(first_look, rounds)
     table = t_levels.table()
     largest = max(table["levels"])
-    if rounds <= largest or first_look != table["first_look"] or alpha != table["alpha"]:
+    tabled = first_look == table["first_look"] and alpha == table["alpha"]
+    if first_look == rounds or (tabled and rounds <= largest):
         return SequentialDesign(rounds, first_look, alpha).final_level()
+    if not tabled:  # another level or first look: its z-level times the t/z ratio of the table's nearest design
+        nearest = min(rounds, largest)
+        ratio = table["levels"][nearest][-1] / _z_final_level(nearest, table["first_look"], table["alpha"])
+        return ratio * _z_final_level(rounds, first_look, alpha)
     # beyond the table: the last look's level hardly depends on where the first looks were (they
     # spend next to nothing), and the t-test's levels come nearer the z-test's as the degrees of
     # freedom grow. So the table's largest design's t/z ratio (0.947) times the z-level of 80
     # equally spaced looks: below the exact level up to 80 rounds (80 looks' z-level lies below
     # that of any such design, and the ratio rises towards 1), so the power is, if anything,
     # underestimated; at 100 rounds the z-level is 1.6 % below 80 looks
-    ratio = table["levels"][largest][-1] / nominal_levels(tuple(r / largest for r in range(first_look, largest + 1)),
-                                                          alpha)[-1]
+    ratio = table["levels"][largest][-1] / _z_final_level(largest, first_look, alpha)
     return ratio * nominal_levels(tuple(i / MANY_LOOKS for i in range(1, MANY_LOOKS + 1)), alpha)[-1]
+
+
+def _z_final_level(rounds: int, first_look: int, alpha: float) -> float:
+    """The z-test's last level of a design with a look after every round from `first_look`
+    (at most MANY_LOOKS looks, equally spaced, beyond that: below the exact level)."""
+    if rounds - first_look + 1 > MANY_LOOKS:
+        return nominal_levels(tuple(i / MANY_LOOKS for i in range(1, MANY_LOOKS + 1)), alpha)[-1]
+    return nominal_levels(tuple(r / rounds for r in range(first_look, rounds + 1)), alpha)[-1]
 
 
 def power_one_sided(rounds: int, distance: float, sd_pair: float, level: float) -> float:

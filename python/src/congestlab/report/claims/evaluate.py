@@ -87,7 +87,10 @@ def evaluate_claims(data: RunData, alpha: float | None = None,
 
 
 def evaluate_claim(data: RunData, claim: ClaimSpec, alpha: float | None = None,
-                   repetitions: Collection[str] | None = None) -> ClaimResult:
+                   repetitions: Collection[str] | None = None, checks_rounds: bool = True) -> ClaimResult:
+    """`checks_rounds`: each inconclusive check's own power estimate (the report's); a
+    sequential look (decisive/claims.py) wants the verdict, and the claim's need at the design's
+    level, not each check's at the look's."""
     side = alpha if alpha is not None else claim.checks()[0].alpha / 2
     results: list[CheckResult] = []
     units: list[tuple[Verdict, list[CheckResult]]] = []  # what every_cell combines, and the checks behind each
@@ -117,7 +120,7 @@ def evaluate_claim(data: RunData, claim: ClaimSpec, alpha: float | None = None,
             r.verdict, r.decision = adjusted.verdict, adjusted
             # a check's "does not hold" is Holm-adjusted over the claim's checks: its power at that level
             r.rounds_needed = (rounds_needed_for_verdict(adjusted, tests=len(units))
-                               if adjusted.verdict == INCONCLUSIVE else None)
+                               if adjusted.verdict == INCONCLUSIVE and checks_rounds else None)
         elif adjusted.verdict != unit.verdict:
             checks[0].detail += f"; the part's verdict after Holm over the claim's {len(units)} parts and checks: " \
                                 f"{adjusted.verdict}"
