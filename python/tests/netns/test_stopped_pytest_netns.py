@@ -116,7 +116,7 @@ class Stopped:
                 if process_alive(pid, started)]
         out += [f"owner record {p}" for p in (OWNERS_DIR / self.prefix, ownership.NOTES_DIR / f"{self.prefix}.json")
                 if p.exists()]
-        if registry.is_struct_ops(self.kernel_name):
+        if registry.is_struct_ops(self.kernel_name) and not registry.pending_free(self.kernel_name):
             out.append(f"struct_ops {self.kernel_name}")
         return out
 

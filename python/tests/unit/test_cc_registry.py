@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from congestlab.cc import registry, share
-from congestlab.errors import SpecError
+from congestlab.errors import SpecError, ToolError
 
 
 def test_available_lists_builtin_kernel_algorithms():
@@ -107,3 +107,22 @@ def test_shares_from_a_cc_share_run_directory(tmp_path):
     assert rows[0].share_of_total_pct == pytest.approx(100 * 60 / 95)
     assert rows[3].pct_of_fair_share == pytest.approx(140.0)  # 35 of 50/2 Mbit/s
     assert rows[1].pct_of_fair_share == pytest.approx(70.0)  # 35 of 100/2 Mbit/s
+
+
+def test_a_struct_ops_unregistered_but_still_held_counts_as_removed(monkeypatch):
+    """After an unregister the map stays listed while sockets hold it (bpftool answers
+    EINPROGRESS to another): removing it again is done, not an error, and runs no bpftool."""
+    monkeypatch.setattr(registry, "struct_ops_id", lambda name: 436)
+    monkeypatch.setattr(registry, "available", lambda: ["reno", "cubic"])
+    monkeypatch.setattr(registry, "_run", lambda argv: pytest.fail(f"ran {argv}"))
+    assert registry.pending_free("st195278") and registry.remove("st195278") is True
+
+
+def test_a_failed_unregister_of_a_registered_struct_ops_is_an_error(monkeypatch):
+    monkeypatch.setattr(registry, "struct_ops_id", lambda name: 436)
+    monkeypatch.setattr(registry, "available", lambda: ["reno", "cubic", "st195278"])
+    monkeypatch.setattr(registry, "_require_root", lambda what: None)
+    monkeypatch.setattr(registry, "_run", lambda argv: subprocess.CompletedProcess(argv, 255, "", "Error: busy"))
+    assert not registry.pending_free("st195278")
+    with pytest.raises(ToolError):
+        registry.remove("st195278")

@@ -113,12 +113,21 @@ def remove(name: str = "compound") -> bool:
         raise SpecError("cc remove", f"{kernel_name!r} is built into the kernel and cannot be removed")
     if not is_struct_ops(kernel_name):
         return False
+    if kernel_name not in available():  # unregistered already: freed when its last socket closes
+        return True
     _require_root("cc remove")
     argv = ["bpftool", "struct_ops", "unregister", "name", kernel_name]
     proc = _run(argv)
-    if proc.returncode != 0 and is_struct_ops(kernel_name):
+    if proc.returncode != 0 and kernel_name in available():
         raise ToolError(argv, proc.returncode, proc.stderr)
     return True
+
+
+def pending_free(kernel_name: str) -> bool:
+    """Unregistered, yet its map still listed: sockets that chose it before (a killed flow's,
+    retrying in a deleted namespace) hold it, and the kernel frees it when the last one closes
+    (an unregister then answers EINPROGRESS). No new socket can choose it."""
+    return is_struct_ops(kernel_name) and kernel_name not in available()
 
 
 def ensure(cc: str) -> str:
