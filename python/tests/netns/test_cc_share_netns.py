@@ -35,7 +35,9 @@ def unique_compound(tmp_path, monkeypatch) -> str:
 
 
 def test_cc_share_two_second_flows(tmp_path, unique_compound):
+    # one repetition of each pair: the test is about the run and its shares, not the claims' n
     spec = share.preset_with(seconds=2, rate_bps=100_000_000, queue_packets=100, ack_delay_ms=0)
+    spec = spec.model_copy(update={"repetitions": 1})
     runner = StudyRun(spec, tmp_path / "run", preset="cc-share")
     runner.run()
     assert namespaces_with(runner.prefix) == []
@@ -43,7 +45,7 @@ def test_cc_share_two_second_flows(tmp_path, unique_compound):
     assert runner.manifest["congestion_control"]["installed_for_this_run"] == ["compound"]
     rows = share.shares(tmp_path / "run")
     print("\n" + share.markdown_table(rows))
-    repetitions = spec.repetitions  # the preset's: enough for its `fair` check to decide
+    repetitions = spec.repetitions
     pairs = ["cubic vs compound", "compound vs compound", "cubic vs cubic"]
     assert sorted((r.pair, r.repetition) for r in rows) == sorted(  # two flows per pair and repetition
         (pair, rep) for pair in pairs for rep in range(1, repetitions + 1) for _flow in range(2))
