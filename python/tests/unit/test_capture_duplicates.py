@@ -12,23 +12,16 @@ from pathlib import Path
 
 import pytest
 from pcap_builder import ACK, busy_capture, transfer_with_loss_and_reordering, write_frames
-from trace_checks import (assert_agrees_with_tshark, assert_same_measurement, both_backends, busy_run, truthy,
-                          tshark_streams, write_suite)
+from trace_checks import (NEEDS_ANALYZER, assert_agrees_with_tshark, assert_same_measurement, both_backends, busy_run,
+                          truthy, tshark_streams, write_suite)
 
 from congestlab.analysis.connections import group_connections
 from congestlab.analysis.packets import DUPLICATE_WINDOW_NS, CaptureDuplicates, read_segments
 from congestlab.analysis.port import port_aggregate
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapMeasurement, measure_pcap
-from congestlab.errors import ToolError
-from congestlab.paths import rust_binary
 
-try:
-    rust_binary("traceanalyze")
-    HAVE_ANALYZER = True
-except ToolError:  # not built
-    HAVE_ANALYZER = False
-pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
+pytestmark = NEEDS_ANALYZER
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("editcap") is None,
                                   reason="tshark and editcap are installed by `make test`")
 

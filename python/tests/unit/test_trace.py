@@ -15,8 +15,8 @@ import tempfile
 
 import pytest
 from pcap_builder import PSH, Conversation, transfer_with_fast_and_spurious_retransmissions, write_frames
-from trace_checks import (TIME_S, assert_agrees_with_tshark, assert_same_measurement, both_backends, busy_run,
-                          same_rate, truthy, tshark_streams, write_suite)
+from trace_checks import (NEEDS_ANALYZER, TIME_S, assert_agrees_with_tshark, assert_same_measurement, both_backends,
+                          busy_run, same_rate, truthy, tshark_streams, write_suite)
 
 from congestlab.analysis.connections import Connection
 from congestlab.analysis.metrics import measure_connection
@@ -26,15 +26,10 @@ from congestlab.analysis.request_rows import metric_columns as run_metrics
 from congestlab.analysis.run_analysis import analyze_run
 from congestlab.analysis.trace import PcapConnection, measure_pcap
 from congestlab.analysis.trace_files import read_series, read_trace, write_trace
-from congestlab.errors import ToolError, TraceError
+from congestlab.errors import TraceError
 from congestlab.paths import rust_binary
 
-try:
-    rust_binary("traceanalyze")
-    HAVE_ANALYZER = True
-except ToolError:  # not built
-    HAVE_ANALYZER = False
-pytestmark = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
+pytestmark = NEEDS_ANALYZER
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is installed by `make test`")
 
 

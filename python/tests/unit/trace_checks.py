@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from pcap_builder import (Frame, busy_capture, transfer_with_fast_and_spurious_retransmissions,
                           transfer_with_loss_and_reordering, write_frames)
 from record_fixtures import get_row, tiny_stored_spec
@@ -17,8 +18,21 @@ from congestlab.analysis.connections import group_connections
 from congestlab.analysis.metrics import measure_connection
 from congestlab.analysis.packets import read_segments
 from congestlab.analysis.trace import measure_pcap
-from congestlab.errors import TraceError
+from congestlab.errors import ToolError, TraceError
+from congestlab.paths import rust_binary
 from congestlab.rundir import FORMAT_VERSION, RAW_KIND
+
+
+def _analyzer_built() -> bool:
+    try:
+        rust_binary("traceanalyze")
+    except ToolError:  # not built
+        return False
+    return True
+
+
+HAVE_ANALYZER = _analyzer_built()
+NEEDS_ANALYZER = pytest.mark.skipif(not HAVE_ANALYZER, reason="traceanalyze is built by `make build`")
 
 TIME_S = 1e-6  # 1 µs
 TIME_MS = 1e-3
