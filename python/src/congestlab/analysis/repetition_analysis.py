@@ -125,7 +125,8 @@ def _measure_captures(run: StoredRun, rep: StoredRepetition, info: dict, gets: l
     pcaps = {pcap.stem: pcap for pcap in rep.pcaps()}
     for server in (info.get("captures") or {}):
         if server not in pcaps:  # tcpdump ran for it: its file belongs here
-            out.errors[server] = f"{relative(run, str(rep.dir / PCAP_DIR / server))}.pcap: missing (the repetition recorded this capture; deleted since?)"
+            out.errors[server] = (f"{relative(run, str(rep.dir / PCAP_DIR / server))}.pcap: missing (the "
+                                  "repetition recorded this capture; deleted since?)")
     for server, pcap in pcaps.items():
         where_file = pcap.relative_to(run.path)
         try:
