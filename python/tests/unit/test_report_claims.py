@@ -10,8 +10,7 @@ import pytest
 from congestlab.report.claims import (DESCRIPTIVE, FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, evaluate_claims,
                                       seed_agrees)
 from congestlab.report.data import RunData
-from congestlab.spec.metric import MetricSpec
-from congestlab.spec.report import CheckSpec, ReportSpec
+from congestlab.spec.report import CheckSpec
 from report_fixtures import RunBuilder, get_outcome_row, request_run
 
 METRICS = {
@@ -360,105 +359,3 @@ def test_compare_for_each_keeps_only_the_values_its_sides_have(tmp_path):
     result = evaluate_claims(_iperf_run(tmp_path, runs, [claim]))[0]
     assert [c.label for c in result.checks] == ["0", "0.01"]
     assert result.verdict == HOLDS
-
-
-# --- a derived metric: |a - b| of two loads' shares in the same repetition -------------------
-
-def _shares_run(tmp_path, shares: dict[str, list[tuple[float, float]]], metric_extra: dict, claims: list[dict]):
-    """A cubic-compound-shaped run: shares[pair] = (stress %, BT %) per repetition, level C1."""
-    metrics = {"share_gap_pts": {"kind": "load", "column": "shared_bandwidth_pct", "where": {"workload": "stress"},
-                                 "subtract": "shared_bandwidth_pct", "subtract_where": {"workload": "bt"},
-                                 **metric_extra}}
-    b = RunBuilder("cubic-compound", ["pair", "level"], {"metrics": metrics, "claims": claims})
-    for pair, reps in shares.items():
-        for rep, (stress, bt) in enumerate(reps, start=1):
-            for workload, pct in (("stress", stress), ("bt", bt)):
-                b.add("load", {"pair": pair, "level": "C1"}, rep, workload=workload, shared_bandwidth_pct=pct)
-    return RunData(b.write(tmp_path / "run"))
-
-
-def test_subtract_and_absolute_make_a_per_repetition_gap(tmp_path):
-    shares = {"IIS-IIS": [(84.0, 87.0), (90.0, 88.5)], "Apache-Apache": [(84.0, 94.0), (96.0, 87.0)]}
-    metric = {"subtract": "shared_bandwidth_pct", "subtract_where": {"workload": "bt"}}
-    signed = _shares_run(tmp_path / "signed", shares, {}, [])
-    gap = _shares_run(tmp_path / "abs", shares, {"absolute": True}, [])
-    for run, want in ((signed, {"IIS-IIS": [-3.0, 1.5], "Apache-Apache": [-10.0, 9.0]}),
-                      (gap, {"IIS-IIS": [3.0, 1.5], "Apache-Apache": [10.0, 9.0]})):
-        m = run.report.metrics["share_gap_pts"]
-        assert m.subtract == metric["subtract"]
-        for pair, values in want.items():
-            samples = sorted(run.samples(m, {"pair": pair}), key=lambda s: s.repetition)
-            assert [s.value for s in samples] == pytest.approx(values)
-
-
-def test_a_gap_compared_between_pairs_decides_claim_4(tmp_path):
-    claim = {"id": "4", "title": "Compound shares more equitably", "seed": "gap 2.9 vs 9.5", "rule": "compare",
-             "metric": "share_gap_pts", "for_each": ["level"], "a": {"pair": "IIS-IIS"},
-             "b": {"pair": "Apache-Apache"}, "relation": "<"}
-    equitable = {"IIS-IIS": [(84.0, 87.0), (88.0, 87.0), (86.0, 88.0), (87.0, 86.0)],
-                 "Apache-Apache": [(84.0, 94.0), (95.0, 86.0), (85.0, 95.5), (96.0, 86.5)]}
-    assert evaluate_claims(_shares_run(tmp_path / "a", equitable, {"absolute": True}, [claim]))[0].verdict == HOLDS
-    # the signed difference swings around 0 (values <= 0: ranks decide): no longer a measure of equity
-    signed = evaluate_claims(_shares_run(tmp_path / "b", equitable, {}, [claim]))[0]
-    assert signed.verdict != HOLDS and "Gehan" in signed.checks[0].detail
-    reversed_ = {"IIS-IIS": equitable["Apache-Apache"], "Apache-Apache": equitable["IIS-IIS"]}
-    assert evaluate_claims(_shares_run(tmp_path / "c", reversed_, {"absolute": True}, [claim]))[0].verdict == FAILS
-
-
-@pytest.mark.parametrize("metric, error", [
-    ({"subtract_where": {"workload": "bt"}}, "subtract_where needs subtract"),
-    ({"subtract": "achieved_mbps", "divide_by": "achieved_mbps"}, "not both"),
-    ({"subtract": "no_such_column"}, "not in results/load.csv"),
-])
-def test_subtract_is_validated(metric, error):
-    with pytest.raises(ValueError, match=error):
-        MetricSpec(kind="load", column="shared_bandwidth_pct", **metric)
-
-
-# --- best ------------------------------------------------------------------------------------
-def _best_claim(**rule) -> dict:
-    claim = {"id": "9", "title": "the best cell", "seed": "words", "rule": "best", "metric": "throughput_mbps",
-             "among": ["server", "family"]}
-    claim.update(rule)
-    return {"metrics": METRICS, "claims": [claim]}
-
-
-BEST_VALUES = {("apache", "C1B", "v4"): [30.1, 29.5, 30.8, 30.3], ("apache", "C1B", "v6"): [24.0, 24.9, 23.7, 24.2],
-               ("lean", "C1B", "v4"): [5.0, 5.2, 4.9, 5.1], ("lean", "C1B", "v6"): [4.1, 4.4, 4.0, 4.2],
-               ("apache", "C2B", "v4"): [20.1, 20.5, 20.8, 20.2], ("apache", "C2B", "v6"): [24.0, 24.9, 23.7, 24.3],
-               ("lean", "C2B", "v4"): [5.0, 5.2, 4.9, 5.1], ("lean", "C2B", "v6"): [4.1, 4.4, 4.0, 4.2]}
-
-
-def test_best_holds_when_better_than_every_other_cell_and_fails_when_another_is_better(tmp_path):
-    result = _verdict(tmp_path, BEST_VALUES, _best_claim(a={"server": "apache", "family": "v4"}, for_each=["level"]))
-    assert [c.verdict for c in result.checks] == [HOLDS, FAILS]
-    assert "the highest mean apache, v6 of 4 cells" in result.checks[1].ours
-    lowest = _verdict(tmp_path / "low", BEST_VALUES, _best_claim(a={"server": "lean", "family": "v6"},
-                                                                 for_each=["level"], best="lowest"))
-    assert lowest.verdict == HOLDS
-
-
-def test_best_is_inconclusive_when_the_better_cell_is_not_significantly_better(tmp_path):
-    values = {("apache", "C1B", "v4"): [30.0, 26.0, 34.0], ("apache", "C1B", "v6"): [29.0, 33.0, 31.5]}
-    result = _verdict(tmp_path, values, _best_claim(a={"server": "apache", "family": "v4"}))
-    assert result.verdict == INCONCLUSIVE
-
-
-def test_best_changes_needs_a_significant_swap(tmp_path):
-    changes = _verdict(tmp_path / "c", BEST_VALUES, _best_claim(along="level"))
-    assert changes.verdict == HOLDS and changes.checks[0].ours.endswith("C1B: apache, v4; C2B: apache, v6")
-    same = dict(BEST_VALUES) | {("apache", "C2B", "v4"): [40.0, 41.0, 39.0, 40.5]}
-    assert _verdict(tmp_path / "s", same, _best_claim(along="level")).verdict == FAILS
-    # the arg-max moves, but by noise: not a change
-    noise = dict(BEST_VALUES) | {("apache", "C2B", "v4"): [30.0, 22.0, 33.0, 26.0],
-                                 ("apache", "C2B", "v6"): [29.0, 31.0, 24.0, 30.0]}
-    assert _verdict(tmp_path / "n", noise, _best_claim(along="level")).verdict == INCONCLUSIVE
-    one_level = {k: v for k, v in BEST_VALUES.items() if k[1] == "C1B"}
-    assert _verdict(tmp_path / "o", one_level, _best_claim(along="level")).verdict == INCONCLUSIVE
-
-
-def test_best_needs_among_and_either_a_or_along():
-    for bad in ({"among": []}, {"a": {"server": "apache"}, "along": "level"}, {}):
-        with pytest.raises(ValueError, match="rule 'best' needs among"):
-            ReportSpec.model_validate(_best_claim(among=["server"], **bad) if "among" not in bad
-                                      else _best_claim(**bad, along="level"))
