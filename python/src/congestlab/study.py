@@ -21,7 +21,7 @@ from rich.console import Console
 
 from congestlab.errors import ClusterError, CongestlabError, Interrupted, RunDirError, SpecError
 from congestlab.input_files import InputFileError, load_json, read_regular
-from congestlab.rundir import new_run_dir, prepare_out_dir
+from congestlab.rundir import MANIFEST, new_run_dir, prepare_out_dir
 from congestlab.runner import StudyRun, require_root, wanted_cc
 from congestlab.servers.factory import network_steps
 from congestlab.spec import load_preset, load_spec
@@ -174,7 +174,7 @@ def run_study(spec: StudySpec, quick: bool = False, out: Path | None = None, cal
 def child_status(run_dir: Path) -> str | None:
     """A sweep child's state: complete, another recorded status, or None (no manifest:
     nothing to keep)."""
-    path = run_dir / "manifest.json"
+    path = run_dir / MANIFEST
     if not path.exists():
         return None
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from congestlab.report.cells import Column, TableView
 from congestlab.report.data import RunData
+from congestlab.rundir.layout import POINTS_DIR, REP_INFO
 
 DROPS, CPU = "fifo_drops", "cpu_busy_pct"
 TESTBED_GROUP = "testbed"
@@ -41,7 +42,7 @@ class RepInfo:
     def _read(self, point_id: str, repetition: str) -> tuple[float | None, float | None]:
         try:
             rep = str(int(float(repetition)))
-            info = json.loads((self.run_dir / "points" / point_id / f"r{rep}" / "rep.json").read_text())
+            info = json.loads((self.run_dir / POINTS_DIR / point_id / f"r{rep}" / REP_INFO).read_text())
         except (OSError, ValueError):
             return None, None
         if not isinstance(info, dict):

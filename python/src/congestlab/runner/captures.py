@@ -18,6 +18,7 @@ from congestlab.capture.probes import (CLOCK_FILE, DRIFT_LIMIT_NS, RAW_DIR, Queu
                                        stop_summary)
 from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
 from congestlab.errors import RunDirError, ToolError
+from congestlab.rundir import PCAP_DIR
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.network import shaped
 from congestlab.spec.models import CaptureSpec
@@ -123,7 +124,7 @@ def start_captures(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSp
             if not spec.capture:
                 continue
             iface = tb.layout.nodes[spec.node].interfaces[0].dev
-            argv = tcpdump_argv(iface, rep_dir / "pcap" / f"{name}.pcap", f"tcp port {spec.port}")
+            argv = tcpdump_argv(iface, rep_dir / PCAP_DIR / f"{name}.pcap", f"tcp port {spec.port}")
             err_path = rep_dir / "logs" / f"tcpdump-{name}.log"
             with open(err_path, "wb") as err:
                 proc = tb.start(spec.node, argv, stderr=err)

@@ -12,7 +12,8 @@ from pathlib import Path
 from congestlab import fidelity
 from congestlab.analysis.run_analysis import AnalysisResult, analyze_run
 from congestlab.errors import RunDirError
-from congestlab.rundir import FORMAT_VERSION, FULL_OR_READ_ONLY, environment, utc_now, write_manifest
+from congestlab.rundir import (FORMAT_VERSION, FULL_OR_READ_ONLY, MANIFEST, RECORDS, REP_INFO, environment, utc_now,
+                               write_manifest)
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.time_budget import settle_in_progress
 from congestlab.spec.models import StudySpec
@@ -25,7 +26,7 @@ def rep_dir(run_dir: Path, point_id: str, rep: int) -> Path:
 
 def rep_complete(run_dir: Path, point_id: str, rep: int) -> bool:
     """rep.json is written last: a repetition with it completed."""
-    return (rep_dir(run_dir, point_id, rep) / "rep.json").is_file()
+    return (rep_dir(run_dir, point_id, rep) / REP_INFO).is_file()
 
 
 def new_manifest(study: StudySpec, points: list[Point], axes: list[str], runs_total: int, quick: bool,
@@ -76,7 +77,7 @@ def continued_manifest(stored: dict, fresh: dict, run_dir: Path, done: list[tupl
     settle_in_progress(manifest)  # a killed attempt's time up to its last finished repetition
     checks: list[fidelity.Check] = []
     for point, rep in done:  # their checks stand as recorded (rep.json, background instances)
-        info = json.loads((rep_dir(run_dir, point.id, rep) / "rep.json").read_text())
+        info = json.loads((rep_dir(run_dir, point.id, rep) / REP_INFO).read_text())
         checks += [fidelity.Check(f"{c['name']}@{point.id}#{rep}", c["ok"], c["value"], c["expected"],
                                   c.get("message", "")) for c in info.get("checks", [])]
     for workload in manifest["workloads"].values():
@@ -99,7 +100,7 @@ def write_failed_manifest(run_dir: Path, manifest: dict, unfinished: list[Path])
             raise
         first = err
     for folder in unfinished:
-        if not (folder / "rep.json").is_file():
+        if not (folder / REP_INFO).is_file():
             shutil.rmtree(folder, ignore_errors=True)
     try:
         write_manifest(run_dir, manifest)
@@ -110,18 +111,18 @@ def write_failed_manifest(run_dir: Path, manifest: dict, unfinished: list[Path])
 
 def _stored_status(run_dir: Path) -> str | None:
     try:
-        return json.loads((run_dir / "manifest.json").read_text()).get("status")
+        return json.loads((run_dir / MANIFEST).read_text()).get("status")
     except (OSError, ValueError, AttributeError):
         return None
 
 
 def write_repetition(rep_path: Path, info: dict, records: list) -> None:
     """records.jsonl, then rep.json last: the repetition is complete."""
-    with open(rep_path / "records.jsonl", "w") as fh:
+    with open(rep_path / RECORDS, "w") as fh:
         for kind, row in records:
             fh.write(json.dumps({"kind": kind, "row": row}) + "\n")
     pause_if_asked("repetition-write")
-    (rep_path / "rep.json").write_text(json.dumps(info, indent=1) + "\n")
+    (rep_path / REP_INFO).write_text(json.dumps(info, indent=1) + "\n")
 
 
 def record_analysis(run_dir: Path, manifest: dict) -> AnalysisResult:

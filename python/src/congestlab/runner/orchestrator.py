@@ -28,7 +28,7 @@ from congestlab import fidelity
 from congestlab.calibrate import calibrate_bottleneck
 from congestlab.capture.tcpdump import tcpdump_version
 from congestlab.errors import CongestlabError, Interrupted, RunDirError, SpecError
-from congestlab.rundir import FULL_OR_READ_ONLY, utc_now, write_manifest
+from congestlab.rundir import FULL_OR_READ_ONLY, PCAP_DIR, utc_now, write_manifest
 from congestlab.runner.background import Backgrounds
 from congestlab.runner.captures import Captures, ProbeSampler, probe_checks, start_captures, stop_captures
 from congestlab.runner.host import CongestionControls, pause_if_asked, require_root, sigterm_as_interrupt
@@ -300,7 +300,7 @@ class StudyRun:
         if rep_path.exists():
             shutil.rmtree(rep_path)  # a repetition that did not complete before
         (rep_path / "logs").mkdir(parents=True)
-        (rep_path / "pcap").mkdir()
+        (rep_path / PCAP_DIR).mkdir()
         point_backgrounds: list[Background] = []
         captures = Captures()
         q0 = qdisc_snapshot(tb)

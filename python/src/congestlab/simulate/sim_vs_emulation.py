@@ -9,6 +9,7 @@ import statistics
 from pathlib import Path
 
 from congestlab.fidelity import failed
+from congestlab.rundir import MANIFEST
 from congestlab.rundir.upgrade import fidelity_view
 
 COMPARED = [
@@ -106,7 +107,7 @@ def failed_checks(emu_dir: Path) -> list[str]:
     """The emulation run's failed fidelity checks (manifest.json): a comparison against a run
     that did not do what its spec asked says so."""
     try:
-        manifest = json.loads((emu_dir / "manifest.json").read_text())
+        manifest = json.loads((emu_dir / MANIFEST).read_text())
     except (OSError, ValueError):
         return ["no readable manifest.json"]
     return [c.get("message") or c.get("name", "?") for c in fidelity_view(manifest.get("fidelity") or {})["checks"]

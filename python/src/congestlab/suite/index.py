@@ -16,7 +16,7 @@ from congestlab.report.data import RunData
 from congestlab.report.engine import VERDICT_ORDER, run_findings, verdict_class
 from congestlab.report.render import render_template
 from congestlab.report.time_table import time_table
-from congestlab.rundir import completed_repetitions, planned_repetitions, read_json_file, read_manifest
+from congestlab.rundir import MANIFEST, completed_repetitions, planned_repetitions, read_json_file, read_manifest
 from congestlab.runner.time_budget import merge as merge_budgets
 from congestlab.sensitivity.distance import distance
 from congestlab.sensitivity.report import published_cells
@@ -57,13 +57,13 @@ def study_summary(parent: Path, study: dict, entry: dict, rest_s: RestOf | None 
     run_dir = parent / study["dir"]
     attempts = entry.get("attempts_wall_s") or []  # a study resumed across sessions took every attempt's time
     out = {"key": study["key"], "label": study.get("label", study["key"]), "dir": study["dir"],
-           "status": entry.get("status") or ("not run" if not (run_dir / "manifest.json").exists() else "?"),
+           "status": entry.get("status") or ("not run" if not (run_dir / MANIFEST).exists() else "?"),
            "error": entry.get("error"), "wall_s": round(sum(attempts), 1) if attempts else entry.get("wall_s"),
            "attempts": len(attempts), "report_s": entry.get("report_s"),
            "claims": [], "verdicts": {}, "distance": None,
            "report_href": None, "time_table": None, "budget": None, "load": entry.get("load_avg_1m"),
            "progress": None}
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / MANIFEST).exists():
         return out
     status, out["progress"] = _progress(run_dir)
     if out["progress"] is not None and rest_s is not None:
