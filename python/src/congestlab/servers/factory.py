@@ -6,25 +6,36 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
+from congestlab.servers.cgroup import ServerCgroup
+from congestlab.servers.command import CommandServer
 from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer
+from congestlab.servers.tls import RunCertificates
 from congestlab.spec.models import ServerSpec
 from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap_steps
 
 
-def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = ""):
-    """Returns an object with start(), wait_started(), stop(), version() and argv. Each
-    instance (a server restarted with other settings) gets its own config and log dir."""
+# the built-in kinds on kernel TCP: each renders its own configuration (servers/<kind>.py)
+KERNEL_SERVERS = {"apache": ApacheServer, "nginx": NginxServer}
+
+
+def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = "",
+                tls: RunCertificates | None = None, cgroup: ServerCgroup | None = None):
+    """Returns an object with start(), wait_started(), stop(), version(), cpu_ns() and argv.
+    Each instance (a server restarted with other settings) gets its own config and log dir;
+    `tls`: the run's certificates (a server with tls = true); `cgroup`: the instance's."""
     ns = testbed.ns(spec.node)
     addrs = [testbed.address(spec.node, fam) for fam in ("v4", "v6")]
     stem = spec.name + (f"-{instance}" if instance else "")
     workdir = run_dir / "servers" / stem
     workdir.mkdir(parents=True, exist_ok=True)
     log_dir = run_dir / "logs" / "servers" / stem
-    if spec.kind == "apache":
-        return ApacheServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
-    if spec.kind == "nginx":
-        return NginxServer(ns, workdir, docroot, log_dir, [(a, spec.port) for a in addrs])
+    listen = [(a, spec.port) for a in addrs]
+    served = {"tls": tls if spec.tls else None, "http": tuple(spec.http), "cgroup": cgroup}
+    if spec.kind == "command":
+        return CommandServer(spec, ns, workdir, docroot, log_dir, listen, **served)
+    if spec.kind in KERNEL_SERVERS:
+        return KERNEL_SERVERS[spec.kind](ns, workdir, docroot, log_dir, listen, **served)
     if spec.kind == "lean":
         node = testbed.layout.nodes[spec.node]
         iface = node.interfaces[0]
@@ -36,7 +47,7 @@ def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instanc
         return LeanServer(ns, USER_STACK_TAP, USER_STACK_BRIDGE, f"{iface.addr4}/{iface.prefix4}",
                           f"{iface.addr6}/{iface.prefix6}", gateways.get("v4"), gateways.get("v6"), docroot,
                           log_dir / "leanweb.jsonl", knobs, executor=testbed.executor,
-                          mac=None if "mac" in knobs else node_mac(iface.addr4))
+                          mac=None if "mac" in knobs else node_mac(iface.addr4), cgroup=cgroup)
     raise SpecError(f"servers[{spec.name}].kind", f"server kind {spec.kind!r} is not available yet")
 
 

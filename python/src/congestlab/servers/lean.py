@@ -20,6 +20,7 @@ from pathlib import Path
 from congestlab.errors import SpecError, TestbedError, ToolError
 from congestlab.paths import rust_binary
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
+from congestlab.servers.cgroup import ServerCgroup
 from congestlab.testbed.executor import Executor
 from congestlab.testbed.plan import tap_steps
 
@@ -61,10 +62,11 @@ class LeanServer:
         knobs: dict[str, str | float | int | bool] | None = None,
         executor: Executor | None = None,
         mac: str | None = None,
+        cgroup: ServerCgroup | None = None,
     ):
         """`executor`: the testbed's, which runs the TAP device's commands (default: one of
         its own, for a server outside a Testbed, e.g. the benchmarks). `mac`: leanweb's MAC
-        (default: a random one per start, or the `mac` knob)."""
+        (default: a random one per start, or the `mac` knob). `cgroup`: the instance's own."""
         if not 0 < len(tap) <= 15:
             raise SpecError("lean.tap", f"interface name {tap!r} must be 1..15 characters")
         for name in (knobs or {}):
@@ -84,6 +86,7 @@ class LeanServer:
         self.knobs = dict(knobs or {})
         self.mac = mac
         self.executor = executor or Executor()
+        self.cgroup = cgroup
         self.ready_line: str | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._tap_created = False
@@ -119,7 +122,11 @@ class LeanServer:
         self._tap_created = True  # (if adding it fails half-way, stop() removes what was made)
         try:
             self.executor.run(tap_steps(self.netns, self.tap, self.bridge, "add"))
-            argv = ["ip", "netns", "exec", self.netns] + self.argv
+            argv = self.argv
+            if self.cgroup is not None:  # its CPU time, user-space TCP included (servers/cgroup.py)
+                self.cgroup.create()
+                argv = self.cgroup.wrap(argv)
+            argv = ["ip", "netns", "exec", self.netns] + argv
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # stdout and stderr go to a file, never a pipe nobody drains once it is ready
             with self.console_path.open("w") as console:
@@ -128,6 +135,9 @@ class LeanServer:
         except BaseException:
             self.stop()
             raise
+
+    def cpu_ns(self) -> int | None:
+        return self.cgroup.usage_ns() if self.cgroup is not None else None
 
     def wait_started(self) -> None:
         """Nothing left to wait for: start() returns once leanweb printed its ready line."""
@@ -174,6 +184,9 @@ class LeanServer:
                     os.kill(proc.pid, signal.SIGKILL)
                     proc.wait(timeout=STOP_GRACE_S)
         finally:
+            if self.cgroup is not None:
+                self.final_cpu_ns = self.cgroup.usage_ns()
+                self.cgroup.remove()
             if self._tap_created:
                 self._tap_created = False
                 try:

@@ -1,14 +1,19 @@
-"""A conventional server (Apache, nginx) as a foreground process with a configuration
-generated per run: start it in a namespace, wait for its pid file, stop it by PID."""
+"""A conventional server (Apache, nginx, Caddy, lighttpd, h2o, a spec's command) as a
+foreground process with a configuration generated per run: start it in a namespace and in
+its own cgroup (servers/cgroup.py), wait for its pid file, stop it by PID and then every task
+left in its cgroup (a worker, a daemonized child)."""
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
+from congestlab.servers.cgroup import ServerCgroup
+from congestlab.servers.tls import RunCertificates
 
 
 class ForegroundServer:
@@ -21,12 +26,18 @@ class ForegroundServer:
     pid_name = ""
 
     def __init__(self, netns: str | None, workdir: Path, docroot: Path, log_dir: Path,
-                 listen: list[tuple[str, int]]):
+                 listen: list[tuple[str, int]], tls: RunCertificates | None = None,
+                 http: tuple[str, ...] = ("1.1",), cgroup: ServerCgroup | None = None):
+        """`tls`: the run's certificates when the port speaks TLS; `http`: the versions it
+        serves; `cgroup`: the instance's own (None: the process alone, as in unit tests)."""
         self.netns = netns
         self.workdir = Path(workdir)
         self.docroot = Path(docroot)
         self.log_dir = Path(log_dir)
         self.listen = listen
+        self.tls = tls
+        self.http = tuple(http)
+        self.cgroup = cgroup
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
 
@@ -40,19 +51,46 @@ class ForegroundServer:
     def command(self, exe: str) -> list[str]:
         raise NotImplementedError
 
-    def start(self) -> subprocess.Popen:
+    def executable(self) -> str:
         exe = shutil.which(self.binary) or self.fallback_path
         if not Path(exe).exists():
             raise ToolError([self.binary], None)
+        return exe
+
+    def start(self) -> subprocess.Popen:
+        exe = self.executable()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self.render())
+        config = self.render()
+        if config:
+            self.config_path.write_text(config)
         self.argv = self.command(exe)
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         self.stderr_path = self.log_dir / f"{self.kind}-stderr.log"
+        started = self.argv
+        if self.cgroup is not None:
+            self.cgroup.create()
+            started = self.cgroup.wrap(self.argv)
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(prefix + self.argv, stdout=err, stderr=err, start_new_session=True)
+            self.proc = subprocess.Popen(prefix + started, stdout=err, stderr=err, start_new_session=True,
+                                         env=self.environment())
         return self.proc
+
+    def environment(self) -> dict[str, str] | None:
+        """The server's environment (None: ours)."""
+        return None
+
+    def cpu_ns(self) -> int | None:
+        """CPU time of every task of the instance so far (its cgroup's cpuacct.usage)."""
+        return self.cgroup.usage_ns() if self.cgroup is not None else None
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The last lines of its stdout/stderr (a ready check that fails quotes them)."""
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except (AttributeError, OSError):
+            return ""
+        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
     def wait_started(self, timeout_s: float = 10.0) -> None:
         """The server writes its pid file once it listens; fail fast if it exits instead."""
@@ -67,12 +105,18 @@ class ForegroundServer:
             time.sleep(0.05)
         raise ToolError(self.argv, -1, f"no pid file after {timeout_s:g} s")
 
-    def stop(self, grace_s: float = 5.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()  # a graceful stop of the parent ends its workers too
+    def stop(self, grace_s: float = 5.0, signal_name: str = "TERM") -> None:
+        """`signal_name` to the server's process, SIGKILL after `grace_s`; then every task
+        left in its cgroup is killed and the cgroup removed."""
         try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=grace_s)
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.send_signal(getattr(signal, f"SIG{signal_name}"))  # its workers end with it
+                try:
+                    self.proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=grace_s)
+        finally:
+            if self.cgroup is not None:
+                self.final_cpu_ns = self.cgroup.usage_ns()
+                self.cgroup.remove()

@@ -12,19 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
+from congestlab.spec.servers import CongestionControl, Scalar, ServerSpec
 from congestlab.spec.validate import check_references, non_finite_problem
 from congestlab.spec.validation_context import VALUES_CHECKED, stored
 from congestlab.spec.workloads import MAX_RATE_BPS, Workload
 
 
-CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
 Family = Literal["v4", "v6"]
-# Debian's httpd and nginx run on kernel TCP; "lean" is the user-space leanweb server.
-ServerKind = Literal["apache", "nginx", "lean"]
-# the lean server's knobs are leanweb's flags (spec/lean_knobs.json); its port is ServerSpec.port
-LEAN_KNOBS = tuple(k for k in KNOB_FLAGS if k != "port")
-Scalar = str | int | float | bool
 
 
 class Strict(BaseModel):
@@ -174,35 +168,6 @@ class TopologySpec(Strict):
             if node.name == name:
                 return node
         raise KeyError(name)
-
-
-class ServerSpec(Strict):
-    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,15}$")
-    kind: ServerKind = "apache"
-    node: str = Field(description="the host the server runs on")
-    port: int = Field(default=80, ge=1, le=65535)
-    cc: CongestionControl = Field(default="cubic", description="kernel congestion control (apache, nginx)")
-    files_kib: list[int] = Field(default=[160, 320, 504], min_length=1, description="files served, KiB each")
-    # a background's server (e.g. the rto preset's BT server at 125 Mbit/s: ~200 MB of pcap
-    # per repetition) need not be captured when no table reads its port
-    capture: bool = Field(default=True, description="capture this server's port in every repetition")
-    # knobs passed to the lean server (rto_alpha, sampling, weight, ...)
-    knobs: dict[str, Scalar] = Field(default_factory=dict, description="lean server flags (docs/leanweb.md)")
-
-    @model_validator(mode="after")
-    def _cc_of_kind(self, info: ValidationInfo) -> "ServerSpec":
-        # the lean server's TCP is its own: a kernel algorithm would be recorded but never used
-        if self.kind == "lean" and "cc" in self.model_fields_set and not stored(info):
-            raise ValueError("a lean server has no kernel congestion control; set knobs.cc (\"none\") instead of cc")
-        if self.kind != "lean" and self.knobs:
-            raise ValueError(f"knobs are for the lean server, not for kind {self.kind!r}")
-        unknown = sorted(set(self.knobs) - set(LEAN_KNOBS))
-        if unknown:
-            raise ValueError(f"unknown lean knob {unknown[0]!r}; known: {', '.join(LEAN_KNOBS)}")
-        problem = knob_value_problem(self.knobs)
-        if problem:
-            raise ValueError(problem)
-        return self
 
 
 class CaptureSpec(Strict):

@@ -4,8 +4,7 @@ Background kinds (mgen, http_load) live as long as their settings stay the same 
 point to the next (`lifetime = "block"`), or are restarted for every point; measuring kinds
 (get, iperf, anma, ping) run once per point and repetition and end by themselves. Each
 kind has one runner in congestlab/workloads/ and one table of results (congestlab/results.py).
-What the spec side asks of a kind (the hosts and servers it names, whether it is the measured
-GET, ...) is a method of its model, so no caller tests `kind`.
+What the spec asks of a kind (hosts and servers named, ...) is a method of its model.
 """
 
 from __future__ import annotations
@@ -181,6 +180,10 @@ class GetRequest(_Strict):
     server: str = Field(description="server asked")
     file_kib: int = Field(default=320, ge=1)
     families: list[Family] = Field(default=["v4", "v6"], min_length=1, description="one GET each, in turn")
+    # the server's port decides TLS; a GET that negotiates another HTTP version is invalid
+    http: Literal["1.1", "2"] = Field(default="1.1", description="HTTP version asked for (\"2\" without TLS: h2c "
+                                      "by prior knowledge)")
+    tls: bool = Field(default=False, description="over TLS (the server must have tls = true)")
 
 
 class GetWorkload(_Workload):
@@ -253,6 +256,16 @@ class GetWorkload(_Workload):
         if timeout == FROM_PUBLISHED and not has_published_delay(study.published, self.timeout_published):
             raise ValueError(f'{where}.timeout: "from-published" but no published row has '
                              f"{' or '.join(self.timeout_published)} (give them, or timeout = \"fixed\")")
+        for i, req in enumerate(self.requests):
+            server = study.server(req.server)
+            if req.tls != server.tls:
+                raise ValueError(f"{where}.requests.{i}.tls = {str(req.tls).lower()} but server {req.server!r} "
+                                 f"has tls = {str(server.tls).lower()}")
+            if req.http not in server.http:
+                raise ValueError(f"{where}.requests.{i}.http = \"{req.http}\" but server {req.server!r} serves "
+                                 f"http = {server.http}")
+            if self.client_kind == "chromium" and req.http == "2" and not req.tls:
+                raise ValueError(f"{where}.requests.{i}: chromium does not speak h2c (HTTP/2 without TLS)")
 
     def servers_asked(self) -> list[str]:
         return [r.server for r in self.requests]
