@@ -28,7 +28,7 @@ DESIGN_COLUMNS = ["family_pair", "family_position", "family_order", "previous_cl
 DESCRIPTIVE_COLUMNS = frozenset({
     "server", "client", "family", "file_kib", "timeout_s", "client_kind", "workload", "cls", "reversed",
     "requested_bps", "configured_mbps", "configured_fetches_per_s", "version", "protocol", "session", "cc",
-    "requests", "source", "weight", "sampling", "live_settings", "threshold_s", "reading",
+    "requests", "source", "weight", "sampling", "live_settings", "threshold_s", "reading", "http", "tls",
 })
 
 KIND_COLUMNS: dict[str, list[str]] = {
@@ -41,6 +41,10 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "capture_duplicates",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
         "client_kind",
+        # what the GET asked for and negotiated; curl's request-to-last-byte time (after the
+        # handshakes); CPU per GET: the server's cgroup and the host's softirq time over it
+        "http", "tls", "http_negotiated", "tls_version", "request_to_last_byte_ms", "server_cpu_ms",
+        "host_softirq_ms",
         # the run design (workloads/get.py): the families of one request in one repetition are
         # one pair; their order; whether the previous GET's connection had closed at its server
         # when this one started, and how long this one waited for it

@@ -14,11 +14,16 @@ from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # the record's fields a request row carries as they are (results.py KIND_COLUMNS["request"])
 _CARRIED = ("server", "client", "family", "file_kib", "client_port", "timeout_s", "start_ts", "client_kind",
-            "family_pair", "family_position", "family_order", "previous_closed", "previous_wait_ms")
+            "family_pair", "family_position", "family_order", "previous_closed", "previous_wait_ms", "http", "tls",
+            "http_negotiated", "tls_version", "host_softirq_ms")
 
 
 def request_base(record: GetRecord) -> dict:
-    return {key: getattr(record, key) for key in _CARRIED} | {"curl_time_ms": round(record.time_total_s * 1e3, 3)}
+    after_handshakes = (round((record.time_total_s - record.time_pretransfer_s) * 1e3, 3)
+                        if record.time_pretransfer_s is not None and record.ok else None)
+    return {key: getattr(record, key) for key in _CARRIED} | {
+        "curl_time_ms": round(record.time_total_s * 1e3, 3), "request_to_last_byte_ms": after_handshakes,
+        "server_cpu_ms": round(record.server_cpu_ns / 1e6, 3) if record.server_cpu_ns is not None else None}
 
 
 def request_outcome(record: GetRecord, capture_error: str | None, conns: list[PcapConnection],

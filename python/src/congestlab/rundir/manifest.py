@@ -23,8 +23,8 @@ from congestlab.rundir.layout import MANIFEST
 # against its kind's schema (rundir/records.py); 2: records as each workload wrote them.
 # A run is written in FORMAT_VERSION and read in any of READABLE_VERSIONS; an older one
 # through rundir/upgrade.py, in memory: nothing on disk changes.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (2, 3)
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
 
 
 def utc_now() -> str:

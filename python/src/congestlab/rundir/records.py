@@ -56,6 +56,20 @@ class GetRecord(BaseModel):
     local_port: int
     time_total_s: float
     error: str = ""
+    # what it asked for and what it got (a GET that negotiated another HTTP version is not ok)
+    http: Literal["1.1", "2"]
+    tls: bool
+    http_negotiated: str | None
+    tls_version: str | None
+    # curl's phase times from the GET's start (traffic/http_request.py)
+    time_connect_s: float | None
+    time_appconnect_s: float | None
+    time_pretransfer_s: float | None
+    time_starttransfer_s: float | None
+    # CPU per GET (testbed/cgroups.py): every task of the server's cgroup, and the host's softirq
+    # time (10 ms steps), from just before the client started to just after it ended
+    server_cpu_ns: int | None
+    host_softirq_ms: float | None
 
 
 class PassThroughRecord(BaseModel):

@@ -147,14 +147,21 @@ def rep_info_view(info: dict) -> dict:
 # a GET record's fields that records before format 3 may lack, and their values then
 _GET_DEFAULTS = {"client_kind": "curl", "family_pair": None, "family_position": None, "family_order": None,
                  "previous_closed": None, "previous_wait_ms": None, "error": ""}
+# ... and before format 4: every GET was plain HTTP/1.1 (curl --http1.1; the browser's
+# version was not recorded), with no phase times, TLS or CPU accounting
+_GET_DEFAULTS_3 = {"http": "1.1", "tls": False, "http_negotiated": None, "tls_version": None,
+                   "time_connect_s": None, "time_appconnect_s": None, "time_pretransfer_s": None,
+                   "time_starttransfer_s": None, "server_cpu_ns": None, "host_softirq_ms": None}
 
 
 def get_record_view(row: dict, version: int, timeout_s: Callable[[str], float | None]) -> dict:
     """A GET record as format FORMAT_VERSION writes it. Before format 3 a record did not carry
-    the timeout it ran with: `timeout_s(workload)` gives it from the point's resolved spec."""
+    the timeout it ran with: `timeout_s(workload)` gives it from the point's resolved spec;
+    before format 4 it was plain HTTP/1.1 without phase times or CPU per GET."""
     if version >= FORMAT_VERSION or not isinstance(row, dict):
         return row
-    out = {**{k: v for k, v in _GET_DEFAULTS.items() if k not in row}, **row}
+    defaults = {**_GET_DEFAULTS_3, **(_GET_DEFAULTS if version < 3 else {})}
+    out = {**{k: v for k, v in defaults.items() if k not in row}, **row}
     if "timeout_s" not in out:
         out["timeout_s"] = timeout_s(str(row.get("workload")))
     return out

@@ -291,9 +291,10 @@ class StudyRun:
             self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
         running = self.servers.running
         ctx = Context(tb, self.run_dir, study,
-                      {n: RunningServer(s.spec, s.spec.port, getattr(s.handle, "log_path", None)
-                                        if s.spec.kind == "lean" else None) for n, s in running.items()},
-                      bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get)
+                      {n: RunningServer(s.spec, s.spec.port, s.handle.log_path if s.spec.kind == "lean" else None,
+                                        s.handle.cpu_ns) for n, s in running.items()},
+                      bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get,
+                      ca_file=str(self.servers.tls.ca) if self.servers.tls else None)
         started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
         self._last_point = point.id
         rep_path = rep_dir(self.run_dir, point.id, rep)

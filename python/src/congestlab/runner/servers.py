@@ -11,13 +11,15 @@ from pathlib import Path
 from congestlab.errors import SpecError, TestbedError
 from congestlab.rundir import utc_now
 from congestlab.runner.host import pause_if_asked
+from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.factory import make_server
 from congestlab.servers.files import url_path, write_files
+from congestlab.servers.tls import RunCertificates, make_run_certificates
 from congestlab.spec.lean_knobs import requested_cc
 from congestlab.spec.models import ServerSpec
 from congestlab.spec.sweep import Point
 from congestlab.testbed import Testbed
-from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
+from congestlab.traffic.http_request import curl_argv, http_flag, parse_curl_json, url_for
 from congestlab.traffic.socket_stats import ss_algorithm
 from congestlab.workloads import runner_for
 
@@ -46,6 +48,7 @@ class Servers:
         self.running: dict[str, RunningServer] = {}
         self.started: set[str] = set()
         self.instances = 0
+        self.tls: RunCertificates | None = None
 
     def reconcile(self, tb: Testbed, point: Point, under_load: bool) -> None:
         want = {name: point.study.server(name) for name in point.servers}
@@ -73,25 +76,35 @@ class Servers:
         digests = write_files(docroot, sorted(set(spec.files_kib) | {PROBE_FILE_KIB}))
         self.instances += 1
         instance = f"i{self.instances}{run.tag}"
-        handle = make_server(spec, tb, run.run_dir, docroot, instance)
+        tls = self.certificates(tb) if spec.tls else None
+        cgroup = ServerCgroup(f"{run.prefix}-{spec.name}-{instance}".lower())
+        handle = make_server(spec, tb, run.run_dir, docroot, instance, tls, cgroup)
         user_stack = spec.kind == "lean"
         record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
                   "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
                   "cc_requested": f"leanweb --cc {requested_cc(spec.knobs)}" if user_stack else spec.cc,
                   "cc_kernel": None if user_stack else run.cc.per_host(point.study).get(spec.node),
                   "files_sha256": {str(k): v for k, v in digests.items()},
-                  "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}")}
+                  "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}"),
+                  "tls": spec.tls, "http": list(spec.http), "ready_check": spec.ready.kind, "cgroup": cgroup.name}
+        if tls is not None:
+            record["certificate_sha256"] = tls.fingerprint_sha256
         run.manifest["servers"].setdefault(spec.name, []).append(record)
         server = RunningServer(spec, handle, docroot, record)
         self.running[spec.name] = server
-        handle.start()  # a process in the node's namespace: namespace deletion also ends it
-        handle.wait_started()
+        started = time.monotonic()
+        families = _families_asked(point, spec.name)
+        handle.start()  # a process in the node's namespace and its cgroup (stop kills both)
+        handle.wait_started(families=families)
         pause_if_asked("server-start")
         record["argv"] = handle.argv
         client = self.probe_client(point, spec)
         # a server started while a long-lived background loads the path (e.g. the rto preset's
         # lean server per cell at 125 Mbit/s) may lose its first SYN-ACKs: give it longer
-        self._ready_check(tb, spec, client, READY_UNDER_LOAD_S if under_load else READY_S)
+        timeout_s = max(spec.ready.timeout_s, READY_UNDER_LOAD_S) if under_load else spec.ready.timeout_s
+        if spec.ready.kind == "http":
+            self._ready_check(tb, server, client, families, timeout_s)
+        record["ready_s"] = round(time.monotonic() - started, 3)
         if user_stack:  # leanweb's own account of the settings it runs with (first log line)
             record["settings_effective"] = handle.effective_settings()
             record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
@@ -126,27 +139,52 @@ class Servers:
             except Exception:  # noqa: BLE001 - teardown kills what is left by namespace
                 pass
 
-    def _ready_check(self, tb: Testbed, server: ServerSpec, client: str, timeout_s: float = READY_S) -> None:
-        """Both families answer 200 with the whole file before anything is measured."""
-        size = min(server.files_kib)
-        for fam in ("v4", "v6"):
-            url = url_for(tb.address(server.node, fam), server.port, url_path(size))
-            deadline = time.monotonic() + timeout_s
-            while True:
-                proc = tb.run(client, curl_argv(url, fam, 5), check=False, timeout_s=10)
-                result = parse_curl_json(fam, url, size * 1024, proc)
-                if result.ok:
-                    break
-                if time.monotonic() > deadline:
-                    raise TestbedError(f"server {server.name} not ready over {fam}: {result.error}")
-                time.sleep(0.2)
+    def certificates(self, tb: Testbed) -> RunCertificates:
+        """The run's CA and server certificate (every host's addresses), made at the first
+        TLS server and recorded in the manifest."""
+        if self.tls is None:
+            addresses = [tb.address(name, fam) for name, node in tb.layout.nodes.items() if node.kind == "host"
+                         for fam in ("v4", "v6")]
+            self.tls = make_run_certificates(self.run.run_dir, addresses)
+            self.run.manifest["tls"] = self.tls.record()
+        return self.tls
+
+    def _ready_check(self, tb: Testbed, server: RunningServer, client: str, families: tuple[str, ...],
+                     timeout_s: float = READY_S) -> None:
+        """Every family asked answers 200 with the whole file over every HTTP version served
+        (and TLS when it speaks it) before anything is measured; a version it does not
+        negotiate, or its process exiting, fails at once with its log's tail."""
+        spec = server.spec
+        size = min(spec.files_kib)
+        ca = str(self.tls.ca) if spec.tls and self.tls else None
+        for fam in families:
+            url = url_for(tb.address(spec.node, fam), spec.port, url_path(size), spec.tls)
+            for http in spec.http:
+                deadline = time.monotonic() + timeout_s
+                while True:
+                    proc = tb.run(client, curl_argv(url, fam, 5, http, ca), check=False, timeout_s=10)
+                    result = parse_curl_json(fam, url, size * 1024, proc, http)
+                    if result.ok:
+                        break
+                    what = f"server {spec.name} not ready over {fam} (HTTP/{http}{' over TLS' if spec.tls else ''})"
+                    exited = server.handle.exited()
+                    if exited is not None:
+                        raise TestbedError(f"{what}: it exited ({exited}); {server.handle.log_tail()}")
+                    if result.http_negotiated not in (None, http):
+                        raise TestbedError(f"{what}: {result.error}")
+                    if time.monotonic() > deadline:
+                        raise TestbedError(f"{what} within {timeout_s:g} s: {result.error}; "
+                                           f"{server.handle.log_tail() or 'its log is empty'}")
+                    time.sleep(0.2)
 
     def _effective_cc(self, tb: Testbed, server: ServerSpec, client: str) -> str:
         """The algorithm of a live server-side connection, from `ss -ti` in the server's
         namespace while a rate-limited download keeps the connection open."""
-        url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB))
-        probe = tb.start(client, ["curl", "-s", "-4", "--limit-rate", "20k", "--max-time", "10", "-o", "/dev/null",
-                                  url])
+        url = url_for(tb.address(server.node, "v4"), server.port, url_path(PROBE_FILE_KIB), server.tls)
+        speaks = [] if "1.1" in server.http else [http_flag("2", server.tls)]  # an h2c-only port
+        trust = ["--cacert", str(self.tls.ca)] if server.tls and self.tls else []
+        probe = tb.start(client, ["curl", "-s", *speaks, *trust, "-4", "--limit-rate", "20k", "--max-time", "10",
+                                  "-o", "/dev/null", url])
         try:
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
@@ -158,6 +196,17 @@ class Servers:
         finally:
             tb.stop(probe)
         raise TestbedError(f"server {server.name}: could not read the congestion control with ss -ti")
+
+
+def _families_asked(point: Point, server_name: str) -> tuple[str, ...]:
+    """The families the point's GETs ask `server_name` over (both when no GET asks it: a
+    background's server is checked over both, as before)."""
+    asked: set[str] = set()
+    for name in point.workloads:
+        for req in getattr(point.study.workload(name), "requests", []):
+            if req.server == server_name:
+                asked |= set(req.families)
+    return tuple(f for f in ("v4", "v6") if f in asked) or ("v4", "v6")
 
 
 def _client_of(point: Point, server_name: str) -> str | None:

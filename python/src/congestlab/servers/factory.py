@@ -6,7 +6,7 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
-from congestlab.servers.cgroup import ServerCgroup
+from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.command import CommandServer
 from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer

@@ -20,7 +20,7 @@ from pathlib import Path
 from congestlab.errors import SpecError, TestbedError, ToolError
 from congestlab.paths import rust_binary
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
-from congestlab.servers.cgroup import ServerCgroup
+from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.testbed.executor import Executor
 from congestlab.testbed.plan import tap_steps
 
@@ -122,11 +122,10 @@ class LeanServer:
         self._tap_created = True  # (if adding it fails half-way, stop() removes what was made)
         try:
             self.executor.run(tap_steps(self.netns, self.tap, self.bridge, "add"))
-            argv = self.argv
-            if self.cgroup is not None:  # its CPU time, user-space TCP included (servers/cgroup.py)
-                self.cgroup.create()
+            argv = ["ip", "netns", "exec", self.netns] + self.argv
+            if self.cgroup is not None:  # its CPU time, user-space TCP included (testbed/cgroups.py)
+                self.cgroup.create()  # joined before `ip netns exec`, whose private /sys hides it
                 argv = self.cgroup.wrap(argv)
-            argv = ["ip", "netns", "exec", self.netns] + argv
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # stdout and stderr go to a file, never a pipe nobody drains once it is ready
             with self.console_path.open("w") as console:
@@ -139,8 +138,18 @@ class LeanServer:
     def cpu_ns(self) -> int | None:
         return self.cgroup.usage_ns() if self.cgroup is not None else None
 
-    def wait_started(self) -> None:
+    def wait_started(self, families: tuple[str, ...] = ("v4", "v6")) -> None:
         """Nothing left to wait for: start() returns once leanweb printed its ready line."""
+
+    def exited(self) -> int | None:
+        return self._proc.poll() if self._proc is not None else None
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.console_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
     @property
     def console_path(self) -> Path:

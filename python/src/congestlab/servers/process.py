@@ -1,6 +1,6 @@
 """A conventional server (Apache, nginx, Caddy, lighttpd, h2o, a spec's command) as a
 foreground process with a configuration generated per run: start it in a namespace and in
-its own cgroup (servers/cgroup.py), wait for its pid file, stop it by PID and then every task
+its own cgroup (testbed/cgroups.py), wait for its pid file, stop it by PID and then every task
 left in its cgroup (a worker, a daemonized child)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
-from congestlab.servers.cgroup import ServerCgroup
+from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.tls import RunCertificates
 
 
@@ -65,14 +65,13 @@ class ForegroundServer:
         if config:
             self.config_path.write_text(config)
         self.argv = self.command(exe)
-        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        started = (["ip", "netns", "exec", self.netns] if self.netns else []) + self.argv
         self.stderr_path = self.log_dir / f"{self.kind}-stderr.log"
-        started = self.argv
-        if self.cgroup is not None:
+        if self.cgroup is not None:  # joined before `ip netns exec`, whose private /sys hides the cgroups
             self.cgroup.create()
-            started = self.cgroup.wrap(self.argv)
+            started = self.cgroup.wrap(started)
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(prefix + started, stdout=err, stderr=err, start_new_session=True,
+            self.proc = subprocess.Popen(started, stdout=err, stderr=err, start_new_session=True,
                                          env=self.environment())
         return self.proc
 
@@ -92,8 +91,13 @@ class ForegroundServer:
             return ""
         return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
-    def wait_started(self, timeout_s: float = 10.0) -> None:
-        """The server writes its pid file once it listens; fail fast if it exits instead."""
+    def exited(self) -> int | None:
+        """Its exit status once its process has ended, else None."""
+        return self.proc.poll() if self.proc is not None else None
+
+    def wait_started(self, timeout_s: float = 10.0, families: tuple[str, ...] = ("v4", "v6")) -> None:
+        """The server writes its pid file once it listens; fail fast if it exits instead
+        (`families`: the runner's HTTP ready check that follows covers them)."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout_s
         pid_file = self.workdir / self.pid_name

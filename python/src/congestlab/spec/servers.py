@@ -116,12 +116,13 @@ class ServerSpec(_Strict):
 
     @model_validator(mode="after")
     def _what_it_runs(self) -> "ServerSpec":
-        command_only = ("command", "config_template", "version", "env")
+        command_only = ("command", "config_template", "config_name", "version", "env")
         if self.kind == "command":
             if not self.command:
                 raise ValueError("a server of kind \"command\" needs command (its argv)")
-        else:
-            given = [f for f in command_only if f in self.model_fields_set]
+        else:  # (a stored spec spells every field, at its default)
+            fields = type(self).model_fields
+            given = [f for f in command_only if getattr(self, f) != fields[f].get_default(call_default_factory=True)]
             if given:
                 raise ValueError(f"{given[0]} is for kind \"command\", not {self.kind!r}")
         if len(set(self.http)) != len(self.http):

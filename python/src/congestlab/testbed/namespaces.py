@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from congestlab.testbed.cgroups import ServerCgroup, run_cgroups
 from congestlab.testbed.layout import NAMESPACE_RE
 
 OWNERS_DIR = Path(os.environ.get("CONGESTLAB_STATE_DIR", "/run/congestlab"))
@@ -173,10 +174,11 @@ class Cleaned:
     owner_records: list[str] = field(default_factory=list)
     temp_dirs: list[str] = field(default_factory=list)
     samplers: list[str] = field(default_factory=list)  # "pid:start time" of BPF samplers killed
+    cgroups: list[str] = field(default_factory=list)  # server cgroups removed, their tasks killed
 
     def all(self) -> list[str]:
         return (self.namespaces + [f"owner record {p}" for p in self.owner_records] + self.temp_dirs
-                + [f"sampler {t}" for t in self.samplers])
+                + [f"sampler {t}" for t in self.samplers] + [f"cgroup {c}" for c in self.cgroups])
 
 
 def clean_dead_runs(include_running: bool = False) -> Cleaned:
@@ -205,6 +207,12 @@ def clean_dead_runs(include_running: bool = False) -> Cleaned:
             forget_owner(prefix)
             out.owner_records.append(prefix)
             dead.add(prefix)
+    # the servers' cgroups (testbed/cgroups.py), with any task left in them (a daemonized child)
+    for prefix, names in run_cgroups().items():
+        if prefix in dead or not owner_alive(prefix):
+            for name in names:
+                ServerCgroup(name).remove()
+                out.cgroups.append(name)
     # the web servers' temporary docroots (runner/servers.py): of the runs cleaned, and
     # of any run that has no live owner any more
     for docroot in sorted(Path(tempfile.gettempdir()).glob("congestlab-*-docroot-*")):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from congestlab.fidelity import Check
 from congestlab.spec.models import ServerSpec, StudySpec
@@ -23,6 +24,8 @@ class RunningServer:
     spec: ServerSpec
     port: int
     log_path: Path | None = None  # a user-stack server's event log (workloads/closed.py)
+    # its cgroup's CPU time so far, ns (testbed/cgroups.py); None: not accounted
+    cpu_ns: Callable[[], int | None] | None = None
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Context:
     # carried from run to run by the runner: the last measured GET's connection, so the next
     # GET starts only once it has closed (workloads/closed.py)
     previous_get: dict = field(default_factory=dict)
+    # the run's CA certificate, which a TLS GET trusts (servers/tls.py); None: no TLS server
+    ca_file: str | None = None
 
     def address(self, node: str, family: str) -> str:
         return self.tb.address(node, family)

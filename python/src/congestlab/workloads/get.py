@@ -18,6 +18,7 @@ import time
 
 from congestlab.fidelity import Check
 from congestlab.rundir.records import RAW_KIND, GetRecord
+from congestlab.testbed.cgroups import GetCpu
 from congestlab.servers.files import url_path
 from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
@@ -85,8 +86,9 @@ class GetRunner(Measuring):
             previous = None  # its server has stopped since: nothing of it can reach the path
         for position, family in enumerate(families):
             closed, waited_ms = wait_closed(ctx.tb, previous) if previous is not None else (None, 0.0)
-            url = url_for(ctx.server_address(req.server, family), server.port, url_path(req.file_kib))
+            url = url_for(ctx.server_address(req.server, family), server.port, url_path(req.file_kib), req.tls)
             offset = log_offset(server.log_path)
+            cpu = GetCpu(server.cpu_ns)
             if self.spec.client_kind == "chromium":
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"chromium-{index}-{family}.log"
@@ -95,12 +97,13 @@ class GetRunner(Measuring):
                 if not self.argvs:
                     self.argvs.append(argv)  # the same line every time but for the temp profile
             else:
-                argv = curl_argv(url, family, self.spec.timeout_s)
+                argv = curl_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file)
                 self.argvs.append(argv)
                 start = time.time()
                 proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
-                result = parse_curl_json(family, url, req.file_kib * 1024, proc)
+                result = parse_curl_json(family, url, req.file_kib * 1024, proc, req.http)
             end = time.time()
+            server_cpu_ns, host_softirq_ms = cpu.used()
             client_addr = ctx.address(req.client, family)
             out.append((RAW_KIND, GetRecord(
                 workload=self.spec.name, request=index, server=req.server, server_port=server.port,
@@ -109,6 +112,7 @@ class GetRunner(Measuring):
                 start_ts=start, end_ts=end, client_port=result.local_port,
                 family_pair=f"{ctx.point_id}#{repetition}.{index}", family_position=position,
                 family_order=",".join(families), previous_closed=closed, previous_wait_ms=waited_ms,
+                http=req.http, tls=req.tls, server_cpu_ns=server_cpu_ns, host_softirq_ms=host_softirq_ms,
                 **vars(result)).model_dump()))
             previous = ServerConnection(req.server, server.spec.node, server.port, client_addr, result.local_port,
                                         server.log_path, offset) if result.local_port else None

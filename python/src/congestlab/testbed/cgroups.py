@@ -1,5 +1,5 @@
 """Each server instance in its own cgroup (v1 `cpuacct`, `pids` and `freezer`, one directory
-`congestlab/<run prefix><server>-<instance>` in each): every process it starts — workers, a
+`congestlab/<run prefix>-<server>-<instance>` in each): every process it starts — workers, a
 daemonized child — is in it, so a stop kills them all (frozen first, so none forks away) and
 `cpuacct.usage` is the CPU time of the whole server in ns (what CPU per GET reads; the 10 ms
 ticks of /proc are too coarse for a 30 ms GET)."""
@@ -11,13 +11,14 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Callable
 
 from congestlab.errors import TestbedError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("cpuacct", "pids", "freezer")
 PARENT = "congestlab"
-NAME_RE = re.compile(r"^(cl[0-9a-f]{6}-)[a-z0-9-]+$")
+NAME_RE = re.compile(r"^(cl[0-9a-f]{6})-[a-z0-9._-]+$")
 # /proc/stat counts in USER_HZ
 _TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
@@ -31,7 +32,7 @@ class ServerCgroup:
 
     def __init__(self, name: str):
         if not NAME_RE.match(name):
-            raise ValueError(f"cgroup name {name!r} is not <run prefix><server>-<instance>")
+            raise ValueError(f"cgroup name {name!r} is not <run prefix>-<server>-<instance>")
         self.name = name
 
     def path(self, controller: str) -> Path:
@@ -126,3 +127,18 @@ def host_softirq_ms() -> float:
     with open("/proc/stat") as f:
         fields = f.readline().split()
     return int(fields[7]) * _TICK_MS
+
+
+class GetCpu:
+    """CPU per GET: the server's cgroup CPU time and the host's softirq time from its creation
+    (just before the client starts) to `used()` (just after it ended)."""
+
+    def __init__(self, server_cpu_ns: Callable[[], int | None] | None):
+        self.read = server_cpu_ns
+        self.cpu0 = server_cpu_ns() if server_cpu_ns else None
+        self.softirq0 = host_softirq_ms()
+
+    def used(self) -> tuple[int | None, float]:
+        cpu1 = self.read() if self.read else None
+        cpu = cpu1 - self.cpu0 if cpu1 is not None and self.cpu0 is not None else None
+        return cpu, round(host_softirq_ms() - self.softirq0, 3)
