@@ -47,7 +47,7 @@ from congestlab.testbed import Testbed, new_prefix
 from congestlab.testbed.executor import run_argv
 from congestlab.traffic.http_request import curl_version
 from congestlab.workloads import is_background, runner_for, tool_versions
-from congestlab.workloads.base import Background, Context, RunningServer
+from congestlab.workloads.base import Background, Context
 
 
 class StudyRun:
@@ -291,8 +291,7 @@ class StudyRun:
             self.servers.reconcile(tb, point, under_load=bool(self.backgrounds.running))
         running = self.servers.running
         ctx = Context(tb, self.run_dir, study,
-                      {n: RunningServer(s.spec, s.spec.port, s.handle.log_path if s.spec.kind == "lean" else None,
-                                        s.handle.cpu_ns) for n, s in running.items()},
+                      self.servers.views(),
                       bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get,
                       ca_file=str(self.servers.tls.ca) if self.servers.tls else None)
         started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
@@ -361,6 +360,7 @@ class StudyRun:
         self.checks += [fidelity.Check(f"{c.name}@{point.id}#{rep}", c.ok, c.value, c.expected, c.message)
                         for c in checks]
         write_repetition(rep_path, info, records)
+        self.servers.after_repetition(f"{point.id}#{rep}")
 
     # --- environment ------------------------------------------------------------------
     def _tool_versions(self) -> dict:

@@ -22,6 +22,7 @@ from congestlab.testbed import Testbed
 from congestlab.traffic.http_request import curl_argv, http_flag, parse_curl_json, url_for
 from congestlab.traffic.socket_stats import ss_algorithm
 from congestlab.workloads import runner_for
+from congestlab.workloads.base import RunningServer as ServerView
 
 PROBE_FILE_KIB = 504
 # a new server must answer its ready check within this long (quiet path / under a background)
@@ -126,6 +127,26 @@ class Servers:
             raise SpecError(f"servers.{server.name}", "no workload of this point or its unit talks to it "
                             "(nothing to probe it from)")
         return client
+
+    def views(self) -> dict[str, ServerView]:
+        """What the workloads see of the running servers (workloads/base.py)."""
+        return {name: ServerView(s.spec, s.spec.port, s.handle.log_path if s.spec.kind == "lean" else None,
+                                 s.handle.cpu_ns, s.handle.exited) for name, s in self.running.items()}
+
+    def after_repetition(self, where: str) -> None:
+        """A server whose process exited during the repetition `where` ends the run
+        (`on_exit = "stop"`: its GETs are invalid, named so) or is stopped, its cgroup's
+        tasks with it, and started anew before the next repetition (`"restart"`)."""
+        for name, server in list(self.running.items()):
+            returncode = server.handle.exited()
+            if returncode is None:
+                continue
+            tail = server.handle.log_tail()
+            server.record["exited"] = {"returncode": returncode, "noticed_after": where, "log_tail": tail}
+            self.stop(name)
+            if server.spec.on_exit == "stop":
+                raise TestbedError(f"server {name} exited ({returncode}) during {where}: {tail or 'its log is empty'}"
+                                   " (on_exit = \"restart\" starts it anew instead)")
 
     def stop(self, name: str) -> None:
         server = self.running.pop(name)

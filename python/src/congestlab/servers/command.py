@@ -78,7 +78,7 @@ class CommandServer(ForegroundServer):
         deadline = time.monotonic() + timeout_s
         log = Path(self._fill(ready.log)) if ready.log else self.stderr_path
         while True:
-            if self.proc.poll() is not None:
+            if self.exited() is not None:
                 raise ToolError(self.argv, self.proc.returncode, f"it exited before it was ready: {self.log_tail()}")
             if ready.kind == "http":
                 return
@@ -108,3 +108,8 @@ class CommandServer(ForegroundServer):
             raise ToolError(argv, None, f"its version command failed: {err}") from None
         lines = (out.stdout or out.stderr).strip().splitlines()
         return lines[0].strip() if lines else f"unknown ({' '.join(argv)} printed nothing)"
+
+    def stop(self, grace_s: float | None = None, signal_name: str | None = None) -> None:
+        """The spec's signal and grace (stop.signal, stop.grace_s), then its cgroup."""
+        super().stop(self.spec.stop.grace_s if grace_s is None else grace_s,
+                     signal_name or self.spec.stop.signal)

@@ -92,8 +92,12 @@ class ForegroundServer:
         return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
     def exited(self) -> int | None:
-        """Its exit status once its process has ended, else None."""
-        return self.proc.poll() if self.proc is not None else None
+        """Its exit status once it has ended, else None: a server that daemonized (its
+        first process exited, a child in its cgroup serves) has not."""
+        returncode = self.proc.poll() if self.proc is not None else None
+        if returncode is not None and self.cgroup is not None and self.cgroup.pids():
+            return None
+        return returncode
 
     def wait_started(self, timeout_s: float = 10.0, families: tuple[str, ...] = ("v4", "v6")) -> None:
         """The server writes its pid file once it listens; fail fast if it exits instead
@@ -120,6 +124,8 @@ class ForegroundServer:
                 except subprocess.TimeoutExpired:
                     self.proc.kill()
                     self.proc.wait(timeout=grace_s)
+            elif self.cgroup is not None and self.cgroup.pids():  # daemonized: ask what runs in its cgroup
+                self.cgroup.signal_all(getattr(signal, f"SIG{signal_name}"), grace_s)
         finally:
             if self.cgroup is not None:
                 self.final_cpu_ns = self.cgroup.usage_ns()

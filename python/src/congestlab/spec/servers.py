@@ -98,6 +98,8 @@ class ServerSpec(_Strict):
     version: str | list[str] | None = Field(default=None, description="kind = \"command\": a literal, or a "
                                             "command whose first output line is the version (recorded)")
     env: dict[str, str] = Field(default_factory=dict, description="kind = \"command\": extra environment")
+    on_exit: Literal["stop", "restart"] = Field(default="stop", description="when its process exits during a "
+                                                "repetition: end the run, or start it anew before the next one")
 
     @model_validator(mode="after")
     def _cc_of_kind(self, info: ValidationInfo) -> "ServerSpec":

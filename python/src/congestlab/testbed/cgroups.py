@@ -66,6 +66,18 @@ class ServerCgroup:
             return []
         return [int(p) for p in text.split()]
 
+    def signal_all(self, signum: int, grace_s: float) -> None:
+        """`signum` to every task, then wait up to `grace_s` for them to end (a graceful stop
+        of a server whose first process is gone)."""
+        for pid in self.pids():
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def kill_all(self, timeout_s: float = 5.0) -> list[int]:
         """SIGKILL every task in it (frozen while the signals go out, so none forks a new
         one between the listing and the kill); the PIDs killed."""

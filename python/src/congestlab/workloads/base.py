@@ -26,6 +26,7 @@ class RunningServer:
     log_path: Path | None = None  # a user-stack server's event log (workloads/closed.py)
     # its cgroup's CPU time so far, ns (testbed/cgroups.py); None: not accounted
     cpu_ns: Callable[[], int | None] | None = None
+    exited: Callable[[], int | None] | None = None  # its exit status once its process ended
 
 
 @dataclass

@@ -104,6 +104,9 @@ class GetRunner(Measuring):
                 result = parse_curl_json(family, url, req.file_kib * 1024, proc, req.http)
             end = time.time()
             server_cpu_ns, host_softirq_ms = cpu.used()
+            returncode = server.exited() if server.exited and not result.ok else None
+            if returncode is not None:  # invalid for that reason, not for the client's symptom
+                result.error = f"server {req.server} exited ({returncode}) before this GET ended: {result.error}"
             client_addr = ctx.address(req.client, family)
             out.append((RAW_KIND, GetRecord(
                 workload=self.spec.name, request=index, server=req.server, server_port=server.port,
