@@ -6,6 +6,7 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
+from congestlab.servers.caddy import CaddyServer
 from congestlab.servers.cgroup import ServerCgroup
 from congestlab.servers.command import CommandServer
 from congestlab.servers.lean import LeanServer, node_mac
@@ -16,7 +17,7 @@ from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap
 
 
 # the built-in kinds on kernel TCP: each renders its own configuration (servers/<kind>.py)
-KERNEL_SERVERS = {"apache": ApacheServer, "nginx": NginxServer}
+KERNEL_SERVERS = {"apache": ApacheServer, "nginx": NginxServer, "caddy": CaddyServer}
 
 
 def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = "",

@@ -5,6 +5,7 @@ left in its cgroup (a worker, a daemonized child)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,24 @@ from pathlib import Path
 from congestlab.errors import ToolError
 from congestlab.servers.cgroup import ServerCgroup
 from congestlab.servers.tls import RunCertificates
+
+
+def tool_version(binary: str, fallback_path: str, args: list[str], pattern: str) -> str:
+    """The first group of `pattern` in what `binary args` prints (stdout, then stderr); the
+    output's first line when it does not match."""
+    exe = shutil.which(binary) or fallback_path
+    try:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
+    except FileNotFoundError:
+        raise ToolError([binary, *args], None) from None
+    text = out.stdout + out.stderr
+    match = re.search(pattern, text)
+    return match.group(1) if match else (text.strip().splitlines() or [""])[0]
+
+
+def bracketed(addr: str, port: int) -> str:
+    """ADDR:PORT with a v6 address in brackets."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
 class ForegroundServer:
@@ -65,14 +84,14 @@ class ForegroundServer:
         if config:
             self.config_path.write_text(config)
         self.argv = self.command(exe)
-        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        started = (["ip", "netns", "exec", self.netns] if self.netns else []) + self.argv
         self.stderr_path = self.log_dir / f"{self.kind}-stderr.log"
-        started = self.argv
         if self.cgroup is not None:
             self.cgroup.create()
-            started = self.cgroup.wrap(self.argv)
+            # joined before `ip netns exec`, which mounts a fresh /sys without the cgroup hierarchies
+            started = self.cgroup.wrap(started)
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(prefix + started, stdout=err, stderr=err, start_new_session=True,
+            self.proc = subprocess.Popen(started, stdout=err, stderr=err, start_new_session=True,
                                          env=self.environment())
         return self.proc
 
