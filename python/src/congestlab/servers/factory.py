@@ -6,8 +6,11 @@ from pathlib import Path
 
 from congestlab.errors import SpecError
 from congestlab.servers.apache import ApacheServer
+from congestlab.servers.caddy import CaddyServer
 from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.command import CommandServer
+from congestlab.servers.h2o import H2oServer
+from congestlab.servers.lighttpd import LighttpdServer
 from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer
 from congestlab.servers.tls import RunCertificates
@@ -16,7 +19,8 @@ from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap
 
 
 # the built-in kinds on kernel TCP: each renders its own configuration (servers/<kind>.py)
-KERNEL_SERVERS = {"apache": ApacheServer, "nginx": NginxServer}
+KERNEL_SERVERS = {"apache": ApacheServer, "nginx": NginxServer, "caddy": CaddyServer,
+                  "lighttpd": LighttpdServer, "h2o": H2oServer}
 
 
 def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instance: str = "",

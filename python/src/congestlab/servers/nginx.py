@@ -1,6 +1,9 @@
 """nginx (Debian) with a configuration generated per run, like servers/apache.py: its own
 prefix, pid file, temp paths and logs under the run directory; listens on the given v4
-and v6 addresses only; runs in the foreground (`daemon off`) so its PID is ours to stop."""
+and v6 addresses only; runs in the foreground (`daemon off`) so its PID is ours to stop.
+Over TLS (the run's certificate) it serves HTTP/1.1 and, with `http2` on the listen, h2 by
+ALPN; a plain `listen ... http2` is h2c by prior knowledge only (nginx 1.22 cannot serve
+HTTP/1.1 and h2c on one port)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 from congestlab.errors import ToolError
 from congestlab.servers.process import ForegroundServer
+from congestlab.servers.tls import RunCertificates
 
 BINARY = "nginx"
 
@@ -29,9 +33,14 @@ def _listen(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
-def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]]) -> str:
+def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]],
+                  tls: RunCertificates | None = None, http: tuple[str, ...] = ("1.1",)) -> str:
     temp = workdir / "temp"
-    listens = "\n".join(f"        listen {_listen(a, p)};" for a, p in listen)
+    # plain HTTP/1.1 renders `listen ADDR:PORT;` alone, as before TLS and HTTP/2 existed
+    flags = ("" if tls is None else " ssl") + (" http2" if "2" in http else "")
+    listens = "\n".join(f"        listen {_listen(a, p)}{flags};" for a, p in listen)
+    if tls is not None:
+        listens += f"\n        ssl_certificate {tls.cert};\n        ssl_certificate_key {tls.key};"
     return f"""daemon off;
 worker_processes 1;
 pid {workdir}/nginx.pid;
@@ -68,7 +77,7 @@ class NginxServer(ForegroundServer):
 
     def render(self) -> str:
         (self.workdir / "temp").mkdir(parents=True, exist_ok=True)
-        return render_config(self.workdir, self.docroot, self.log_dir, self.listen)
+        return render_config(self.workdir, self.docroot, self.log_dir, self.listen, self.tls, self.http)
 
     def command(self, exe: str) -> list[str]:
         return [exe, "-p", str(self.workdir), "-c", str(self.config_path)]

@@ -5,6 +5,7 @@ left in its cgroup (a worker, a daemonized child)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,24 @@ from pathlib import Path
 from congestlab.errors import ToolError
 from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.tls import RunCertificates
+
+
+def tool_version(binary: str, fallback_path: str, args: list[str], pattern: str) -> str:
+    """The first group of `pattern` in what `binary args` prints (stdout, then stderr); the
+    output's first line when it does not match."""
+    exe = shutil.which(binary) or fallback_path
+    try:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
+    except FileNotFoundError:
+        raise ToolError([binary, *args], None) from None
+    text = out.stdout + out.stderr
+    match = re.search(pattern, text)
+    return match.group(1) if match else (text.strip().splitlines() or [""])[0]
+
+
+def bracketed(addr: str, port: int) -> str:
+    """ADDR:PORT with a v6 address in brackets."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
 class ForegroundServer:

@@ -23,15 +23,18 @@ LEAN_KNOBS = tuple(k for k in KNOB_FLAGS if k != "port")
 Scalar = str | int | float | bool
 
 # what each built-in kind can serve: (over TLS, HTTP versions) -> allowed; plain HTTP/2 is
-# h2c by prior knowledge (servers/builtin.py renders each)
+# h2c by prior knowledge (servers/<kind>.py renders each; docs/servers.md). A combination is
+# listed only where the server answers no other version: none of them serves h2 without
+# HTTP/1.1 over TLS, and h2o 2.2 always offers h2 by ALPN
 BUILTIN_SERVES: dict[str, dict[bool, tuple[tuple[str, ...], ...]]] = {
     "apache": {False: (("1.1",),)},
     "lean": {False: (("1.1",),)},
     # nginx's plain `listen ... http2` is h2c only: HTTP/1.1 and h2c need two ports
-    "nginx": {False: (("1.1",), ("2",)), True: (("1.1",), ("2",), ("1.1", "2"))},
+    "nginx": {False: (("1.1",), ("2",)), True: (("1.1",), ("1.1", "2"))},
+    # Caddy refuses h2 or h2c without h1
     "caddy": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
     "lighttpd": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
-    "h2o": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
+    "h2o": {False: (("1.1",), ("1.1", "2")), True: (("1.1", "2"),)},
 }
 SIGNALS = ("TERM", "INT", "QUIT", "HUP", "KILL", "WINCH")
 
