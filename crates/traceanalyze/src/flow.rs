@@ -101,6 +101,8 @@ pub struct Connection {
     /// End of the highest server payload byte (no SYN or FIN): the completeness check's
     /// "last data" (did the client acknowledge it?).
     data_end: Option<i64>,
+    // the client sent its FIN or RST: server data after it is not counted in data_end
+    client_closed: bool,
     bin: Option<SeriesBin>,
     /// Set for a traced connection (a measured GET's): its time-sequence rows.
     pub trace: Option<Box<TraceState>>,
@@ -146,6 +148,7 @@ impl Connection {
             snd_max: None,
             ack_max: None,
             data_end: None,
+            client_closed: false,
             bin: None,
             trace: None,
         }
@@ -169,6 +172,7 @@ impl Connection {
         self.last_ns = seg.ts_ns;
         if seg.fin() || seg.rst() {
             self.closing = true;
+            self.client_closed |= from_client;
         }
         let off = self.seq[d].offset(seg.seq);
         let length = i64::from(seg.payload_len) + i64::from(seg.syn()) + i64::from(seg.fin());
@@ -223,8 +227,12 @@ impl Connection {
             if payload > 0 {
                 self.rtt
                     .on_server_data(off, off + payload as i64, seg.ts_ns, retransmitted);
-                let end = off + i64::from(seg.payload_len) + i64::from(seg.syn());
-                self.data_end = Some(self.data_end.map_or(end, |m| m.max(end)));
+                // data after the client's FIN or RST is owed no ACK (a TLS close_notify
+                // answering the client's; python/src/congestlab/analysis/metrics.py)
+                if !self.client_closed {
+                    let end = off + i64::from(seg.payload_len) + i64::from(seg.syn());
+                    self.data_end = Some(self.data_end.map_or(end, |m| m.max(end)));
+                }
             }
             if length > 0 {
                 self.snd_max = Some(self.snd_max.map_or(off + length, |m| m.max(off + length)));
@@ -605,6 +613,18 @@ mod tests {
         // no data from the server at all: nothing to acknowledge
         let t = transfer();
         let (rec, _, _) = run(&[t[0], t[1], t[2], t[3], seg(4, true, 101, 1, ACK, 0)]);
+        assert_eq!(rec.server_data_unacked_bytes, 0);
+    }
+
+    #[test]
+    fn data_after_the_clients_fin_is_owed_no_ack() {
+        // a TLS server's 24-byte close_notify after the client's FIN, answered by a RST
+        let t = transfer();
+        let mut cut = t[..13].to_vec();
+        cut.push(seg(21, false, 4001, 102, ACK, 24));
+        cut.push(seg(22, true, 102, 0, RST, 0));
+        let (rec, _, _) = run(&cut);
+        assert_eq!(rec.error, None);
         assert_eq!(rec.server_data_unacked_bytes, 0);
     }
 

@@ -80,6 +80,50 @@ requests = [{requests}]
 """
 
 
+# the built-in servers over TLS (HTTP/1.1 and HTTP/2 by ALPN) and over h2c
+BUILTINS = """
+[[servers]]
+name = "nginxs"
+kind = "nginx"
+node = "web"
+port = 8443
+files_kib = [64]
+tls = true
+http = ["1.1", "2"]
+
+[[servers]]
+name = "caddys"
+kind = "caddy"
+node = "web"
+port = 8444
+files_kib = [64]
+tls = true
+http = ["1.1", "2"]
+
+[[servers]]
+name = "lighttpd"
+kind = "lighttpd"
+node = "web"
+port = 8084
+files_kib = [64]
+http = ["1.1", "2"]
+
+[[servers]]
+name = "h2os"
+kind = "h2o"
+node = "web"
+port = 8445
+files_kib = [64]
+tls = true
+http = ["1.1", "2"]
+"""
+
+# (server, http, tls) of each point, by label
+VARIANTS = {"mine": ("mine", "1.1", False), "daemon": ("daemon", "1.1", False), "nginx-h2": ("nginxs", "2", True),
+            "caddy-tls": ("caddys", "1.1", True), "lighttpd-h2c": ("lighttpd", "2", False),
+            "h2o-h2": ("h2os", "2", True)}
+
+
 def spec_text(name: str, servers: str, server: str, repetitions: int = 1, tail: str = "") -> str:
     """One GET per family to `server` (a comma-separated list: GETs to each at once)."""
     requests = ", ".join(f'{{ client = "client", server = "{s}", file_kib = 64, families = ["v4", "v6"] }}'
@@ -95,12 +139,14 @@ def assert_nothing_left(run_dir, prefix: str) -> None:
 
 
 def test_servers_side_by_side_with_protocol_and_cpu_per_get(tmp_path):
-    tail = """
+    values = ", ".join(f'["{srv}", "{http}", {str(tls).lower()}]' for srv, http, tls in VARIANTS.values())
+    tail = f"""
 [[experiments]]
 name = "main"
-axes = [{ name = "server", fields = ["workloads.get.requests.0.server"], values = ["mine", "daemon"] }]
+axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workloads.get.requests.0.http",
+  "workloads.get.requests.0.tls"], values = [{values}], labels = {json.dumps(list(VARIANTS))} }}]
 """
-    spec = parse_spec(spec_text("anyserver", MINE + DAEMON, "mine", tail=tail), "anyserver")
+    spec = parse_spec(spec_text("anyserver", MINE + DAEMON + BUILTINS, "mine", tail=tail), "anyserver")
     run_dir = run_study(spec, out=tmp_path / "run")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
@@ -112,16 +158,27 @@ axes = [{ name = "server", fields = ["workloads.get.requests.0.server"], values 
     for record in (mine, daemon):
         assert record["cc_effective"] == "cubic" and 0 < record["ready_s"] < 10, record
         assert record["cgroup"].startswith(manifest["testbed"]["prefix"] + "-")
+    versions = {name: records[0]["version"] for name, records in manifest["servers"].items()}
+    assert versions["nginxs"].startswith("nginx/") and versions["caddys"] == "Caddy/2.6.2", versions
+    assert versions["lighttpd"].startswith("lighttpd/1.4") and versions["h2os"].startswith("h2o/2."), versions
+    fingerprints = {r[0].get("certificate_sha256") for n, r in manifest["servers"].items() if n.endswith("s")}
+    assert fingerprints == {manifest["tls"]["fingerprint_sha256"]}  # one run CA, one certificate
+    assert (run_dir / "tls" / "server.key").stat().st_mode & 0o777 == 0o600
+
     rows = read_results(run_dir, "request")
-    assert sorted((r["server"], r["family"]) for r in rows) == [(s, f) for s in ("daemon", "mine")
-                                                                for f in ("v4", "v6")]
+    assert sorted((r["variant"], r["family"]) for r in rows) == [(v, f) for v in sorted(VARIANTS) for f in ("v4", "v6")]
     for row in rows:
+        server, http, tls = VARIANTS[row["variant"]]
         assert row["outcome"] == "complete", row
-        assert row["http"] == row["http_negotiated"] == "1.1" and row["tls"] == "False"
-        # Python serves 64 KiB in well under a second of CPU, and in more than nothing
+        assert (row["server"], row["http"], row["http_negotiated"], row["tls"]) == (server, http, http, str(tls)), row
+        assert row["tls_version"] == ("TLSv1.3" if tls else ""), row
+        # a server spends well under a second of CPU on 64 KiB, and more than nothing
         assert 0 < float(row["server_cpu_ms"]) < 1000, row
+        # the one delay for every protocol holds the handshakes; the seeds' starts later
         assert float(row["syn_to_last_ack_ms"]) >= float(row["delay_ms"]) > 0
         assert 0 < float(row["request_to_last_byte_ms"]) <= float(row["curl_time_ms"])
+        # TLS records and HTTP/2 frames cross TCP: a little more than the file, never less
+        assert 64 * 1024 <= int(row["payload_bytes"]) <= 64 * 1024 * (1.05 if tls or http == "2" else 1) + 400, row
 
 
 def _failed_run(tmp_path, servers: str, server: str) -> tuple[str, dict]:

@@ -293,3 +293,26 @@ def test_series_file_per_connection_with_a_reused_port(tmp_path):
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["nginx-v6-41000-7.csv", "nginx-v6-41000.csv"]
     assert [r["conn"] for r in read_trace(tmp_path / "nginx-v6-41000-7.csv")] == [7]
+
+
+def test_server_data_after_the_clients_fin_is_owed_no_ack():
+    """A TLS server answers the client's close with a 24-byte close_notify after the client's
+    FIN; the client's socket is gone and answers with a RST. The GET was complete: nothing
+    the client wanted went unacknowledged (crates/traceanalyze/src/flow.rs does the same)."""
+    from congestlab.analysis.metrics import server_data_unacked
+    from congestlab.analysis.packets import RST
+
+    def seg(ts, from_client, seq, ack, flags, payload):
+        src, dst, sp, dp = ("10.0.0.2", "10.0.0.1", 40000, 443) if from_client else ("10.0.0.1", "10.0.0.2", 443, 40000)
+        return Segment(ts, "v4", src, dst, sp, dp, seq, ack, flags, payload, 66 + payload)
+
+    body = [seg(0.0, True, 0, 0, SYN, 0), seg(0.001, False, 500, 1, SYN | ACK, 0), seg(0.002, True, 1, 501, ACK, 0),
+            seg(0.003, True, 1, 501, ACK, 100), seg(0.004, False, 501, 101, ACK, 1000),
+            seg(0.005, True, 101, 1501, ACK, 0), seg(0.006, True, 101, 1501, FIN | ACK, 0)]
+    client = [s.sport == 40000 for s in body]
+    assert server_data_unacked(body, client) == 0
+    closing = body + [seg(0.007, False, 1501, 102, ACK, 24), seg(0.008, True, 102, 0, RST, 0)]
+    assert server_data_unacked(closing, [s.sport == 40000 for s in closing]) == 0
+    # the same 24 bytes before the client's FIN were owed an ACK: the capture lacks it
+    early = body[:6] + [seg(0.0055, False, 1501, 101, ACK, 24)]
+    assert server_data_unacked(early, [s.sport == 40000 for s in early]) == 24

@@ -140,13 +140,18 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
 def server_data_unacked(segs: list[Segment], from_client: list[bool]) -> int:
     """Server payload bytes beyond the highest acknowledgment the client sent: 0 when the
     client acknowledged the last data in the capture (the completeness check of a measured
-    request, analysis/request_outcome.py)."""
+    request, analysis/request_outcome.py). Data the server sends after the client's FIN or
+    RST is owed no ACK (a TLS server's close_notify answering the client's: the client's
+    socket is gone and answers with a RST)."""
     server_dir = _Direction()
     data_end = acked = None
+    client_closed = False
     for i, s in enumerate(segs):
+        if from_client[i] and (s.fin or s.rst):
+            client_closed = True
         if not from_client[i]:
             off = server_dir.offset(s.seq)
-            if s.payload_len:
+            if s.payload_len and not client_closed:
                 end = off + s.payload_len + (1 if s.syn else 0)
                 data_end = end if data_end is None else max(data_end, end)
         elif s.has_ack and server_dir.base is not None:
