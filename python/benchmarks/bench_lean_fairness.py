@@ -70,7 +70,8 @@ from congestlab.errors import CongestlabError
 from congestlab.paths import REPO_ROOT
 from congestlab.servers.files import file_name
 from congestlab.servers.factory import make_server
-from congestlab.spec.models import ServerSpec, TopologySpec
+from congestlab.spec.models import TopologySpec
+from congestlab.spec.servers import ServerSpec
 from congestlab.testbed import Testbed
 import fairness_share
 from fairness_trace import Tracer, sampler_argv

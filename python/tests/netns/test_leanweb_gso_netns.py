@@ -36,7 +36,8 @@ import pytest
 
 from congestlab.servers.factory import make_server
 from congestlab.servers.files import file_name, write_files
-from congestlab.spec.models import ServerSpec, TopologySpec
+from congestlab.spec.models import TopologySpec
+from congestlab.spec.servers import ServerSpec
 from congestlab.testbed import Testbed
 
 pytestmark = [

@@ -12,7 +12,9 @@ _GET = {"workload": "get", "request": 0, "server": "www", "server_port": 80, "se
         "timeout_s": 30.0, "start_ts": 0.0, "end_ts": 1.0, "client_port": 40000, "family_pair": None,
         "family_position": None, "family_order": None, "previous_closed": None, "previous_wait_ms": None,
         "url": "http://10.9.1.2:80/141KiB.bin", "ok": True, "http_code": 200, "size_download": 0, "local_port": 0,
-        "time_total_s": 0.0, "error": ""}
+        "time_total_s": 0.0, "error": "", "http": "1.1", "tls": False, "http_negotiated": "1.1",
+        "tls_version": None, "time_connect_s": None, "time_appconnect_s": None, "time_pretransfer_s": None,
+        "time_starttransfer_s": None, "server_cpu_ns": None, "host_softirq_ms": None}
 
 
 def get_record(**fields) -> GetRecord:

@@ -133,9 +133,9 @@ def test_unknown_dimension_in_a_declaration_is_a_spec_error(tmp_path):
 def test_wrong_format_version_is_named(tmp_path):
     run = RunBuilder("s", ["level"], {}).write(tmp_path / "run")
     manifest = json.loads((run / "manifest.json").read_text())
-    manifest["format_version"] = 4
+    manifest["format_version"] = 5
     (run / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(RunDirError, match="format_version 4, this congestlab reads 2 or 3"):
+    with pytest.raises(RunDirError, match="format_version 5, this congestlab reads 2, 3 or 4"):
         build_report(run)
 
 

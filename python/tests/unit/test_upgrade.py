@@ -91,6 +91,38 @@ def test_a_format_2_get_record_gets_the_timeout_its_point_ran_with(tmp_path):
     assert spec_wide.timeout_s == 30.0 and spec_wide.client_kind == "chromium"
 
 
+def _v3_get(**changed) -> dict:
+    """A GET record as workloads/get.py wrote it in format 3: its timeout, client kind and
+    run-design fields, but nothing of HTTP versions, TLS, phase times or CPU."""
+    return _v2_get(timeout_s=30.0, client_kind="curl", family_pair="p#1.0", family_position=0,
+                   family_order="v4,v6", previous_closed=True, previous_wait_ms=1.5) | changed
+
+
+def test_a_format_3_get_record_is_plain_http11_without_phases_or_cpu(tmp_path):
+    run_dir = _copy(tmp_path)
+    _write_manifest(run_dir, _manifest(run_dir) | {"format_version": 3})
+    _records(run_dir, C1B, [_v3_get(), _v3_get(client_kind="chromium", ok=False, error="timed out")])
+    rep = next(r for r in StoredRun(run_dir).repetitions() if r.point.id == C1B)
+    curl, chromium = rep.records()
+    for record in (curl, chromium):
+        assert (record.http, record.tls, record.http_negotiated, record.tls_version) == ("1.1", False, None, None)
+        assert (record.time_connect_s, record.time_appconnect_s, record.time_pretransfer_s,
+                record.time_starttransfer_s) == (None, None, None, None)
+        assert (record.server_cpu_ns, record.host_softirq_ms) == (None, None)
+    # what format 3 did carry stands as written
+    assert (curl.family_pair, curl.previous_closed, curl.previous_wait_ms, curl.timeout_s) == ("p#1.0", True, 1.5, 30.0)
+    assert chromium.client_kind == "chromium" and chromium.error == "timed out"
+
+
+def test_a_format_4_get_record_is_not_given_defaults(tmp_path):
+    run_dir = _copy(tmp_path)
+    _write_manifest(run_dir, _manifest(run_dir) | {"format_version": 4})
+    _records(run_dir, C1B, [_v3_get()])
+    rep = next(r for r in StoredRun(run_dir).repetitions() if r.point.id == C1B)
+    with pytest.raises(RunDirError, match=r"records.jsonl:1: http: Field required"):
+        rep.records()
+
+
 def test_a_record_in_todays_format_is_held_to_its_schema(tmp_path):
     run_dir = _copy(tmp_path)
     _write_manifest(run_dir, _manifest(run_dir) | {"format_version": FORMAT_VERSION})

@@ -164,7 +164,8 @@ def checked_manifest(run_dir: Path, manifest: object, require_complete: bool = T
         raise RunDirError(f"{path}: damaged manifest: {_shape_problem(manifest)}")
     version = manifest.get("format_version")
     if version not in READABLE_VERSIONS:
-        readable = " or ".join(map(str, READABLE_VERSIONS))
+        *rest, last = map(str, READABLE_VERSIONS)
+        readable = f"{', '.join(rest)} or {last}" if rest else last
         raise RunDirError(f"{path}: format_version {version!r}, this congestlab reads {readable}")
     problem = _shape_problem(manifest)
     if problem:

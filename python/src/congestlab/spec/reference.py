@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from congestlab.spec import models, report, workloads
+from congestlab.spec import models, report, servers, workloads
 
 INTRO = """# Writing a study spec
 
@@ -193,6 +193,8 @@ COMMON_MEANINGS = {
     "links": "attachments to switches (hosts: exactly one)",
     "tcp_timestamps": "net.ipv4.tcp_timestamps of the node",
     "port": "TCP port the server listens on",
+    "ready": "when a started server counts as ready (its check and how long to wait)",
+    "stop": "how the server is stopped (a signal, then its cgroup's tasks killed)",
     "pairs": "(family, source, sink) hosts per address family",
     "flows": "number of flows (MGEN) / one entry per flow (iperf3)",
     "tcp_payload_v4_bytes": "MGEN message size of TCP flows over IPv4",
@@ -223,8 +225,9 @@ COMMON_MEANINGS = {
 }
 
 MODELS: list[type[BaseModel]] = [
-    models.StudySpec, models.TopologySpec, models.SwitchSpec, models.NodeSpec, models.LinkSpec, models.ServerSpec,
-    models.CaptureSpec, models.LevelSpec, models.ExperimentSpec, models.AxisSpec, models.QuickSpec,
+    models.StudySpec, models.TopologySpec, models.SwitchSpec, models.NodeSpec, models.LinkSpec, servers.ServerSpec,
+    servers.ReadySpec, servers.StopSpec, models.CaptureSpec, models.LevelSpec, models.ExperimentSpec, models.AxisSpec,
+    models.QuickSpec,
     workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, workloads.GetWorkload,
     workloads.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
     workloads.PingWorkload, report.ClaimSpec,

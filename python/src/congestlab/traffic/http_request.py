@@ -88,9 +88,10 @@ def parse_curl_json(family: str, url: str, expected_bytes: int, proc: subprocess
 
 
 def _http_version(value) -> str | None:
-    """curl's `http_version` ("1.1", "2", "0" before any response) as a version or None."""
+    """curl's `http_version` ("1.1", "2", "0" before any response; an HTTP/1.0 answer is "1")
+    as a version or None."""
     text = str(value or "0")
-    return None if text == "0" else text
+    return None if text == "0" else {"1": "1.0"}.get(text, text)
 
 
 def _tail(stderr: str | None) -> str:
