@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from pydantic import ValidationError
 
 from congestlab.errors import ToolError
 from congestlab.servers.command import CommandServer, placeholder_values
@@ -89,14 +90,19 @@ def test_the_executable_is_the_commands_first_word_found(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["command", "config_template", "env"])
-def test_a_tls_placeholder_without_tls_raises_naming_it(tmp_path, where):
+def test_a_tls_placeholder_without_tls_is_refused_naming_it(tmp_path, where):
     fields = {"command": ["srv", "--cert", "{cert}"] if where == "command" else ["srv"]}
     if where == "config_template":
         fields["config_template"] = "ssl_certificate_key {key};"
     if where == "env":
         fields["env"] = {"SRV_CA": "{ca}"}
-    server = _server(tmp_path, **fields)
     missing = {"command": "cert", "config_template": "key", "env": "ca"}[where]
+    with pytest.raises(ValidationError, match=rf"{where}: placeholder \{{{missing}\}} is the run's TLS material"):
+        _server(tmp_path, **fields)
+    # a server object made without the spec's check still names it when it starts
+    spec = ServerSpec.model_construct(**(ServerSpec(name="web", kind="command", node="server", command=["srv"])
+                                         .model_dump() | fields))
+    server = CommandServer(spec, None, tmp_path / "work", tmp_path / "docroot", tmp_path / "logs", LISTEN)
     with pytest.raises(ToolError, match=rf"placeholder \{{{missing}\}} has no value \(the TLS ones need tls = true\)"):
         {"command": lambda: server.command("srv"), "config_template": server.render,
          "env": server.environment}[where]()

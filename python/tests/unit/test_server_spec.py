@@ -117,6 +117,7 @@ def test_a_stored_spec_does_not_hide_a_command_field_set_on_apache():
     ("lean", True, ["1.1"]),
     ("caddy", False, ["2"]),
     ("h2o", True, ["2"]),
+    ("h2o", True, ["1.1"]),  # h2o 2.2 always offers h2 over TLS
 ])
 def test_what_a_builtin_kind_cannot_serve_is_refused(kind, tls, http):
     assert tuple(sorted(http)) not in BUILTIN_SERVES[kind].get(tls, ())
@@ -128,7 +129,7 @@ def test_what_a_builtin_kind_cannot_serve_is_refused(kind, tls, http):
 
 @pytest.mark.parametrize("kind, tls, http", [
     ("nginx", False, ["2"]), ("nginx", True, ["1.1", "2"]), ("caddy", True, ["1.1", "2"]),
-    ("lighttpd", False, ["1.1", "2"]), ("h2o", True, ["1.1"]),
+    ("lighttpd", False, ["1.1", "2"]), ("h2o", True, ["1.1", "2"]),
 ])
 def test_what_a_builtin_kind_serves_loads(kind, tls, http):
     server = f'kind = "{kind}"\ntls = {str(tls).lower()}\nhttp = {http}'.replace("'", '"')

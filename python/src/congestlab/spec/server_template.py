@@ -27,6 +27,15 @@ PLACEHOLDERS = {
 _TOKEN = re.compile(r"\{\{([a-z][a-z0-9_]*)\}\}|\{([a-z][a-z0-9_]*)\}")
 
 
+# the placeholders that exist only for a server with tls = true
+TLS_PLACEHOLDERS = ("cert", "key", "ca")
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The placeholders `text` uses (known or not; not the `{{name}}` literals)."""
+    return sorted({m.group(2) for m in _TOKEN.finditer(text) if m.group(2)})
+
+
 def unknown_placeholders(text: str) -> list[str]:
     """The `{name}` tokens of `text` that are not placeholders (a typo, or a server's own
     placeholder that needs `{{name}}`)."""

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_value_problem
-from congestlab.spec.server_template import unknown_placeholders
+from congestlab.spec.server_template import TLS_PLACEHOLDERS, placeholders_in, unknown_placeholders
 from congestlab.spec.validation_context import stored
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
@@ -146,4 +146,8 @@ class ServerSpec(_Strict):
             if unknown:
                 raise ValueError(f"{where}: unknown placeholder {{{unknown[0]}}} (known: docs/servers.md; "
                                  f"{{{{{unknown[0]}}}}} writes it literally)")
+            tls_only = [p for p in placeholders_in(text) if p in TLS_PLACEHOLDERS]
+            if tls_only and not self.tls:
+                raise ValueError(f"{where}: placeholder {{{tls_only[0]}}} is the run's TLS material, for a server "
+                                 "with tls = true")
         return self
