@@ -138,3 +138,14 @@ def test_the_real_curl_over_tls_on_loopback(tmp_path):
     older = results["HTTP/1.0", "1.1"]
     assert not older.ok and older.http_negotiated == "1.0"
     assert older.error == "negotiated HTTP/1.0, not the requested HTTP/1.1"
+
+
+def test_a_tls_get_asks_for_exactly_its_tls_version_and_is_held_to_it():
+    assert curl_argv(URL, "v4", 30.0, "2", "/ca.pem", "1.3")[3:7] == ["--cacert", "/ca.pem", "--tlsv1.3", "-v"]
+    assert curl_argv(URL, "v4", 30.0, "2", "/ca.pem", "1.2")[5:8] == ["--tlsv1.2", "--tls-max", "1.2"]
+    assert "--tlsv1.3" not in curl_argv(URL, "v4", 30.0, "2", "/ca.pem")  # the ready check takes what it gets
+    assert parse_curl_json("v4", URL, 1024, _curl(stderr=TLS_STDERR), "2", "1.3").ok
+    older = TLS_STDERR.replace("TLSv1.3 / TLS_AES_256_GCM_SHA384", "TLSv1.2 / ECDHE-ECDSA-AES128-GCM-SHA256")
+    result = parse_curl_json("v4", URL, 1024, _curl(stderr=older), "2", "1.3")
+    assert not result.ok and result.error == "negotiated TLSv1.2, not the requested TLSv1.3"
+    assert result.tls_version == "TLSv1.2"

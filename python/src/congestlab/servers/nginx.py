@@ -40,7 +40,9 @@ def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tupl
     flags = ("" if tls is None else " ssl") + (" http2" if "2" in http else "")
     listens = "\n".join(f"        listen {_listen(a, p)}{flags};" for a, p in listen)
     if tls is not None:
-        listens += f"\n        ssl_certificate {tls.cert};\n        ssl_certificate_key {tls.key};"
+        # nginx 1.22 leaves TLS 1.3 out of its default protocols (1.23.4 added it)
+        listens += (f"\n        ssl_certificate {tls.cert};\n        ssl_certificate_key {tls.key};"
+                    "\n        ssl_protocols TLSv1.2 TLSv1.3;")
     return f"""daemon off;
 worker_processes 1;
 pid {workdir}/nginx.pid;

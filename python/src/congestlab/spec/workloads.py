@@ -1,9 +1,8 @@
 """Workloads of a study: the traffic a point runs, one model per kind (`kind = "..."`).
 
-Background kinds (mgen, http_load) live as long as their settings stay the same from one
-point to the next (`lifetime = "block"`), or are restarted for every point; measuring kinds
-(get, iperf, anma, ping) run once per point and repetition and end by themselves. Each
-kind has one runner in congestlab/workloads/ and one table of results (congestlab/results.py).
+Background kinds (mgen, http_load) live while their settings stay the same (`lifetime =
+"block"`) or restart per point; measuring kinds (get, iperf, anma, ping) run once per point and
+repetition. Each kind has one runner in congestlab/workloads/ and one results table.
 What the spec asks of a kind (hosts and servers named, ...) is a method of its model.
 """
 
@@ -180,10 +179,11 @@ class GetRequest(_Strict):
     server: str = Field(description="server asked")
     file_kib: int = Field(default=320, ge=1)
     families: list[Family] = Field(default=["v4", "v6"], min_length=1, description="one GET each, in turn")
-    # the server's port decides TLS; a GET that negotiates another HTTP version is invalid
+    # the server's port decides TLS; a GET that negotiates another HTTP or TLS version is invalid
     http: Literal["1.1", "2"] = Field(default="1.1", description="HTTP version asked for (\"2\" without TLS: h2c "
                                       "by prior knowledge)")
     tls: bool = Field(default=False, description="over TLS (the server must have tls = true)")
+    tls_version: Literal["1.2", "1.3"] = Field(default="1.3", description="with tls: exactly this TLS version")
 
 
 class GetWorkload(_Workload):

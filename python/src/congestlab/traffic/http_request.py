@@ -49,21 +49,28 @@ def url_for(addr: str, port: int, path: str, tls: bool = False) -> str:
     return f"{'https' if tls else 'http'}://{host}:{port}{path}"
 
 
-def curl_argv(url: str, family: str, timeout_s: float, http: str = "1.1", ca_file: str | None = None) -> list[str]:
-    """curl for one GET of `url` over `http`; an https URL trusts `ca_file` only and adds
-    `-v`, whose stderr names the TLS version negotiated."""
+# the TLS version a GET asks for: exactly that one
+_TLS_FLAGS = {"1.2": ["--tlsv1.2", "--tls-max", "1.2"], "1.3": ["--tlsv1.3"], None: []}
+
+
+def curl_argv(url: str, family: str, timeout_s: float, http: str = "1.1", ca_file: str | None = None,
+              tls_version: str | None = None) -> list[str]:
+    """curl for one GET of `url` over `http`; an https URL trusts `ca_file` only, speaks
+    `tls_version` (None: what curl and the server agree on) and adds `-v`, whose stderr
+    names the TLS version negotiated."""
     exe = shutil.which("curl") or "curl"
     tls = url.startswith("https:")
     if tls and not ca_file:
         raise ValueError(f"{url}: a TLS GET needs the run's CA file")
-    trust = ["--cacert", ca_file, "-v"] if tls else []
+    trust = ["--cacert", ca_file, *_TLS_FLAGS[tls_version], "-v"] if tls else []
     return [exe, "-s", http_flag(http, tls), *trust, "-4" if family == "v4" else "-6", "--max-time",
             f"{timeout_s:g}", "-o", "/dev/null", "-w", "%{json}", url]
 
 
 def parse_curl_json(family: str, url: str, expected_bytes: int, proc: subprocess.CompletedProcess,
-                    http: str = "1.1") -> RequestResult:
-    """The GET's result; not ok unless it answered 200 with every byte over `http`."""
+                    http: str = "1.1", tls_version: str | None = None) -> RequestResult:
+    """The GET's result; not ok unless it answered 200 with every byte over `http` (and
+    over TLS `tls_version`, when one is asked for)."""
     try:
         info = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -77,6 +84,9 @@ def parse_curl_json(family: str, url: str, expected_bytes: int, proc: subprocess
     if ok and negotiated != http:
         ok, error = False, f"negotiated HTTP/{negotiated}, not the requested HTTP/{http}"
     tls = _TLS_LINE.search(proc.stderr or "") if url.startswith("https:") else None
+    if ok and tls_version and (tls is None or tls.group(1) != f"TLSv{tls_version}"):
+        ok, error = False, f"negotiated {tls.group(1) if tls else 'an unknown TLS version'}, not the requested " \
+                           f"TLSv{tls_version}"
 
     def phase(name: str) -> float | None:
         value = info.get(name)

@@ -97,11 +97,12 @@ class GetRunner(Measuring):
                 if not self.argvs:
                     self.argvs.append(argv)  # the same line every time but for the temp profile
             else:
-                argv = curl_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file)
+                tls_version = req.tls_version if req.tls else None
+                argv = curl_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file, tls_version)
                 self.argvs.append(argv)
                 start = time.time()
                 proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 5)
-                result = parse_curl_json(family, url, req.file_kib * 1024, proc, req.http)
+                result = parse_curl_json(family, url, req.file_kib * 1024, proc, req.http, tls_version)
             end = time.time()
             server_cpu_ns, host_softirq_ms = cpu.used()
             returncode = server.exited() if server.exited and not result.ok else None
