@@ -13,6 +13,7 @@ from congestlab.cc.registry import COMPOUND_KERNEL_NAME, default_object
 from congestlab.errors import ToolError
 from congestlab.paths import rust_binary
 from congestlab.testbed.capabilities import probe_kernel_features
+from congestlab.testbed.cgroups import cgroups_available
 from congestlab.traffic.mgen import SHIM_PATH
 
 APT = "apt-get install -y"
@@ -66,11 +67,17 @@ def diagnose() -> list[Item]:
     items.append(Item("bpf-btf", bpf, "/sys/kernel/btf/vmlinux" if bpf else "no BTF",
                       "a kernel with CONFIG_DEBUG_INFO_BTF"))
     items += [
-        _tool("apache2", "apache2"), _tool("nginx", "nginx"), _tool("mgen", "mgen"),
+        _tool("apache2", "apache2"), _tool("nginx", "nginx"), _tool("caddy", "caddy"), _tool("lighttpd", "lighttpd"),
+        _tool("h2o", "h2o"), _tool("mgen", "mgen"),
         _tool("tcpdump", "tcpdump"), _tool("tshark", "tshark"), _tool("iperf", "iperf"),
         _tool("iperf3", "iperf3"), _tool("curl", "curl"), _tool("ethtool", "ethtool"),
         _tool("bpftool", "bpftool"), _tool("clang", "clang"),
     ]
+    openssl_module = Path("/usr/lib/lighttpd/mod_openssl.so").exists()
+    items.append(Item("lighttpd-mod-openssl", openssl_module, "lighttpd over TLS" if openssl_module else
+                      "not found (lighttpd over TLS)", f"{APT} lighttpd-mod-openssl"))
+    items.append(Item("cgroup-v1", cgroups_available(), "cpuacct, pids, freezer: a cgroup per server instance",
+                      "cgroup v1 controllers mounted under /sys/fs/cgroup"))
     items.append(Item("mgen-ipv6-shim", SHIM_PATH.exists(), str(SHIM_PATH), "make build"))
     items += [_built(name, what) for name, what in RUST_BINARIES]
     compound = default_object(COMPOUND_KERNEL_NAME)
