@@ -16,7 +16,7 @@ from congestlab.servers.factory import make_server
 from congestlab.servers.files import url_path, write_files
 from congestlab.servers.tls import RunCertificates, make_run_certificates
 from congestlab.spec.lean_knobs import requested_cc
-from congestlab.spec.models import ServerSpec
+from congestlab.spec.servers import ServerSpec
 from congestlab.spec.sweep import Point
 from congestlab.testbed import Testbed
 from congestlab.traffic.http_request import curl_argv, http_flag, parse_curl_json, url_for

@@ -14,7 +14,7 @@ from congestlab.servers.lighttpd import LighttpdServer
 from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer
 from congestlab.servers.tls import RunCertificates
-from congestlab.spec.models import ServerSpec
+from congestlab.spec.servers import ServerSpec
 from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap_steps
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from congestlab.fidelity import Check
-from congestlab.spec.models import ServerSpec, StudySpec
+from congestlab.spec.models import StudySpec
+from congestlab.spec.servers import ServerSpec
 
 Record = tuple[str, dict]
 
