@@ -43,6 +43,25 @@ It has 2 x 2 = 4 points, each run 3 times; `results/request.csv` has a `weight` 
 `level` column. `congestlab run examples/lean-weights.toml --dry-run` lists the points:
 `weights.weight-W1.level-C0`, `weights.weight-W1.level-C1B`, ...
 
+## Your own server
+
+Any program that serves files over HTTP is a server under test in a few lines
+(`kind = "command"`; docs/servers.md has every field, the placeholders and what the runner
+does with it). `examples/own-server.toml` puts Python's http.server beside Apache:
+
+```toml
+[[servers]]
+name = "mine"
+kind = "command"
+node = "server"
+port = 8080
+command = ["python3", "-m", "http.server", "--bind", "::", "--protocol", "HTTP/1.1", "{{port}}", "--directory", "{{docroot}}"]
+version = ["python3", "--version"]
+```
+
+A GET names it like any server (`server = "mine"`); over TLS and HTTP/2 the server says
+`tls = true` and `http = ["1.1", "2"]` and the request `tls = true`, `http = "2"`.
+
 ## Points, field paths and order
 
 - **Axes** of an experiment combine as a Cartesian product. An axis sets one or more
