@@ -103,6 +103,8 @@ pub struct Connection {
     data_end: Option<i64>,
     // the client sent its FIN or RST: server data after it is not counted in data_end
     client_closed: bool,
+    // data_end when the client last spoke with all of it acknowledged (its closing)
+    data_end_at_client_close: Option<i64>,
     bin: Option<SeriesBin>,
     /// Set for a traced connection (a measured GET's): its time-sequence rows.
     pub trace: Option<Box<TraceState>>,
@@ -149,8 +151,18 @@ impl Connection {
             ack_max: None,
             data_end: None,
             client_closed: false,
+            data_end_at_client_close: None,
             bin: None,
             trace: None,
+        }
+    }
+
+    /// The end of the server data the client owes an ACK for: up to its closing once it
+    /// closed (python/src/congestlab/analysis/metrics.py server_data_unacked).
+    fn owed_data_end(&self) -> Option<i64> {
+        match (self.client_closed, self.data_end_at_client_close) {
+            (true, Some(end)) => Some(end),
+            _ => self.data_end,
         }
     }
 
@@ -173,6 +185,15 @@ impl Connection {
         if seg.fin() || seg.rst() {
             self.closing = true;
             self.client_closed |= from_client;
+        }
+        // the client speaks with every byte so far acknowledged: its closing (a TLS
+        // close_notify, an HTTP/2 GOAWAY); server data after it is owed no ACK
+        if from_client && seg.payload_len > 0 && !self.client_closed {
+            if let (Some(end), Some(acked)) = (self.data_end, self.ack_max) {
+                if acked >= end {
+                    self.data_end_at_client_close = Some(end);
+                }
+            }
         }
         let off = self.seq[d].offset(seg.seq);
         let length = i64::from(seg.payload_len) + i64::from(seg.syn()) + i64::from(seg.fin());
@@ -210,7 +231,14 @@ impl Connection {
             }
             if from_client && seg.fin() && !is_request {
                 self.request_fin_seen = true;
-            } else if from_client && seg.has_ack() && !seg.fin() && !seg.rst() {
+            } else if from_client
+                && seg.has_ack()
+                && !seg.fin()
+                && !seg.rst()
+                && (payload == 0 || is_request)
+            {
+                // an ACK without payload: a TLS close_notify before the FIN is the client's
+                // closing, which may come long after the body (docs/data-format.md)
                 self.last_ack = Some(AckSnapshot {
                     ts_ns: seg.ts_ns,
                     bytes_captured: self.cum_captured,
@@ -407,7 +435,7 @@ impl Connection {
             captured_throughput_mbps: None,
             nrt_throughput_mbps: None,
             goodput_mbps: None,
-            server_data_unacked_bytes: match (self.data_end, self.ack_max) {
+            server_data_unacked_bytes: match (self.owed_data_end(), self.ack_max) {
                 (Some(end), Some(acked)) => (end - acked).max(0),
                 (Some(end), None) => end.max(0),
                 (None, _) => 0,
@@ -626,6 +654,25 @@ mod tests {
         let (rec, _, _) = run(&cut);
         assert_eq!(rec.error, None);
         assert_eq!(rec.server_data_unacked_bytes, 0);
+    }
+
+    #[test]
+    fn a_tls_close_notify_neither_ends_the_delay_nor_is_owed_an_ack() {
+        // the client acknowledged the body at 14 ms; its close_notify (24 B) goes out at
+        // 50 ms, the server answers with its own (24 B) before the client's FIN, then a RST
+        let t = transfer();
+        let mut closing = t[..12].to_vec();
+        closing.push(seg(50, true, 101, 4001, ACK, 24));
+        closing.push(seg(51, false, 4001, 125, ACK, 24));
+        closing.push(seg(52, true, 125, 4025, FIN | ACK, 0));
+        closing.push(seg(53, true, 126, 0, RST, 0));
+        let (rec, _, _) = run(&closing);
+        assert_eq!(rec.error, None);
+        assert_eq!(rec.delay_ms, Some(11.0)); // request 3 ms -> the body's last ACK 14 ms
+        assert_eq!(rec.server_data_unacked_bytes, 0);
+        // a capture cut before the client's FIN still owes the 24 bytes
+        let (rec, _, _) = run(&closing[..14]);
+        assert_eq!(rec.server_data_unacked_bytes, 24);
     }
 
     #[test]

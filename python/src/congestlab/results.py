@@ -41,10 +41,10 @@ KIND_COLUMNS: dict[str, list[str]] = {
         "capture_duplicates",
         "rtt_mean_ms", "rtt_samples", "bytes_nrt", "bytes_captured", "payload_bytes", "curl_time_ms",
         "client_kind",
-        # what the GET asked for and negotiated; curl's request-to-last-byte time (after the
-        # handshakes); CPU per GET: the server's cgroup and the host's softirq time over it
-        "http", "tls", "http_negotiated", "tls_version", "request_to_last_byte_ms", "server_cpu_ms",
-        "host_softirq_ms",
+        # what the GET asked for and negotiated; curl's TLS handshake and request-to-last-byte
+        # times; CPU per GET: the server's cgroup and the host's softirq time over it
+        "http", "tls", "http_negotiated", "tls_version", "tls_handshake_ms", "request_to_last_byte_ms",
+        "server_cpu_ms", "host_softirq_ms",
         # the run design (workloads/get.py): the families of one request in one repetition are
         # one pair; their order; whether the previous GET's connection had closed at its server
         # when this one started, and how long this one waited for it

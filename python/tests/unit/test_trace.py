@@ -316,3 +316,26 @@ def test_server_data_after_the_clients_fin_is_owed_no_ack():
     # the same 24 bytes before the client's FIN were owed an ACK: the capture lacks it
     early = body[:6] + [seg(0.0055, False, 1501, 101, ACK, 24)]
     assert server_data_unacked(early, [s.sport == 40000 for s in early]) == 24
+
+
+def test_a_tls_close_notify_neither_ends_the_delay_nor_is_owed_an_ack():
+    """The client acknowledged the body at 5 ms; curl's close_notify (24 B) leaves 40 ms later,
+    the server answers with its own before the client's FIN, then the client's RST: the delay
+    ends at the body's last ACK and the server's 24 bytes are owed nothing."""
+    from congestlab.analysis.metrics import server_data_unacked
+    from congestlab.analysis.packets import RST
+
+    def seg(ts, from_client, seq, ack, flags, payload):
+        src, dst, sp, dp = ("10.0.0.2", "10.0.0.1", 40000, 443) if from_client else ("10.0.0.1", "10.0.0.2", 443, 40000)
+        return Segment(ts, "v4", src, dst, sp, dp, seq, ack, flags, payload, 66 + payload)
+
+    segs = [seg(0.0, True, 0, 0, SYN, 0), seg(0.001, False, 500, 1, SYN | ACK, 0), seg(0.002, True, 1, 501, ACK, 0),
+            seg(0.003, True, 1, 501, ACK, 100), seg(0.004, False, 501, 101, ACK, 1000),
+            seg(0.005, True, 101, 1501, ACK, 0), seg(0.045, True, 101, 1501, ACK, 24),
+            seg(0.046, False, 1501, 125, ACK, 24), seg(0.047, True, 125, 1525, FIN | ACK, 0),
+            seg(0.048, True, 126, 0, RST, 0)]
+    client = [s.sport == 40000 for s in segs]
+    m = measure_connection(Connection("v4", "10.0.0.2", 40000, "10.0.0.1", 443, segs))
+    assert m.delay_ms == pytest.approx(2.0)  # 3 ms -> 5 ms, not to the close_notify at 45 ms
+    assert server_data_unacked(segs, client) == 0
+    assert server_data_unacked(segs[:8], client[:8]) == 24  # cut before the client's FIN: owed

@@ -101,7 +101,10 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
     fin_index = next((i for i, s in enumerate(segs) if from_client[i] and s.fin and i > get_index), len(segs))
     last_ack_index = None
     for i in range(get_index, fin_index):
-        if from_client[i] and segs[i].has_ack and not segs[i].fin and not segs[i].rst:
+        # an ACK without payload: a TLS client's close_notify (or HTTP/2's GOAWAY) before its
+        # FIN is its closing, which may come long after the body (docs/data-format.md)
+        if (from_client[i] and segs[i].has_ack and not segs[i].fin and not segs[i].rst
+                and (i == get_index or segs[i].payload_len == 0)):
             last_ack_index = i
     if last_ack_index is None or last_ack_index == get_index:
         raise TraceError(f"connection {conn.family} port {conn.client_port}: no client ACK after the request")
@@ -140,15 +143,20 @@ def measure_connection(conn: Connection) -> ConnectionMetrics:
 def server_data_unacked(segs: list[Segment], from_client: list[bool]) -> int:
     """Server payload bytes beyond the highest acknowledgment the client sent: 0 when the
     client acknowledged the last data in the capture (the completeness check of a measured
-    request, analysis/request_outcome.py). Data the server sends after the client's FIN or
-    RST is owed no ACK (a TLS server's close_notify answering the client's: the client's
-    socket is gone and answers with a RST)."""
+    request, analysis/request_outcome.py). Once the client closes (its FIN or RST is in the
+    capture), data the server sent after the client's closing is owed no ACK: after its FIN
+    or RST, or after its last payload sent with all the server's data so far acknowledged (a
+    TLS close_notify, an HTTP/2 GOAWAY), which a server answers with its own while the
+    client's socket is gone."""
     server_dir = _Direction()
-    data_end = acked = None
+    data_end = acked = at_client_close = None
     client_closed = False
     for i, s in enumerate(segs):
         if from_client[i] and (s.fin or s.rst):
             client_closed = True
+        if (from_client[i] and s.payload_len and data_end is not None and not client_closed
+                and acked is not None and acked >= data_end):
+            at_client_close = data_end  # the client speaks with every byte so far acknowledged: its closing
         if not from_client[i]:
             off = server_dir.offset(s.seq)
             if s.payload_len and not client_closed:
@@ -157,6 +165,8 @@ def server_data_unacked(segs: list[Segment], from_client: list[bool]) -> int:
         elif s.has_ack and server_dir.base is not None:
             ack = server_dir.nearest(s.ack)
             acked = ack if acked is None else max(acked, ack)
+    if client_closed and at_client_close is not None:
+        data_end = at_client_close
     if data_end is None:
         return 0
     return max(data_end - (acked if acked is not None else 0), 0)

@@ -21,8 +21,11 @@ _CARRIED = ("server", "client", "family", "file_kib", "client_port", "timeout_s"
 def request_base(record: GetRecord) -> dict:
     after_handshakes = (round((record.time_total_s - record.time_pretransfer_s) * 1e3, 3)
                         if record.time_pretransfer_s is not None and record.ok else None)
+    handshake = (round((record.time_appconnect_s - record.time_connect_s) * 1e3, 3)
+                 if record.time_appconnect_s is not None and record.time_connect_s is not None and record.ok else None)
     return {key: getattr(record, key) for key in _CARRIED} | {
         "curl_time_ms": round(record.time_total_s * 1e3, 3), "request_to_last_byte_ms": after_handshakes,
+        "tls_handshake_ms": handshake,
         "server_cpu_ms": round(record.server_cpu_ns / 1e6, 3) if record.server_cpu_ns is not None else None}
 
 
