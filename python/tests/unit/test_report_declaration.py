@@ -14,7 +14,8 @@ from congestlab.spec.report import ReportSpec, check_references, load_report_spe
 from congestlab.paths import REPO_ROOT
 
 AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"],
-        "cubic-compound": ["pair", "level", "size_kib"], "rto": ["level", "sampling", "weight", "rto_min_ms", "server", "profile"]}
+        "cubic-compound": ["pair", "level", "size_kib"], "rto": ["level", "sampling", "weight", "rto_min_ms", "server", "profile"],
+        "servers-today": ["variant", "level"]}
 METRIC = {"t": {"kind": "request", "column": "delay_ms"}}
 
 
