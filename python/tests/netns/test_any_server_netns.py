@@ -197,11 +197,11 @@ def _failed_run(tmp_path, servers: str, server: str) -> tuple[str, dict]:
 BAD = {
     "missing": ('command = ["no-such-server-congestlab", "{port}"]', "no-such-server-congestlab"),
     "never ready": ('command = ["sh", "-c", "echo warming up; sleep 30"]\n'
-                    'ready = { kind = "log_regex", regex = "^listening", timeout_s = 1.5 }',
-                    "not ready (log_regex) after 1.5 s: warming up"),
+                    'ready = { kind = "log_regex", regex = "^listening", timeout_s = 1 }',
+                    "not ready (log_regex) after 1 s: warming up"),
     "port taken": ('command = ["python3", "-m", "http.server", "--bind", "::", "8080"]', "Address already in use"),
     "h2 not spoken": ('command = ["python3", "-m", "http.server", "--bind", "::", "--protocol", "HTTP/1.1", "{port}",'
-                      ' "--directory", "{docroot}"]\nhttp = ["1.1", "2"]\nready = { timeout_s = 2 }',
+                      ' "--directory", "{docroot}"]\nhttp = ["1.1", "2"]\nready = { timeout_s = 1 }',
                       "not ready over v4 (HTTP/2)"),
 }
 

@@ -224,9 +224,8 @@ def _families_asked(point: Point, server_name: str) -> tuple[str, ...]:
     background's server is checked over both, as before)."""
     asked: set[str] = set()
     for name in point.workloads:
-        for req in getattr(point.study.workload(name), "requests", []):
-            if req.server == server_name:
-                asked |= set(req.families)
+        spec = point.study.workload(name)
+        asked |= runner_for(spec).measured_families(spec, server_name)
     return tuple(f for f in ("v4", "v6") if f in asked) or ("v4", "v6")
 
 

@@ -74,6 +74,11 @@ class _WorkloadRunner(ABC):
         return None
 
     @classmethod
+    def measured_families(cls, spec, server_name: str) -> set[str]:
+        """The families its measured GETs ask `server_name` over (its ready check covers them)."""
+        return set()
+
+    @classmethod
     def socket_ccs(cls, spec) -> set[str]:
         """Congestion controls its flows select per socket (the kernel must offer them)."""
         return set()

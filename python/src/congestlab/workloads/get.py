@@ -37,6 +37,10 @@ class GetRunner(Measuring):
         return next((req.client for req in spec.requests if req.server == server_name), None)
 
     @classmethod
+    def measured_families(cls, spec, server_name: str) -> set[str]:
+        return {family for req in spec.requests if req.server == server_name for family in req.families}
+
+    @classmethod
     def leansim_background(cls, spec, study, lean_server: str, where: str) -> list[dict] | None:
         """No background: its GETs are the scenario's measured ones (simulate/mapping.py)."""
         return []
