@@ -83,6 +83,15 @@ requests = [{requests}]
 # the built-in servers over TLS (HTTP/1.1 and HTTP/2 by ALPN) and over h2c
 BUILTINS = """
 [[servers]]
+name = "apaches"
+kind = "apache"
+node = "web"
+port = 8442
+files_kib = [64]
+tls = true
+http = ["1.1", "2"]
+
+[[servers]]
 name = "nginxs"
 kind = "nginx"
 node = "web"
@@ -119,7 +128,8 @@ http = ["1.1", "2"]
 """
 
 # (server, http, tls) of each point, by label
-VARIANTS = {"mine": ("mine", "1.1", False), "daemon": ("daemon", "1.1", False), "nginx-h2": ("nginxs", "2", True),
+VARIANTS = {"mine": ("mine", "1.1", False), "daemon": ("daemon", "1.1", False), "apache-h2": ("apaches", "2", True),
+            "nginx-h2": ("nginxs", "2", True),
             "caddy-tls": ("caddys", "1.1", True), "lighttpd-h2c": ("lighttpd", "2", False),
             "h2o-h2": ("h2os", "2", True)}
 
@@ -160,8 +170,9 @@ axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workl
         assert record["cgroup"].startswith(manifest["testbed"]["prefix"] + "-")
     versions = {name: records[0]["version"] for name, records in manifest["servers"].items()}
     assert versions["nginxs"].startswith("nginx/") and versions["caddys"] == "Caddy/2.6.2", versions
+    assert versions["apaches"].startswith("Apache/2.4"), versions
     assert versions["lighttpd"].startswith("lighttpd/1.4") and versions["h2os"].startswith("h2o/2."), versions
-    fingerprints = {r[0].get("certificate_sha256") for n, r in manifest["servers"].items() if n.endswith("s")}
+    fingerprints = {r[0].get("certificate_sha256") for n, r in manifest["servers"].items() if r[0]["tls"]}
     assert fingerprints == {manifest["tls"]["fingerprint_sha256"]}  # one run CA, one certificate
     assert (run_dir / "tls" / "server.key").stat().st_mode & 0o777 == 0o600
 

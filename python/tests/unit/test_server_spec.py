@@ -112,8 +112,7 @@ def test_a_stored_spec_does_not_hide_a_command_field_set_on_apache():
 
 @pytest.mark.parametrize("kind, tls, http", [
     ("nginx", False, ["1.1", "2"]),  # plain HTTP/1.1 and h2c need two ports
-    ("apache", False, ["2"]),
-    ("apache", True, ["1.1"]),
+    ("apache", False, ["2"]),  # mod_http2's h2c goes with HTTP/1.1 on its port
     ("lean", True, ["1.1"]),
     ("caddy", False, ["2"]),
     ("h2o", True, ["2"]),

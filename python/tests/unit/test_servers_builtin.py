@@ -53,6 +53,22 @@ def _server(cls, tls=None, http=("1.1",), listen=LISTEN):
     return cls(None, WORK, DOCROOT, LOGS, listen, tls=tls, http=http)
 
 
+def test_apache_plain_http11_is_unchanged_and_tls_h2_add_their_modules():
+    from congestlab.servers.apache import ApacheServer
+    plain = _server(ApacheServer).render()
+    assert "ssl" not in plain.lower() and "http2" not in plain and "Protocols" not in plain
+    # the lines of the configuration Apache had before TLS and HTTP/2 (servers/apache.py, 4314535)
+    assert plain.splitlines()[:3] == [f'ServerRoot "{WORK}"', f'DefaultRuntimeDir "{WORK}/run"',
+                                      f'PidFile "{WORK}/httpd.pid"']
+    assert plain.count("\n") == 24
+    both = _server(ApacheServer, TLS, ("1.1", "2")).render()
+    assert "Protocols h2 http/1.1" in both and "SSLEngine on" in both and "mod_ssl.so" in both
+    assert f'SSLCertificateFile "{TLS.cert}"' in both and f'SSLCertificateKeyFile "{TLS.key}"' in both
+    assert "SSLProtocol -all +TLSv1.2 +TLSv1.3" in both
+    h2c = _server(ApacheServer, None, ("1.1", "2")).render()
+    assert "Protocols h2c http/1.1" in h2c and "H2Direct on" in h2c and "SSLEngine" not in h2c
+
+
 def test_every_builtin_kind_is_registered():
     assert set(KERNEL_SERVERS) == {"apache", "nginx", "caddy", "lighttpd", "h2o"}
 
@@ -155,6 +171,8 @@ def test_tool_version(tmp_path, output, pattern, version):
     ("nginx", False, ["2"], True),
     ("caddy", False, ["2"], False),
     ("lighttpd", True, ["1.1"], True),
+    ("apache", True, ["1.1", "2"], True),
+    ("apache", False, ["2"], False),  # mod_http2 serves h2c beside HTTP/1.1
 ])
 def test_builtin_serves(kind, tls, http, ok):
     def make():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from congestlab.errors import ToolError
 from congestlab.servers.process import ForegroundServer
+from congestlab.servers.tls import RunCertificates
 
 MODULES_DIR = Path("/usr/lib/apache2/modules")
 BINARY = "apache2"
@@ -32,7 +33,11 @@ def _listen(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
-def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]]) -> str:
+def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]],
+                  tls: RunCertificates | None = None, http: tuple[str, ...] = ("1.1",)) -> str:
+    """Plain HTTP/1.1 renders what it did before TLS and HTTP/2 existed; `tls` adds mod_ssl
+    on every Listen, "2" in `http` mod_http2 (`h2` by ALPN over TLS, `h2c` by prior knowledge
+    on a plain port, beside HTTP/1.1)."""
     lines = [
         f'ServerRoot "{workdir}"',
         f'DefaultRuntimeDir "{workdir}/run"',
@@ -59,6 +64,16 @@ def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tupl
         'LogFormat "%a %{remote}p \\"%r\\" %>s %B %D" measured',
         f'CustomLog "{log_dir}/apache-access.log" measured',
     ]
+    if "2" in http:
+        lines += [f"LoadModule http2_module {MODULES_DIR}/mod_http2.so",
+                  f"Protocols {'h2' if tls is not None else 'h2c'} http/1.1",
+                  "H2Direct on"]  # h2c by prior knowledge (the client sends HTTP/2's preface)
+    if tls is not None:
+        lines += [f"LoadModule ssl_module {MODULES_DIR}/mod_ssl.so",
+                  f"LoadModule socache_shmcb_module {MODULES_DIR}/mod_socache_shmcb.so",
+                  f'SSLSessionCache "shmcb:{workdir}/run/ssl_scache(512000)"',
+                  "SSLProtocol -all +TLSv1.2 +TLSv1.3",
+                  f'SSLCertificateFile "{tls.cert}"', f'SSLCertificateKeyFile "{tls.key}"', "SSLEngine on"]
     return "\n".join(lines) + "\n"
 
 
@@ -73,7 +88,7 @@ class ApacheServer(ForegroundServer):
 
     def render(self) -> str:
         (self.workdir / "run").mkdir(parents=True, exist_ok=True)
-        return render_config(self.workdir, self.docroot, self.log_dir, self.listen)
+        return render_config(self.workdir, self.docroot, self.log_dir, self.listen, self.tls, self.http)
 
     def command(self, exe: str) -> list[str]:
         return [exe, "-f", str(self.config_path), "-DFOREGROUND"]

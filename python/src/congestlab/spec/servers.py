@@ -27,7 +27,7 @@ Scalar = str | int | float | bool
 # listed only where the server answers no other version: none of them serves h2 without
 # HTTP/1.1 over TLS, and h2o 2.2 always offers h2 by ALPN
 BUILTIN_SERVES: dict[str, dict[bool, tuple[tuple[str, ...], ...]]] = {
-    "apache": {False: (("1.1",),)},
+    "apache": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
     "lean": {False: (("1.1",),)},
     # nginx's plain `listen ... http2` is h2c only: HTTP/1.1 and h2c need two ports
     "nginx": {False: (("1.1",), ("2",)), True: (("1.1",), ("1.1", "2"))},
