@@ -168,6 +168,7 @@ axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workl
     for record in (mine, daemon):
         assert record["cc_effective"] == "cubic" and 0 < record["ready_s"] < 10, record
         assert record["cgroup"].startswith(manifest["testbed"]["prefix"] + "-")
+        assert record["cpu_total_ms"] > 0, record  # the whole instance, the daemonized child's too
     versions = {name: records[0]["version"] for name, records in manifest["servers"].items()}
     assert versions["nginxs"].startswith("nginx/") and versions["caddys"] == "Caddy/2.6.2", versions
     assert versions["apaches"].startswith("Apache/2.4"), versions

@@ -152,6 +152,8 @@ class Servers:
         server = self.running.pop(name)
         server.handle.stop()
         server.record["stopped_utc"] = utc_now()
+        if server.handle.final_cpu_ns is not None:  # the whole instance's CPU, every task of its cgroup
+            server.record["cpu_total_ms"] = round(server.handle.final_cpu_ns / 1e6, 1)
 
     def stop_all(self) -> None:
         for name in list(self.running):

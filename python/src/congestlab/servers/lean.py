@@ -87,6 +87,7 @@ class LeanServer:
         self.mac = mac
         self.executor = executor or Executor()
         self.cgroup = cgroup
+        self.final_cpu_ns: int | None = None  # its cgroup's CPU time when it stopped
         self.ready_line: str | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._tap_created = False

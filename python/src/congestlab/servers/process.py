@@ -59,6 +59,7 @@ class ForegroundServer:
         self.cgroup = cgroup
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
+        self.final_cpu_ns: int | None = None  # its cgroup's CPU time when it stopped
 
     @property
     def config_path(self) -> Path:
