@@ -207,6 +207,28 @@ def test_a_run_resumes_across_a_changed_quick_table_or_a_new_default_field():
     assert not same_run_spec(None, spec, quick=False)
 
 
+def test_a_run_resumes_across_server_and_request_fields_added_since():
+    """A run recorded before servers had `tls`, `http`, `ready`, ... and GET requests `http`
+    and `tls`: its stored spec lacks them, and they are at their defaults in this one."""
+    from congestlab.spec import load_preset
+
+    spec = load_preset("ipv6")
+    stored = json.loads(json.dumps(spec.model_dump(mode="json")))
+    new_server_fields = ("tls", "http", "ready", "stop", "command", "config_template", "config_name", "version",
+                         "env", "on_exit")
+    for server in stored["servers"]:
+        for name in new_server_fields:
+            del server[name]
+    get = next(w for w in stored["workloads"] if w["kind"] == "get")
+    for request in get["requests"]:
+        for name in ("http", "tls", "tls_version"):
+            del request[name]
+    assert same_run_spec(stored, spec, quick=False)
+    restarting = spec.model_copy(update={"servers": [s.model_copy(update={"on_exit": "restart"})
+                                                     for s in spec.servers]})
+    assert not same_run_spec(stored, restarting, quick=False)  # a new field this spec sets otherwise
+
+
 def test_an_older_leanweb_log_counts_its_retransmissions_and_replays_its_live_samples(tmp_path):
     """A leanweb from before `tx`: a retransmission is a `retransmit` event, the RTT samples come
     without their transmissions (rundir/upgrade.py logged_retransmission, sample_stands_in)."""

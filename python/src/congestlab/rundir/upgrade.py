@@ -25,6 +25,7 @@ from congestlab.fidelity import PER_RUN_SUMMARIES, checks_from_json, checks_to_j
 from congestlab.rundir.manifest import FORMAT_VERSION
 from congestlab.spec.models import StudySpec
 from congestlab.spec.report import MARGIN_RELATIONS
+from congestlab.spec.validation_context import STORED
 from congestlab.stats.outcomes import COMPLETE, INVALID, TIMED_OUT
 
 # a stored claim's margin when its congestlab had none (upgrade_stored_claims)
@@ -193,15 +194,17 @@ def stored_row_outcome(row: dict) -> str:
 def same_run_spec(stored: dict | None, spec: StudySpec, quick: bool) -> bool:
     """Whether a stored run's spec (as stored, not upgraded) is this one as far as the run
     goes (what `--resume` requires): a full run never reads [quick], so a [quick] changed since
-    does not count; nor does a top-level field added to the models since the run was recorded,
-    while this spec leaves it at its default (e.g. `passes`)."""
+    does not count; nor does a field added to the models since the run was recorded, at any
+    depth, while this spec leaves it at its default (e.g. `passes`, a server's `tls`): the
+    stored spec is read with today's models, which give it the defaults."""
     if not isinstance(stored, dict):
         return False
+    try:
+        read = StudySpec.model_validate(stored, context={STORED: True})
+    except ValueError:
+        return False
     mine = json.loads(json.dumps(spec.model_dump(mode="json")))
-    theirs = dict(stored)
-    for name, info in StudySpec.model_fields.items():
-        if name not in theirs and getattr(spec, name) == info.get_default(call_default_factory=True):
-            mine.pop(name, None)
+    theirs = json.loads(json.dumps(read.model_dump(mode="json")))
     if not quick:
         mine.pop("quick", None)
         theirs.pop("quick", None)
