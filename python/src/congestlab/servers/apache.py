@@ -6,13 +6,9 @@ given v4 and v6 addresses only; runs in the foreground so its PID is ours to sto
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from congestlab.errors import ToolError
-from congestlab.servers.process import ForegroundServer
+from congestlab.servers.process import ForegroundServer, bracketed, tool_version
 from congestlab.servers.tls import RunCertificates
 
 MODULES_DIR = Path("/usr/lib/apache2/modules")
@@ -20,17 +16,7 @@ BINARY = "apache2"
 
 
 def apache_version() -> str:
-    exe = shutil.which(BINARY) or "/usr/sbin/apache2"
-    try:
-        out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10).stdout
-    except FileNotFoundError:
-        raise ToolError([BINARY, "-v"], None) from None
-    match = re.search(r"Apache/(\S+)", out)
-    return match.group(1) if match else out.strip()
-
-
-def _listen(addr: str, port: int) -> str:
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+    return tool_version(BINARY, "/usr/sbin/apache2", ["-v"], r"Apache/(\S+)")
 
 
 def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]],
@@ -48,7 +34,7 @@ def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tupl
         "User www-data",
         "Group www-data",
         "ServerName server.congestlab.test",
-        *[f"Listen {_listen(a, p)}" for a, p in listen],
+        *[f"Listen {bracketed(a, p)}" for a, p in listen],
         f'DocumentRoot "{docroot}"',
         f'<Directory "{docroot}">',
         "    Require all granted",

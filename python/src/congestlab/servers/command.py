@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from congestlab.errors import ToolError
-from congestlab.servers.process import ForegroundServer
+from congestlab.servers.process import ForegroundServer, bracketed
 from congestlab.servers.readiness import listening_families, log_matches
 from congestlab.spec.server_template import render
 from congestlab.spec.servers import ServerSpec
@@ -26,8 +26,8 @@ def placeholder_values(server: ForegroundServer, config_name: str) -> dict[str, 
     port = server.listen[0][1]
     addr4 = next(a for a, _ in server.listen if ":" not in a)
     addr6 = next(a for a, _ in server.listen if ":" in a)
-    values = {"port": str(port), "addr4": addr4, "addr6": addr6, "listen4": f"{addr4}:{port}",
-              "listen6": f"[{addr6}]:{port}", "docroot": str(server.docroot), "workdir": str(server.workdir),
+    values = {"port": str(port), "addr4": addr4, "addr6": addr6, "listen4": bracketed(addr4, port),
+              "listen6": bracketed(addr6, port), "docroot": str(server.docroot), "workdir": str(server.workdir),
               "logdir": str(server.log_dir), "config": str(server.workdir / config_name)}
     if server.tls is not None:
         values |= {"cert": str(server.tls.cert), "key": str(server.tls.key), "ca": str(server.tls.ca)}

@@ -20,6 +20,7 @@ from pathlib import Path
 from congestlab.errors import SpecError, TestbedError, ToolError
 from congestlab.paths import rust_binary
 from congestlab.spec.lean_knobs import KNOB_FLAGS, knob_args
+from congestlab.servers.process import file_tail
 from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.testbed.executor import Executor
 from congestlab.testbed.plan import tap_steps
@@ -146,11 +147,7 @@ class LeanServer:
         return self._proc.poll() if self._proc is not None else None
 
     def log_tail(self, lines: int = 5) -> str:
-        try:
-            text = self.console_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+        return file_tail(self.console_path, lines)
 
     @property
     def console_path(self) -> Path:

@@ -7,30 +7,16 @@ HTTP/1.1 and h2c on one port)."""
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from congestlab.errors import ToolError
-from congestlab.servers.process import ForegroundServer
+from congestlab.servers.process import ForegroundServer, bracketed, tool_version
 from congestlab.servers.tls import RunCertificates
 
 BINARY = "nginx"
 
 
 def nginx_version() -> str:
-    exe = shutil.which(BINARY) or "/usr/sbin/nginx"
-    try:
-        out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=10)
-    except FileNotFoundError:
-        raise ToolError([BINARY, "-v"], None) from None
-    match = re.search(r"nginx/(\S+)", out.stderr + out.stdout)
-    return match.group(1) if match else (out.stderr or out.stdout).strip()
-
-
-def _listen(addr: str, port: int) -> str:
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+    return tool_version(BINARY, "/usr/sbin/nginx", ["-v"], r"nginx/(\S+)")
 
 
 def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tuple[str, int]],
@@ -38,7 +24,7 @@ def render_config(workdir: Path, docroot: Path, log_dir: Path, listen: list[tupl
     temp = workdir / "temp"
     # plain HTTP/1.1 renders `listen ADDR:PORT;` alone, as before TLS and HTTP/2 existed
     flags = ("" if tls is None else " ssl") + (" http2" if "2" in http else "")
-    listens = "\n".join(f"        listen {_listen(a, p)}{flags};" for a, p in listen)
+    listens = "\n".join(f"        listen {bracketed(a, p)}{flags};" for a, p in listen)
     if tls is not None:
         # nginx 1.22 leaves TLS 1.3 out of its default protocols (1.23.4 added it)
         listens += (f"\n        ssl_certificate {tls.cert};\n        ssl_certificate_key {tls.key};"

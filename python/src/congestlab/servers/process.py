@@ -35,6 +35,15 @@ def bracketed(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
+def file_tail(path: Path | None, lines: int = 5) -> str:
+    """The last `lines` lines of a server's console log on one line ("" before it exists)."""
+    try:
+        text = path.read_text(errors="replace") if path is not None else ""
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
 class ForegroundServer:
     """Subclasses name the binary, the files, and write their configuration."""
 
@@ -60,6 +69,7 @@ class ForegroundServer:
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
         self.final_cpu_ns: int | None = None  # its cgroup's CPU time when it stopped
+        self.stderr_path: Path | None = None  # its stdout and stderr, once started
 
     @property
     def config_path(self) -> Path:
@@ -105,11 +115,7 @@ class ForegroundServer:
 
     def log_tail(self, lines: int = 5) -> str:
         """The last lines of its stdout/stderr (a ready check that fails quotes them)."""
-        try:
-            text = self.stderr_path.read_text(errors="replace")
-        except (AttributeError, OSError):
-            return ""
-        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+        return file_tail(self.stderr_path, lines)
 
     def exited(self) -> int | None:
         """Its exit status once it has ended, else None: a server that daemonized (its
