@@ -17,7 +17,7 @@ STAMPS := .stamps
 TIMER := mk/suite-time
 export CARGO_TERM_COLOR := never
 
-APT_PACKAGES := apache2 nginx caddy lighttpd lighttpd-mod-openssl h2o mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping \
+APT_PACKAGES := apache2 nginx caddy lighttpd lighttpd-mod-openssl h2o ngtcp2-server ngtcp2-client mgen iperf iperf3 tcpdump tshark curl iproute2 iptables ethtool procps iputils-ping \
   python3-venv
 BUILD_TARGETS :=
 TEST_TARGETS :=

@@ -70,4 +70,4 @@ def test_tx_checksumming_is_off_on_user_stack_node_veths_only():
     assert tx_off == {"cl0a1b2c-bare", "cl0a1b2c-modern"}
     for node in layout.nodes.values():
         for iface in node.interfaces:
-            assert (f"ethtool -K {iface.dev} tso off gso off gro off tx off" in tuning[node.namespace]) == (node.stack == "user")
+            assert (f"ethtool -K {iface.dev} tso off gso off gro off tx-udp-segmentation off tx off" in tuning[node.namespace]) == (node.stack == "user")

@@ -168,7 +168,8 @@ def sysctl_step(node: NodeLayout) -> Step:
 
 
 def _offload_script(devs: list[str], tx_checksum: bool = True) -> str:
-    # TSO/GSO/GRO off: a packet-count queue limit must apply to packets, not 64 KB chunks.
+    # TSO/GSO/GRO off: a packet-count queue limit must apply to packets, not 64 KB chunks;
+    # tx-udp-segmentation too: a QUIC server's UDP GSO batch would cross as one 64 KB datagram.
     # RPS on one CPU: veth receive work spread over both CPUs reorders packets.
     # tx-checksumming off (a user-stack node's veth): leanweb's GSO super-frames are cut into
     # segments where they leave for this veth; without it the segments keep a partial
@@ -176,7 +177,7 @@ def _offload_script(devs: list[str], tx_checksum: bool = True) -> str:
     tx = "" if tx_checksum else " tx off"
     lines = []
     for dev in devs:
-        lines.append(f"ethtool -K {dev} tso off gso off gro off{tx} >/dev/null")
+        lines.append(f"ethtool -K {dev} tso off gso off gro off tx-udp-segmentation off{tx} >/dev/null")
         lines.append(f"echo 1 > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
     return "; ".join(lines) if lines else "true"
 
