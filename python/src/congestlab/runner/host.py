@@ -67,7 +67,7 @@ def wanted_cc(study: StudySpec) -> dict[str, str]:
     """Spec congestion control per kernel host: the node's, or that of a server on it."""
     chosen = {n.name: n.cc for n in study.topology.nodes if n.kind == "host" and n.stack == "kernel"}
     for server in study.servers:
-        if server.kind != "lean":
+        if server.kind != "lean" and not server.udp_only:  # their transport is their own
             chosen[server.node] = server.cc
     return chosen
 

@@ -19,6 +19,7 @@ from congestlab.spec.lean_knobs import requested_cc
 from congestlab.spec.servers import ServerSpec
 from congestlab.spec.sweep import Point
 from congestlab.testbed import Testbed
+from congestlab.traffic.cffi_get import cffi_argv, parse_cffi_json
 from congestlab.traffic.http_request import curl_argv, http_flag, parse_curl_json, url_for
 from congestlab.traffic.socket_stats import ss_algorithm
 from congestlab.workloads import runner_for
@@ -81,15 +82,19 @@ class Servers:
         cgroup = ServerCgroup(f"{run.prefix}-{spec.name}-{instance}".lower())
         handle = make_server(spec, tb, run.run_dir, docroot, instance, tls, cgroup)
         user_stack = spec.kind == "lean"
+        own_cc = user_stack or spec.udp_only  # its transport is its own: no kernel algorithm is used
         record = {"instance": instance, "kind": spec.kind, "node": spec.node, "port": spec.port,
                   "version": handle.version(), "first_point": point.id, "knobs": dict(spec.knobs),
-                  "cc_requested": f"leanweb --cc {requested_cc(spec.knobs)}" if user_stack else spec.cc,
-                  "cc_kernel": None if user_stack else run.cc.per_host(point.study).get(spec.node),
+                  "cc_requested": _own_cc(spec) if own_cc else spec.cc,
+                  "cc_kernel": None if own_cc else run.cc.per_host(point.study).get(spec.node),
                   "files_sha256": {str(k): v for k, v in digests.items()},
                   "log_dir": str(Path("logs") / "servers" / f"{spec.name}-{instance}"),
                   "tls": spec.tls, "http": list(spec.http), "ready_check": spec.ready.kind, "cgroup": cgroup.name}
         if tls is not None:
             record["certificate_sha256"] = tls.fingerprint_sha256
+        confounds = getattr(handle, "confounds", None)
+        if confounds is not None and confounds() is not None:  # a QUIC stack's own settings (docs/http3.md)
+            record["quic"] = confounds()
         run.manifest["servers"].setdefault(spec.name, []).append(record)
         server = RunningServer(spec, handle, docroot, record)
         self.running[spec.name] = server
@@ -109,6 +114,11 @@ class Servers:
         if user_stack:  # leanweb's own account of the settings it runs with (first log line)
             record["settings_effective"] = handle.effective_settings()
             record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
+            wanted = record["cc_requested"]
+        elif spec.udp_only:
+            # ngtcp2 0.12 names no cubic or reno in its qlog or quiet console: its argv is the record
+            record["cc_effective"] = record["cc_requested"]
+            record["cc_effective_from"] = "the server's argv (its qlog names no controller)"
             wanted = record["cc_requested"]
         else:
             record["cc_effective"] = self._effective_cc(tb, spec, client)
@@ -185,8 +195,12 @@ class Servers:
             for http in spec.http:
                 deadline = time.monotonic() + timeout_s
                 while True:
-                    proc = tb.run(client, curl_argv(url, fam, 5, http, ca), check=False, timeout_s=10)
-                    result = parse_curl_json(fam, url, size * 1024, proc, http)
+                    if http == "3":  # the curl here has no HTTP/3: libcurl with ngtcp2 through curl-cffi
+                        proc = tb.run(client, cffi_argv(url, fam, 5, http, ca), check=False, timeout_s=15)
+                        result, _ = parse_cffi_json(fam, url, size * 1024, proc, http)
+                    else:
+                        proc = tb.run(client, curl_argv(url, fam, 5, http, ca), check=False, timeout_s=10)
+                        result = parse_curl_json(fam, url, size * 1024, proc, http)
                     if result.ok:
                         break
                     what = f"server {spec.name} not ready over {fam} (HTTP/{http}{' over TLS' if spec.tls else ''})"
@@ -219,6 +233,13 @@ class Servers:
         finally:
             tb.stop(probe)
         raise TestbedError(f"server {server.name}: could not read the congestion control with ss -ti")
+
+
+def _own_cc(spec: ServerSpec) -> str:
+    """The controller of a server whose transport is its own (the lean server's, ngtcp2's)."""
+    if spec.kind == "lean":
+        return f"leanweb --cc {requested_cc(spec.knobs)}"
+    return f"ngtcp2 --cc {spec.quic_cc or 'cubic'}"
 
 
 def _families_asked(point: Point, server_name: str) -> tuple[str, ...]:

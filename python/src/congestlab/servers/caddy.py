@@ -11,9 +11,17 @@ from congestlab.servers.process import ForegroundServer, tool_version
 
 BINARY = "caddy"
 FALLBACK = "/usr/bin/caddy"
-# ALPN / listener protocols: Caddy 2.6 also opens an HTTP/3 (QUIC) UDP listener on a TLS
-# port by default; `protocols` without h3 leaves UDP closed (HTTP/3 is not measured yet)
-_TLS_PROTOCOLS = {"1.1": "h1", "2": "h2"}
+# ALPN / listener protocols: with h3 Caddy 2.6 opens a QUIC UDP listener on the same port
+# number and address; `protocols` without h3 leaves UDP closed
+_TLS_PROTOCOLS = {"1.1": "h1", "2": "h2", "3": "h3"}
+# its QUIC stack's own settings (Debian's caddy is built with quic-go 0.29.0), recorded per
+# instance that serves HTTP/3 (docs/http3.md, "Confounds"): read from quic-go's source, not
+# measured; Caddy sets none of them
+QUIC_CONFOUNDS = {"stack": "quic-go 0.29.0 (user space, in Caddy's process)", "quic_cc": "cubic (quic-go's only)",
+                  "pacing": "always (quic-go paces)", "initial_window": "32 packets (quic-go's default)",
+                  "max_udp_payload_bytes": "1252 (v4) / 1232 (v6) at first (quic-go's default)",
+                  "flow_control_window": "quic-go's defaults, auto-tuned", "udp_gso": "none in quic-go 0.29",
+                  "qlog": False}
 # h2c adds HTTP/2 by prior knowledge (and by Upgrade) to HTTP/1.1; Caddy refuses h2 or h2c
 # without h1 (spec/servers.py BUILTIN_SERVES)
 _PLAIN_PROTOCOLS = {"1.1": "h1", "2": "h2c"}
@@ -34,7 +42,7 @@ class CaddyServer(ForegroundServer):
 
     def render(self) -> str:
         names = _TLS_PROTOCOLS if self.tls is not None else _PLAIN_PROTOCOLS
-        protocols = " ".join(names[v] for v in ("1.1", "2") if v in self.http)
+        protocols = " ".join(names[v] for v in ("1.1", "2", "3") if v in self.http)
         ports = sorted({p for _, p in self.listen})
         if len(ports) != 1:
             raise ValueError(f"a Caddy server listens on one port, not {ports}")
@@ -80,3 +88,6 @@ class CaddyServer(ForegroundServer):
 
     def version(self) -> str:
         return "Caddy/" + caddy_version()
+
+    def confounds(self) -> dict | None:
+        return QUIC_CONFOUNDS if "3" in self.http else None

@@ -13,6 +13,7 @@ from congestlab.servers.h2o import H2oServer
 from congestlab.servers.lighttpd import LighttpdServer
 from congestlab.servers.lean import LeanServer, node_mac
 from congestlab.servers.nginx import NginxServer
+from congestlab.servers.ngtcp2 import Ngtcp2Server
 from congestlab.servers.tls import RunCertificates
 from congestlab.spec.servers import ServerSpec
 from congestlab.testbed.plan import USER_STACK_BRIDGE, USER_STACK_TAP, Step, tap_steps
@@ -38,6 +39,9 @@ def make_server(spec: ServerSpec, testbed, run_dir: Path, docroot: Path, instanc
     served = {"tls": tls if spec.tls else None, "http": tuple(spec.http), "cgroup": cgroup}
     if spec.kind == "command":
         return CommandServer(spec, ns, workdir, docroot, log_dir, listen, **served)
+    if spec.kind == "ngtcp2":
+        return Ngtcp2Server(ns, workdir, docroot, log_dir, listen, quic_cc=spec.quic_cc,
+                            initial_rtt_ms=spec.quic_initial_rtt_ms, **served)
     if spec.kind in KERNEL_SERVERS:
         return KERNEL_SERVERS[spec.kind](ns, workdir, docroot, log_dir, listen, **served)
     if spec.kind == "lean":

@@ -1,5 +1,5 @@
-"""A server under test: a built-in kind (Apache, nginx, Caddy, lighttpd, h2o, the lean
-server) or any program (`kind = "command"`), what it serves (TLS, HTTP versions), how it is
+"""A server under test: a built-in kind (Apache, nginx, Caddy, lighttpd, h2o, ngtcp2's HTTP/3
+server, the lean server) or any program (`kind = "command"`), what it serves (TLS, HTTP versions), how it is
 known to be ready and how it is stopped (docs/servers.md)."""
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ from congestlab.spec.server_template import TLS_PLACEHOLDERS, placeholders_in, u
 from congestlab.spec.validation_context import stored
 
 CongestionControl = Literal["cubic", "reno", "bbr", "compound"]
-# Debian's httpd, nginx, Caddy, lighttpd and h2o run on kernel TCP; "lean" is the user-space
-# leanweb server; "command" is any program the spec starts (servers/command.py)
-ServerKind = Literal["apache", "nginx", "lean", "caddy", "lighttpd", "h2o", "command"]
-HttpVersion = Literal["1.1", "2"]
+# Debian's httpd, nginx, Caddy, lighttpd and h2o run on kernel TCP (Caddy serves HTTP/3 over
+# QUIC too); "ngtcp2" is ngtcp2's HTTP/3 example server (gtlsserver: QUIC only, its congestion
+# control in its own process); "lean" is the user-space leanweb server; "command" is any
+# program the spec starts (servers/command.py)
+ServerKind = Literal["apache", "nginx", "lean", "caddy", "lighttpd", "h2o", "ngtcp2", "command"]
+HttpVersion = Literal["1.1", "2", "3"]
+# ngtcp2's controllers (gtlsserver --cc)
+QuicCongestionControl = Literal["cubic", "reno", "bbr", "bbr2"]
 # the lean server's knobs are leanweb's flags (spec/lean_knobs.json); its port is ServerSpec.port
 LEAN_KNOBS = tuple(k for k in KNOB_FLAGS if k != "port")
 Scalar = str | int | float | bool
@@ -31,11 +35,14 @@ BUILTIN_SERVES: dict[str, dict[bool, tuple[tuple[str, ...], ...]]] = {
     "lean": {False: (("1.1",),)},
     # nginx's plain `listen ... http2` is h2c only: HTTP/1.1 and h2c need two ports
     "nginx": {False: (("1.1",), ("2",)), True: (("1.1",), ("1.1", "2"))},
-    # Caddy refuses h2 or h2c without h1
-    "caddy": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
+    # Caddy refuses h2 or h2c without h1; HTTP/3 on the same port number over UDP
+    "caddy": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"), ("1.1", "2", "3"))},
     "lighttpd": {False: (("1.1",), ("1.1", "2")), True: (("1.1",), ("1.1", "2"))},
     "h2o": {False: (("1.1",), ("1.1", "2")), True: (("1.1", "2"),)},
+    "ngtcp2": {True: (("3",),)},
 }
+# kinds without a TCP listener: no kernel congestion control of theirs is used
+UDP_ONLY_KINDS = ("ngtcp2",)
 SIGNALS = ("TERM", "INT", "QUIT", "HUP", "KILL", "WINCH")
 
 
@@ -103,6 +110,20 @@ class ServerSpec(_Strict):
     env: dict[str, str] = Field(default_factory=dict, description="kind = \"command\": extra environment")
     on_exit: Literal["stop", "restart"] = Field(default="stop", description="when its process exits during a "
                                                 "repetition: end the run, or start it anew before the next one")
+    quic_cc: QuicCongestionControl | None = Field(default=None, description="kind = \"ngtcp2\": its congestion "
+                                                  "control (gtlsserver --cc; default cubic)")
+    quic_initial_rtt_ms: float | None = Field(default=None, gt=0, le=10000, description="kind = \"ngtcp2\": the "
+                                              "RTT assumed before the first sample (--initial-rtt; default ngtcp2's "
+                                              "333 ms, RFC 9002 §6.2.2)")
+
+    @property
+    def udp_only(self) -> bool:
+        """No TCP listener: HTTP/3 over QUIC only (its controller is the server's own)."""
+        return self.kind in UDP_ONLY_KINDS
+
+    @property
+    def serves_quic(self) -> bool:
+        return "3" in self.http
 
     @model_validator(mode="after")
     def _cc_of_kind(self, info: ValidationInfo) -> "ServerSpec":
@@ -111,6 +132,12 @@ class ServerSpec(_Strict):
             raise ValueError("a lean server has no kernel congestion control; set knobs.cc (\"none\") instead of cc")
         if self.kind != "lean" and self.knobs:
             raise ValueError(f"knobs are for the lean server, not for kind {self.kind!r}")
+        if self.udp_only and "cc" in self.model_fields_set and not stored(info):
+            raise ValueError(f"a {self.kind} server speaks QUIC over UDP: its congestion control is quic_cc, not cc")
+        if self.kind != "ngtcp2" and not stored(info):
+            given = [f for f in ("quic_cc", "quic_initial_rtt_ms") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f"{given[0]} is for kind \"ngtcp2\", not {self.kind!r}")
         unknown = sorted(set(self.knobs) - set(LEAN_KNOBS))
         if unknown:
             raise ValueError(f"unknown lean knob {unknown[0]!r}; known: {', '.join(LEAN_KNOBS)}")
@@ -132,6 +159,8 @@ class ServerSpec(_Strict):
                 raise ValueError(f"{given[0]} is for kind \"command\", not {self.kind!r}")
         if len(set(self.http)) != len(self.http):
             raise ValueError(f"http {self.http} names a version twice")
+        if "3" in self.http and not self.tls:
+            raise ValueError("http = \"3\" is QUIC, always over TLS 1.3: set tls = true")
         serves = BUILTIN_SERVES.get(self.kind)
         if serves is not None and tuple(sorted(self.http)) not in serves.get(self.tls, ()):
             options = "; ".join(f"tls = {str(t).lower()}: " + ", ".join(str(list(v)) for v in vs)

@@ -77,7 +77,7 @@ def check_references(study: "StudySpec", check_axis_columns: bool = True) -> Non
     _check_listeners(study)
     kernel_servers_per_node: dict[str, list[str]] = {}
     for server in study.servers:
-        if server.kind != "lean":
+        if server.kind != "lean" and not server.udp_only:  # QUIC's controller is the server's own
             kernel_servers_per_node.setdefault(server.node, []).append(server.name)
     for node, names in kernel_servers_per_node.items():
         if len({study.server(n).cc for n in names}) > 1:

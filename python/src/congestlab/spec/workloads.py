@@ -180,8 +180,8 @@ class GetRequest(_Strict):
     file_kib: int = Field(default=320, ge=1)
     families: list[Family] = Field(default=["v4", "v6"], min_length=1, description="one GET each, in turn")
     # the server's port decides TLS; a GET that negotiates another HTTP or TLS version is invalid
-    http: Literal["1.1", "2"] = Field(default="1.1", description="HTTP version asked for (\"2\" without TLS: h2c "
-                                      "by prior knowledge)")
+    http: Literal["1.1", "2", "3"] = Field(default="1.1", description="HTTP version asked for (\"2\" without "
+                                             "TLS: h2c by prior knowledge; \"3\": QUIC, client_kind = \"curl-cffi\")")
     tls: bool = Field(default=False, description="over TLS (the server must have tls = true)")
     tls_version: Literal["1.2", "1.3"] = Field(default="1.3", description="with tls: exactly this TLS version")
 
@@ -196,8 +196,10 @@ class GetWorkload(_Workload):
     requests: list[GetRequest] = Field(min_length=1)
     # the studies used a browser (Firefox 3.5); chromium fetches the file as a download,
     # with a fresh profile per request (traffic/chromium.py)
-    client_kind: Literal["curl", "chromium"] = Field(
-        default="curl", description="the client program: curl, or headless chromium (a browser, as the studies)")
+    # curl-cffi: libcurl with ngtcp2, HTTP/1.1, 2 and 3 from one client stack (traffic/cffi_get.py)
+    client_kind: Literal["curl", "curl-cffi", "chromium"] = Field(
+        default="curl", description="the client program: curl, curl-cffi (one libcurl for HTTP/1.1, 2 and 3), or "
+        "headless chromium (a browser, as the studies)")
     timeout_s: float = Field(default=30.0, gt=0, le=600, description="give up after this long (with timeout = "
                              "\"from-published\": the most it waits, and the wait at a level with no published delay)")
     # the timeout per point from the seed's published delays (spec/request_timeouts.py)
@@ -263,6 +265,9 @@ class GetWorkload(_Workload):
             if req.http not in server.http:
                 raise ValueError(f"{where}.requests.{i}.http = \"{req.http}\" but server {req.server!r} serves "
                                  f"http = {server.http}")
+            if req.http == "3" and self.client_kind != "curl-cffi":
+                raise ValueError(f"{where}.requests.{i}.http = \"3\" needs client_kind = \"curl-cffi\" (the curl "
+                                 "here has no HTTP/3)")
             if self.client_kind == "chromium" and (req.tls or req.http == "2"):
                 raise ValueError(f"{where}.requests.{i}: chromium GETs are plain HTTP/1.1 here (no h2c in "
                                  "chromium; TLS: not yet)")
