@@ -1,4 +1,5 @@
-"""tcpdump on the server's interface: headers only, immediate mode, one pcap per server."""
+"""tcpdump on the server's interface: headers only, immediate mode, one pcap per server; a
+QUIC server's UDP port whole (its packets are read after decryption)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from congestlab.errors import ToolError
 SNAPLEN_BYTES = 128
 
 
-def tcpdump_argv(iface: str, pcap: Path, bpf_filter: str) -> list[str]:
+def tcpdump_argv(iface: str, pcap: Path, bpf_filter: str, snaplen_bytes: int = SNAPLEN_BYTES) -> list[str]:
+    """`snaplen_bytes` 0: whole packets."""
     exe = shutil.which("tcpdump") or "/usr/bin/tcpdump"
     # -Z root: keep writing into the root-owned run directory; -U + immediate mode: a
     # capture stopped right after the traffic still holds every packet.
-    return [exe, "-i", iface, "-s", str(SNAPLEN_BYTES), "-n", "-U", "--immediate-mode", "-Z", "root",
+    return [exe, "-i", iface, "-s", str(snaplen_bytes), "-n", "-U", "--immediate-mode", "-Z", "root",
             "-w", str(pcap), bpf_filter]
 
 

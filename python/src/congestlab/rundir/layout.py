@@ -15,6 +15,9 @@ RESULTS_DIR = "results"
 REP_INFO = "rep.json"  # written last: a repetition with it is complete
 RECORDS = "records.jsonl"
 PCAP_DIR = "pcap"
+# a QUIC server's UDP capture (whole packets: decrypted with the clients' key log beside it)
+QUIC_DIR = "quic"
+QUIC_KEYLOG = "keys.log"
 REP_NAME = re.compile(r"r[1-9][0-9]{0,8}")  # a repetition's directory: r1, r2, ...
 
 

@@ -34,7 +34,7 @@ class GetRecord(BaseModel):
     client: str
     family: Literal["v4", "v6"]
     file_kib: int
-    client_kind: Literal["curl", "chromium"]
+    client_kind: Literal["curl", "curl-cffi", "chromium"]
     client_addr: str
     timeout_s: float  # the client's time limit: a GET that reaches it is a censored sample
     start_ts: float
@@ -57,7 +57,7 @@ class GetRecord(BaseModel):
     time_total_s: float
     error: str = ""
     # what it asked for and what it got (a GET that negotiated another HTTP version is not ok)
-    http: Literal["1.1", "2"]
+    http: Literal["1.1", "2", "3"]
     tls: bool
     http_negotiated: str | None
     tls_version: str | None

@@ -1,4 +1,5 @@
-"""A repetition's recordings: tcpdump at every capturing server's port and, with [capture]
+"""A repetition's recordings: tcpdump at every capturing server's port (a QUIC server's UDP
+port too, whole packets, into quic/), and, with [capture]
 kernel_probe / queue_probe, a recording by the run's BPF sampler (capture/probes.py), all
 started before the workloads and stopped after them, with the kernel's drop counts and the
 sampler's own. The sampler itself lives across repetitions (ProbeSampler): loading its
@@ -16,9 +17,9 @@ from congestlab import fidelity
 from congestlab.capture.probes import (CLOCK_FILE, DRIFT_LIMIT_NS, RAW_DIR, QueueTarget, SockTarget,
                                        clprobe_control_argv, netns_inode, read_clock, read_reply, recording_commands,
                                        stop_summary)
-from congestlab.capture.tcpdump import parse_drop_counts, tcpdump_argv, wait_listening
+from congestlab.capture.tcpdump import SNAPLEN_BYTES, parse_drop_counts, tcpdump_argv, wait_listening
 from congestlab.errors import RunDirError, ToolError
-from congestlab.rundir import PCAP_DIR
+from congestlab.rundir import PCAP_DIR, QUIC_DIR
 from congestlab.runner.host import pause_if_asked
 from congestlab.runner.network import shaped
 from congestlab.spec.models import CaptureSpec
@@ -106,9 +107,10 @@ class Probe:
 
 @dataclass
 class Captures:
-    """A repetition's tcpdumps (name, process, stderr path, argv) and when they all listened:
-    the lean log/capture check counts the log inside [started_s, stop]."""
-    running: list[tuple[str, object, Path, list[str]]] = field(default_factory=list)
+    """A repetition's tcpdumps (name, process, stderr path, argv, rep.json key: "captures" or
+    "quic_captures") and when they all listened: the lean log/capture check counts the log
+    inside [started_s, stop]."""
+    running: list[tuple[str, object, Path, list[str], str]] = field(default_factory=list)
     started_s: float = 0.0
     probe: Probe | None = None
 
@@ -124,12 +126,19 @@ def start_captures(tb: Testbed, servers: dict, rep_dir: Path, capture: CaptureSp
             if not spec.capture:
                 continue
             iface = tb.layout.nodes[spec.node].interfaces[0].dev
-            argv = tcpdump_argv(iface, rep_dir / PCAP_DIR / f"{name}.pcap", f"tcp port {spec.port}")
-            err_path = rep_dir / "logs" / f"tcpdump-{name}.log"
-            with open(err_path, "wb") as err:
-                proc = tb.start(spec.node, argv, stderr=err)
-            captures.running.append((name, proc, err_path, argv))
-            wait_listening(err_path, proc, argv)
+            wanted = [] if spec.udp_only else [(rep_dir / PCAP_DIR / f"{name}.pcap", f"tcp port {spec.port}",
+                                                SNAPLEN_BYTES, f"tcpdump-{name}.log", "captures")]
+            if spec.serves_quic:  # whole datagrams: the analysis decrypts them (analysis/quic_capture.py)
+                (rep_dir / QUIC_DIR).mkdir(exist_ok=True)
+                wanted.append((rep_dir / QUIC_DIR / f"{name}.pcap", f"udp port {spec.port}", 0,
+                               f"tcpdump-{name}-quic.log", "quic_captures"))
+            for pcap, bpf_filter, snaplen, log_name, key in wanted:
+                argv = tcpdump_argv(iface, pcap, bpf_filter, snaplen)
+                err_path = rep_dir / "logs" / log_name
+                with open(err_path, "wb") as err:
+                    proc = tb.start(spec.node, argv, stderr=err)
+                captures.running.append((name, proc, err_path, argv, key))
+                wait_listening(err_path, proc, argv)
         if capture is not None and (capture.kernel_probe or capture.queue_probe):
             captures.probe = _start_probe(tb, servers, rep_dir, capture, sampler)
     except BaseException:
@@ -143,7 +152,7 @@ def probe_targets(tb: Testbed, servers: dict, capture: CaptureSpec) -> tuple[lis
     """The kernel servers that are captured (a lean server's view is its own log), and every
     shaped egress (node side and switch side of each shaped link)."""
     socks = [SockTarget(name, netns_inode(tb.ns(s.spec.node)), s.spec.port) for name, s in servers.items()
-             if capture.kernel_probe and s.spec.capture and s.spec.kind != "lean"]
+             if capture.kernel_probe and s.spec.capture and s.spec.kind != "lean" and not s.spec.udp_only]
     queues = []
     if capture.queue_probe:
         for label, ns, dev in shaped(tb):
@@ -195,9 +204,10 @@ def stop_captures(tb: Testbed, captures: Captures, info: dict) -> None:
         summary = _stop_probe(tb, probe)
         if summary is not None:
             info["probes"] = summary
-    for name, proc, err_path, argv in captures.running:
+    for name, proc, err_path, argv, key in captures.running:
         tb.stop(proc)
-        info["captures"][name] = {"argv": argv, "tcpdump": parse_drop_counts(err_path.read_text(errors="replace"))}
+        info.setdefault(key, {})[name] = {"argv": argv,
+                                          "tcpdump": parse_drop_counts(err_path.read_text(errors="replace"))}
     captures.running = []
 
 

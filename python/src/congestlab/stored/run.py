@@ -286,3 +286,12 @@ class StoredRepetition:
 
     def pcaps(self) -> list[Path]:
         return sorted((self.dir / layout.PCAP_DIR).glob("*.pcap"))
+
+    def quic_pcaps(self) -> list[Path]:
+        """The QUIC servers' UDP captures (whole packets)."""
+        return sorted((self.dir / layout.QUIC_DIR).glob("*.pcap"))
+
+    @property
+    def quic_keylog(self) -> Path:
+        """The key log the repetition's QUIC and TLS clients wrote (absent: none did)."""
+        return self.dir / layout.QUIC_DIR / layout.QUIC_KEYLOG

@@ -8,6 +8,7 @@ import subprocess
 from congestlab.errors import SpecError
 from congestlab.paths import rust_binary
 from congestlab.traffic.chromium import chromium_version
+from congestlab.traffic.cffi_get import cffi_version
 from congestlab.traffic.iperf import iperf_versions
 from congestlab.traffic.mgen import mgen_version
 from congestlab.traffic.ping import ping_version
@@ -44,6 +45,7 @@ def _dualbench_version() -> dict[str, str]:
 # a program a runner drives (its `tools`) -> its versions, in the order the manifest lists them
 TOOL_VERSIONS = {
     "chromium": lambda: {"chromium": chromium_version()},
+    "curl-cffi": lambda: {"curl-cffi": cffi_version()},
     "mgen": lambda: {"mgen": mgen_version()},
     "dualbench": _dualbench_version,
     "iperf": iperf_versions,  # iperf 2 and iperf3

@@ -1,5 +1,6 @@
-"""The measured GETs: one per family per repetition, by curl or headless Chromium from the
-client's namespace; several requests of one workload go out at the same time (competing
+"""The measured GETs: one per family per repetition, by curl, curl-cffi (one libcurl for
+HTTP/1.1, 2 and 3: traffic/cffi_get.py, its TLS secrets into the repetition's key log for the
+QUIC analysis) or headless Chromium from the client's namespace; several requests of one workload go out at the same time (competing
 servers). The analysis turns each into a `request` row from the capture
 (analysis/run_analysis.py): curl names its local port, for Chromium the analysis picks the
 connection that carried the file.
@@ -17,10 +18,12 @@ import threading
 import time
 
 from congestlab.fidelity import Check
+from congestlab.rundir import QUIC_DIR, QUIC_KEYLOG
 from congestlab.rundir.records import RAW_KIND, GetRecord
 from congestlab.testbed.cgroups import GetCpu
 from congestlab.servers.files import url_path
 from congestlab.traffic.chromium import CLOSE_GRACE_S, STARTUP_ALLOWANCE_S, fetch_with_chromium
+from congestlab.traffic.cffi_get import cffi_argv, cffi_env, parse_cffi_json
 from congestlab.traffic.http_request import curl_argv, parse_curl_json, url_for
 from congestlab.workloads.base import Measuring, Record
 from congestlab.workloads.closed import CLOSE_WAIT_MAX_S, ServerConnection, log_offset, wait_closed
@@ -47,8 +50,9 @@ class GetRunner(Measuring):
 
     @classmethod
     def tools(cls, spec) -> set[str]:
-        """The browser when it fetches with one (every run records curl's: runner/orchestrator.py)."""
-        return {"chromium"} if spec.client_kind == "chromium" else set()
+        """The browser or curl-cffi when it fetches with one (every run records curl's:
+        runner/orchestrator.py)."""
+        return {spec.client_kind} if spec.client_kind in ("chromium", "curl-cffi") else set()
 
     def run(self, repetition: int) -> tuple[list[Record], list]:
         results: list[list[Record]] = [[] for _ in self.spec.requests]
@@ -100,6 +104,8 @@ class GetRunner(Measuring):
                                                           self.spec.timeout_s, log)
                 if not self.argvs:
                     self.argvs.append(argv)  # the same line every time but for the temp profile
+            elif self.spec.client_kind == "curl-cffi":
+                result, start = self._cffi_get(req, url, family)
             else:
                 tls_version = req.tls_version if req.tls else None
                 argv = curl_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file, tls_version)
@@ -124,10 +130,29 @@ class GetRunner(Measuring):
                 **vars(result)).model_dump()))
             previous = ServerConnection(req.server, server.spec.node, server.port, client_addr, result.local_port,
                                         server.log_path, offset) if result.local_port else None
+            if previous is not None and req.http == "3":  # drained, not closed, at its server (workloads/closed.py)
+                previous.quic_ended_s = time.monotonic()
+                previous.quic_rtt_s = result.time_connect_s if result.ok else None
             if position < len(families) - 1:
                 time.sleep(ctx.study.gap_s)
         if carried:
             ctx.previous_get["conn"] = previous
+
+    def _cffi_get(self, req, url: str, family: str):
+        """One GET by curl-cffi in a Python process of its own: the start is when libcurl
+        began (the interpreter's start-up is outside the GET), or before the process when it
+        printed none."""
+        ctx = self.ctx
+        keylog = self.log_dir.parent / QUIC_DIR / QUIC_KEYLOG if req.http == "3" else None
+        if keylog is not None:
+            keylog.parent.mkdir(exist_ok=True)
+        tls_version = req.tls_version if req.tls and req.http != "3" else None  # QUIC is TLS 1.3 by itself
+        argv = cffi_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file, tls_version, env=cffi_env(keylog, None))
+        self.argvs.append(argv)
+        before = time.time()
+        proc = ctx.tb.run(req.client, argv, check=False, timeout_s=self.spec.timeout_s + 10)
+        result, started = parse_cffi_json(family, url, req.file_kib * 1024, proc, req.http, tls_version)
+        return result, started if started is not None else before
 
     @classmethod
     def bytes_per_run(cls, spec) -> float | None:
@@ -136,7 +161,7 @@ class GetRunner(Measuring):
 
     @classmethod
     def time_bound_s(cls, spec, study) -> float:
-        browser_s = STARTUP_ALLOWANCE_S + 2 * CLOSE_GRACE_S if spec.client_kind == "chromium" else 0.0
+        browser_s = {"chromium": STARTUP_ALLOWANCE_S + 2 * CLOSE_GRACE_S, "curl-cffi": 5.0}.get(spec.client_kind, 0.0)
         return max(len(r.families) for r in spec.requests) * (spec.timeout_s + 5 + browser_s + study.gap_s
                                                                + CLOSE_WAIT_MAX_S)
 
