@@ -1,0 +1,331 @@
+"""QUIC connections of a server-side capture, decrypted by tshark with the client's TLS key
+log, measured as analysis/metrics.py measures a TCP connection (docs/trace-analysis.md).
+
+One tshark pass reads every connection (`quic_connections`); `parse_field_lines` turns its
+tab-separated field lines into connections and needs no tshark (tests feed it lines).
+
+Definitions (the one definition of every protocol: the client's first packet -> the client's
+acknowledgement of the last response byte):
+- start: the client's first datagram (its Initial: QUIC's SYN and ClientHello at once)
+- end: the first client ACK whose ranges cover a server packet carrying the last byte of the
+  response stream (the lowest client-initiated bidirectional stream the server sent data on:
+  stream 0 for a single GET; its bytes are the HTTP/3 frames, HEADERS included)
+- delay_ms = syn_to_last_ack_ms = end - start
+- payload_bytes: unique response stream bytes; goodput over the delay
+- bytes_captured: UDP payload bytes of both directions in [start, end]; bytes_nrt the same
+  without the server datagrams that carry stream bytes sent before (as TCP's NRT drops
+  retransmitted segments whole). TCP counts whole frames (metrics.py): QUIC counts UDP
+  payloads, so the two differ by the IP and UDP headers
+- retransmissions: server packets carrying stream bytes (any stream) sent before; QUIC never
+  reuses a packet number, so a retransmission is the same stream range in a new packet
+- rtt_samples_ms: server packet with stream data -> first client ACK covering its number, not
+  for packets carrying resent bytes (Karn, as TCP); ack_delay is not subtracted (as TCP)
+- server_data_unacked_bytes: response stream bytes in no acknowledged server packet
+
+Coalesced datagrams give several values per field. STREAM frames are read from the
+datagram's short-header (1-RTT) packet, always its last. ACK frames count only in datagrams
+without long-header packets: a coalesced datagram's ACKs may belong to the Initial or
+Handshake number space, and after the handshake the client's datagrams are short-header only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from congestlab.analysis.metrics import ByteRanges, ConnectionMetrics
+from congestlab.errors import ToolError, TraceError
+
+FIELDS = (
+    "frame.time_epoch", "frame.len", "frame.cap_len", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
+    "udp.srcport", "udp.dstport", "udp.length", "quic.header_form", "quic.packet_number", "quic.scid",
+    "quic.frame_type", "quic.stream.stream_id", "quic.stream.offset", "quic.stream.length",
+    "quic.stream.fin", "quic.stream_data", "quic.ack.largest_acknowledged", "quic.ack.first_ack_range",
+    "quic.ack.ack_range_count", "quic.ack.gap", "quic.ack.ack_range", "quic.decryption_failed",
+)
+_I = {name: i for i, name in enumerate(FIELDS)}
+NOT_DECRYPTED = "not decrypted: no key in the key log"
+_UDP_HEADER = 8
+
+
+@dataclass
+class StreamChunk:
+    stream_id: int
+    offset: int
+    length: int
+    fin: bool
+
+
+@dataclass
+class QuicDatagram:
+    """One UDP datagram of a connection (its QUIC packets coalesced)."""
+
+    ts: float
+    from_client: bool
+    udp_payload: int
+    truncated: bool  # cap_len < len: the snapshot length cut it
+    long_header: bool  # holds an Initial/Handshake/0-RTT packet
+    short_pn: int | None  # number of its 1-RTT packet
+    chunks: list[StreamChunk] = field(default_factory=list)
+    acked: list[tuple[int, int]] = field(default_factory=list)  # inclusive pn ranges (1-RTT ACKs)
+    encrypted: bool = False  # a 1-RTT packet tshark could not read
+    scids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class QuicConnection:
+    """One QUIC connection at the server's UDP port; attributes mirror trace.py's
+    PcapConnection so request code treats both alike."""
+
+    conn: int
+    family: str
+    client: str
+    client_port: int
+    server: str
+    server_port: int
+    first_ts: float
+    last_ts: float
+    retransmissions: int
+    metrics: ConnectionMetrics | None
+    error: str | None = None
+    server_data_unacked_bytes: int = 0
+    capture_duplicates: int = 0  # not detected for QUIC; kept for PcapConnection's shape
+    server_scid: str | None = None
+    client_scid: str | None = None
+    response_stream_id: int | None = None
+    datagrams: list[QuicDatagram] = field(default_factory=list, repr=False)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.family, self.client_port)
+
+
+def quic_connections(pcap: Path, keylog: Path | None, server_ports: set[int],
+                     tshark: str = "tshark") -> list[QuicConnection]:
+    """Every QUIC connection at `server_ports` in `pcap`, measured (one tshark pass)."""
+    pcap = Path(pcap)
+    if not pcap.is_file():
+        raise TraceError(f"{pcap}: no such capture")
+    if shutil.which(tshark) is None:
+        raise ToolError([tshark], None, "")
+    ports = sorted(int(p) for p in server_ports)
+    argv = [tshark, "-n", "-r", str(pcap), "-T", "fields", "-E", "separator=/t", "-E", "aggregator=,",
+            "-E", "occurrence=a", "-Y", " || ".join(f"udp.port == {p}" for p in ports)]
+    for p in ports:  # decode as QUIC whatever the port number
+        argv += ["-d", f"udp.port=={p},quic"]
+    if keylog is not None and Path(keylog).is_file():
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    for name in FIELDS:
+        argv += ["-e", name]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ToolError(argv, proc.returncode, proc.stderr)
+    return parse_field_lines(proc.stdout.splitlines(), set(ports))
+
+
+def parse_field_lines(lines, server_ports: set[int]) -> list[QuicConnection]:
+    """tshark's field lines (FIELDS, tab-separated, ',' between a field's values) ->
+    connections keyed by family and client port, in the order of their first datagram."""
+    conns: dict[tuple[str, int, int], QuicConnection] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        f = line.rstrip("\n").split("\t")
+        f += [""] * (len(FIELDS) - len(f))
+        sport, dport = int(f[_I["udp.srcport"]]), int(f[_I["udp.dstport"]])
+        from_client = dport in server_ports
+        if not from_client and sport not in server_ports:
+            continue
+        family = "v6" if f[_I["ipv6.src"]] else "v4"
+        src = f[_I["ipv6.src"]] or f[_I["ip.src"]]
+        dst = f[_I["ipv6.dst"]] or f[_I["ip.dst"]]
+        client_port, server_port = (sport, dport) if from_client else (dport, sport)
+        key = (family, client_port, server_port)
+        dg = _datagram(f, from_client)
+        c = conns.get(key)
+        if c is None:
+            client, server = (src, dst) if from_client else (dst, src)
+            c = conns[key] = QuicConnection(
+                conn=len(conns), family=family, client=client, client_port=client_port, server=server,
+                server_port=server_port, first_ts=dg.ts, last_ts=dg.ts, retransmissions=0, metrics=None)
+        c.last_ts = max(c.last_ts, dg.ts)
+        c.datagrams.append(dg)
+        if dg.scids:
+            if from_client and c.client_scid is None:
+                c.client_scid = dg.scids[0]
+            elif not from_client and c.server_scid is None:
+                c.server_scid = dg.scids[0]
+    out = list(conns.values())
+    for c in out:
+        measure_quic(c)
+    return out
+
+
+def _ints(value: str) -> list[int]:
+    return [int(v, 0) for v in value.split(",") if v != ""] if value else []
+
+
+def _datagram(f: list[str], from_client: bool) -> QuicDatagram:
+    forms = _ints(f[_I["quic.header_form"]])
+    pns = _ints(f[_I["quic.packet_number"]])
+    types = _ints(f[_I["quic.frame_type"]])
+    short = bool(forms) and forms[-1] == 0
+    long_header = any(v == 1 for v in forms)
+    frame_len, cap_len = int(f[_I["frame.len"]] or 0), int(f[_I["frame.cap_len"]] or 0)
+    udp_len = int(f[_I["udp.length"]].split(",")[0] or _UDP_HEADER)
+    dg = QuicDatagram(
+        ts=float(f[_I["frame.time_epoch"]]), from_client=from_client, udp_payload=udp_len - _UDP_HEADER,
+        truncated=cap_len < frame_len, long_header=long_header, short_pn=None,
+        scids=[s.replace(":", "") for s in f[_I["quic.scid"]].split(",") if s])
+    decrypted_short = short and len(pns) == len(forms)
+    dg.encrypted = short and (not decrypted_short or bool(f[_I["quic.decryption_failed"]]))
+    if not decrypted_short:
+        return dg
+    dg.short_pn = pns[-1]
+    stream_types = [t for t in types if 0x08 <= t <= 0x0F]
+    sids = _ints(f[_I["quic.stream.stream_id"]])
+    offsets = iter(_ints(f[_I["quic.stream.offset"]]))
+    lengths = iter(_ints(f[_I["quic.stream.length"]]))
+    data = f[_I["quic.stream_data"]].split(",")
+    for i, t in enumerate(stream_types):
+        off = next(offsets, 0) if t & 0x04 else 0
+        if t & 0x02:
+            length = next(lengths, 0)
+        else:  # no Length field: the data runs to the packet's end (quic-go's last frame)
+            length = len(data[i].replace(":", "")) // 2 if i < len(data) else 0
+        dg.chunks.append(StreamChunk(sids[i], off, length, bool(t & 0x01)))
+    if not long_header:
+        dg.acked = _ack_ranges(f)
+    return dg
+
+
+def _ack_ranges(f: list[str]) -> list[tuple[int, int]]:
+    """Inclusive packet-number ranges of the datagram's ACK frames (RFC 9000 19.3.1)."""
+    largest = _ints(f[_I["quic.ack.largest_acknowledged"]])
+    first = _ints(f[_I["quic.ack.first_ack_range"]])
+    counts = _ints(f[_I["quic.ack.ack_range_count"]])
+    gaps = iter(_ints(f[_I["quic.ack.gap"]]))
+    ranges = iter(_ints(f[_I["quic.ack.ack_range"]]))
+    out = []
+    for i, top in enumerate(largest):
+        low = top - first[i]
+        out.append((low, top))
+        for _ in range(counts[i] if i < len(counts) else 0):
+            top = low - next(gaps) - 2
+            low = top - next(ranges)
+            out.append((low, top))
+    return out
+
+
+def _covered(pn: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(lo <= pn <= hi for lo, hi in ranges)
+
+
+def measure_quic(c: QuicConnection) -> None:
+    """Fills metrics (or error), retransmissions and server_data_unacked_bytes of `c`."""
+    dgs = sorted(c.datagrams, key=lambda d: d.ts)
+    label = f"connection {c.family} port {c.client_port}"
+    cut = sum(1 for d in dgs if d.truncated)
+    # Karn and retransmissions: per server datagram, does it carry stream bytes sent before?
+    seen: dict[int, ByteRanges] = {}
+    resent = [False] * len(dgs)
+    for i, d in enumerate(dgs):
+        if d.from_client:
+            continue
+        for ch in d.chunks:
+            if ch.length and seen.setdefault(ch.stream_id, ByteRanges()).add(ch.offset, ch.offset + ch.length):
+                resent[i] = True
+    c.retransmissions = sum(resent)
+    if cut:
+        c.error = f"{label}: capture truncated: {cut} datagrams cut by the snapshot length (cap_len < len)"
+        return
+    if any(d.encrypted for d in dgs) and not any(d.chunks or d.acked for d in dgs):
+        c.error = f"{label}: {NOT_DECRYPTED}"
+        return
+    response_ids = sorted({ch.stream_id for d in dgs if not d.from_client for ch in d.chunks
+                           if ch.stream_id % 4 == 0 and ch.length})
+    if not response_ids:
+        c.error = f"{label}: no response stream data from the server"
+        return
+    sid = c.response_stream_id = response_ids[0]
+    response = ByteRanges()
+    last_byte = 0
+    for d in dgs:
+        if not d.from_client:
+            for ch in d.chunks:
+                if ch.stream_id == sid and ch.length:
+                    response.add(ch.offset, ch.offset + ch.length)
+                    last_byte = max(last_byte, ch.offset + ch.length - 1)
+    acked_pns = _merge([r for d in dgs if d.from_client for r in d.acked])
+    c.server_data_unacked_bytes = _unacked(dgs, sid, response, acked_pns)
+    carriers = {d.short_pn for d in dgs if not d.from_client for ch in d.chunks
+                if ch.stream_id == sid and ch.offset <= last_byte < ch.offset + ch.length}
+    first_sent = min(d.ts for d in dgs if not d.from_client and d.short_pn in carriers)
+    end = next((d for d in dgs if d.from_client and d.ts >= first_sent
+                and any(_covered(pn, d.acked) for pn in carriers)), None)
+    if end is None:
+        c.error = f"{label}: no client ACK covering the last response byte (stream {sid} byte {last_byte})"
+        return
+    start = next(d for d in dgs if d.from_client)
+    delay_s = end.ts - start.ts
+    if delay_s <= 0:
+        c.error = f"{label}: non-positive delay"
+        return
+    inside = [(d, r) for d, r in zip(dgs, resent) if start.ts <= d.ts <= end.ts]
+    captured = sum(d.udp_payload for d, _ in inside)
+    nrt = sum(d.udp_payload for d, r in inside if not r)
+    payload = sum(e - s for s, e in response.ranges)
+    delay_ms = delay_s * 1e3
+    c.metrics = ConnectionMetrics(
+        family=c.family, client_port=c.client_port, delay_ms=delay_ms,
+        nrt_throughput_mbps=nrt * 8 / delay_s / 1e6, captured_throughput_mbps=captured * 8 / delay_s / 1e6,
+        goodput_mbps=payload * 8 / delay_s / 1e6, retransmissions=c.retransmissions, bytes_nrt=nrt,
+        bytes_captured=captured, payload_bytes=payload, rtt_samples_ms=_rtt_samples_ms(dgs, resent),
+        syn_to_last_ack_ms=delay_ms)
+
+
+def _rtt_samples_ms(dgs: list[QuicDatagram], resent: list[bool]) -> list[float]:
+    pending: dict[int, float] = {}  # server packet number -> sent ts
+    samples = []
+    for d, r in zip(dgs, resent):
+        if not d.from_client:
+            if d.chunks and not r and d.short_pn is not None:
+                pending.setdefault(d.short_pn, d.ts)
+            continue
+        if d.acked and pending:
+            for pn in [pn for pn in pending if _covered(pn, d.acked)]:
+                samples.append((d.ts - pending.pop(pn)) * 1e3)
+    return samples
+
+
+def _merge(ranges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Inclusive ranges -> (sorted lows, highs) of their union, for bisect."""
+    lows: list[int] = []
+    highs: list[int] = []
+    for lo, hi in sorted(ranges):
+        if highs and lo <= highs[-1] + 1:
+            highs[-1] = max(highs[-1], hi)
+        else:
+            lows.append(lo)
+            highs.append(hi)
+    return lows, highs
+
+
+def _in_merged(pn: int, merged: tuple[list[int], list[int]]) -> bool:
+    i = bisect.bisect_right(merged[0], pn) - 1
+    return i >= 0 and pn <= merged[1][i]
+
+
+def _unacked(dgs: list[QuicDatagram], sid: int, response: ByteRanges,
+             acked: tuple[list[int], list[int]]) -> int:
+    got = ByteRanges()
+    for d in dgs:
+        if not d.from_client and d.short_pn is not None and _in_merged(d.short_pn, acked):
+            for ch in d.chunks:
+                if ch.stream_id == sid and ch.length:
+                    got.add(ch.offset, ch.offset + ch.length)
+    total = sum(e - s for s, e in response.ranges)
+    return total - sum(e - s for s, e in got.ranges)
