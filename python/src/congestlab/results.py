@@ -45,6 +45,9 @@ KIND_COLUMNS: dict[str, list[str]] = {
         # times; CPU per GET: the server's cgroup and the host's softirq time over it
         "http", "tls", "http_negotiated", "tls_version", "tls_handshake_ms", "request_to_last_byte_ms",
         "server_cpu_ms", "host_softirq_ms",
+        # HTTP/3: the QUIC sender's own qlog (ngtcp2): "complete" or what is wrong with it, its
+        # lost packets and its largest congestion window
+        "qlog", "qlog_packets_lost", "qlog_cwnd_max_bytes",
         # the run design (workloads/get.py): the families of one request in one repetition are
         # one pair; their order; whether the previous GET's connection had closed at its server
         # when this one started, and how long this one waited for it

@@ -79,3 +79,22 @@ def test_a_lean_server_connection_is_closed_at_its_close_event_for_that_peer(tmp
     with log.open("a") as f:
         f.write(json.dumps({"event": "close", "peer": "10.0.0.10:40000", "conn": 4}) + "\n")
     assert wait_closed(None, v4, max_s=0.05)[0]
+
+
+def test_a_quic_connection_drains_three_ptos_after_a_complete_get():
+    """No socket to look at: the client's CONNECTION_CLOSE went out as it exited; the server
+    drains 3 PTO from a first RTT sample (RFC 9002 §6.2.1: 3 x sample + 25 ms)."""
+    import time
+    from congestlab.workloads.closed import quic_drain_s
+    assert abs(quic_drain_s(0.020) - 3 * 0.085) < 1e-9
+    conn = ServerConnection("q", "server", 4433, "10.0.0.10", 40000, quic_rtt_s=0.002,
+                            quic_ended_s=time.monotonic())
+    closed, waited_ms = wait_closed(None, conn)  # no testbed: nothing is asked of the server
+    assert closed and quic_drain_s(0.002) * 1e3 - 20 <= waited_ms <= quic_drain_s(0.002) * 1e3 + 50
+
+
+def test_a_failed_quic_get_waits_the_longest_and_counts_as_not_closed():
+    import time
+    conn = ServerConnection("q", "server", 4433, "10.0.0.10", 40000, quic_rtt_s=None, quic_ended_s=time.monotonic())
+    closed, waited_ms = wait_closed(None, conn, max_s=0.1)
+    assert not closed and 80 <= waited_ms <= 200

@@ -98,9 +98,16 @@ def test_caddy_plain_and_tls():
     assert "protocols h1 h2c\n" in _server(CaddyServer, None, ("1.1", "2")).render()
     tls = _server(CaddyServer, TLS, ("1.1", "2")).render()
     assert "https://:8443 {" in tls and f"\ttls {TLS.cert} {TLS.key}\n" in tls
-    # no h3: Caddy would open a QUIC listener on UDP
+    # no h3 unless asked: Caddy would open a QUIC listener on UDP
     assert "protocols h1 h2\n" in tls and "h3" not in tls
     assert "protocols h1\n" in _server(CaddyServer, TLS).render()
+    assert _server(CaddyServer, TLS).confounds() is None
+
+
+def test_caddy_with_http3_opens_quic_and_records_its_stack():
+    caddy = _server(CaddyServer, TLS, ("1.1", "2", "3"))
+    assert "protocols h1 h2 h3\n" in caddy.render()
+    assert caddy.confounds()["stack"].startswith("quic-go 0.29")
 
 
 def test_caddy_runs_with_its_state_in_the_workdir():

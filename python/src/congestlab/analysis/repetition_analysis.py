@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.capture_counts import capture_count_problem
+from congestlab.analysis.quic_requests import (QLOG_DIR, QuicCaptures, measure_quic_captures, qlog_columns,
+                                              write_qlog_series)
 from congestlab.analysis.record_checks import axis_mismatch, deduplicated
 from congestlab.analysis.request_outcome import PathLimits
 from congestlab.analysis.request_rows import (connection_of, lower_bounds, metric_columns, request_base,
@@ -76,6 +78,7 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
     series_dir = run.path / "results" / SERIES_DIR / point.id / f"r{rep.number}"
     shutil.rmtree(series_dir, ignore_errors=True)  # written again below
     captures = _measure_captures(run, rep, info, gets, common, tally, lean, scratch_dir)
+    quic = _measure_quic(run, rep, info, tally)
     for problem in write_probe_series(series_dir, rep, lean, lean_rows_by_log):
         tally.input_problem(relative(run, problem))
     series_names: dict[tuple[str, int], str] = {}  # (server, conn) -> file name, one per connection
@@ -89,14 +92,21 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
             continue
         tally.raw_requests += 1
         out = common | request_base(record)
-        conns = captures.connections.get(record.server, [])
-        outcome, error, conn = request_outcome(record, captures.errors.get(record.server), conns,
+        over_quic = record.http == "3"
+        found = quic if over_quic else captures
+        conns = found.connections.get(record.server, [])
+        outcome, error, conn = request_outcome(record, found.errors.get(record.server), conns,
                                                _path_limits(point, record))
         why_not = checked.invalid.get(id(record)) or mismatch
         if why_not and outcome != INVALID:
             outcome, error, conn = INVALID, why_not, None
         traced = conn or connection_of(conns, record)
-        if traced is not None:  # also a GET that timed out or failed: why is the question
+        if over_quic:
+            columns, series = qlog_columns(_qlog_dir(run, info, record.server), traced)
+            out |= columns
+            if series is not None and series.time_ms and traced is not None:
+                write_qlog_series(series_dir / f"{record.server}-{traced.family}-{traced.client_port}.qlog.csv", series)
+        elif traced is not None:  # also a GET that timed out or failed: why is the question
             _write_series(series_dir, record.server, traced, captures.traces.get(record.server, {}), series_names)
         if outcome == COMPLETE:
             out |= metric_columns(conn.metrics) | {"client_port": conn.metrics.client_port,
@@ -160,6 +170,31 @@ def _measure_captures(run: StoredRun, rep: StoredRepetition, info: dict, gets: l
         tally.unusable.append(error)
         tally.problems.append(error)
     return out
+
+
+def _measure_quic(run: StoredRun, rep: StoredRepetition, info: dict, tally: Tally) -> QuicCaptures:
+    """The repetition's QUIC captures (analysis/quic_requests.py); one tcpdump recorded
+    without its file is named, as for TCP."""
+    pcaps = rep.quic_pcaps()
+    ports = {pcap.stem: _server_port(run, rep.point, pcap.stem, info) for pcap in pcaps
+             if pcap.stem in (info.get("servers") or {})}
+    quic = measure_quic_captures(pcaps, rep.quic_keylog, ports, lambda path: relative(run, str(path)))
+    for server in (info.get("quic_captures") or {}):
+        if server not in {p.stem for p in pcaps}:
+            quic.errors[server] = f"{relative(run, str(rep.quic_keylog.parent / server))}.pcap: missing"
+    for error in quic.errors.values():
+        tally.unusable.append(error)
+        tally.problems.append(error)
+    return quic
+
+
+def _qlog_dir(run: StoredRun, info: dict, server: str) -> Path | None:
+    """The qlog directory of the server instance of this repetition (ngtcp2 writes one; None
+    for a server that writes none)."""
+    for record in run.manifest.get("servers", {}).get(server, []):
+        if record.get("instance") == (info.get("servers") or {}).get(server) and record.get("kind") == "ngtcp2":
+            return run.path / record["log_dir"] / QLOG_DIR
+    return None
 
 
 def _measured_client_ports(gets: list[GetRecord], server: str) -> set[int]:

@@ -60,7 +60,10 @@ version = ["python3", "--version"]
 ```
 
 A GET names it like any server (`server = "mine"`); over TLS and HTTP/2 the server says
-`tls = true` and `http = ["1.1", "2"]` and the request `tls = true`, `http = "2"`.
+`tls = true` and `http = ["1.1", "2"]` and the request `tls = true`, `http = "2"`. HTTP/3
+(QUIC) comes from Caddy (`http = ["1.1", "2", "3"]`) or ngtcp2's server (`kind = "ngtcp2"`,
+`http = ["3"]`, its controller in `quic_cc`), with `client_kind = "curl-cffi"` on the GET
+workload and `http = "3"` on the request (docs/http3.md).
 
 ## Points, field paths and order
 
