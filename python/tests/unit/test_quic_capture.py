@@ -125,6 +125,11 @@ def test_a_stream_frame_without_length_runs_to_its_data_end():
     assert c.error is None and c.metrics.payload_bytes == 703
 
 
+def test_a_capture_without_the_client_initial_is_an_error():
+    c = one(handshake()[2:] + [data(0.003, 1, 0, 1000, fin=True), ack(0.005, 1, 0)])
+    assert c.metrics is None and c.error.endswith("no client Initial: the capture starts inside the connection")
+
+
 def test_other_ports_are_ignored():
     assert parse_field_lines(handshake(), {443}) == []
 

@@ -157,6 +157,8 @@ def parse_field_lines(lines, server_ports: set[int], stream_data: bool = True) -
             continue
         f = line.rstrip("\n").split("\t")
         f += [""] * (len(FIELDS) - len(f))
+        if "," in f[_I["udp.srcport"]]:
+            continue  # an ICMP error quoting a datagram: not the connection's own
         sport, dport = int(f[_I["udp.srcport"]]), int(f[_I["udp.dstport"]])
         from_client = dport in server_ports
         if not from_client and sport not in server_ports:
@@ -301,6 +303,9 @@ def measure_quic(c: QuicConnection) -> None:
                         " after it was sent")
         return
     start = next(d for d in dgs if d.from_client)
+    if not start.long_header:
+        c.error = f"{label}: no client Initial: the capture starts inside the connection"
+        return
     delay_s = end.ts - start.ts
     if delay_s <= 0:
         c.error = f"{label}: non-positive delay"
