@@ -87,6 +87,14 @@ def test_no_client_ack_of_the_last_byte_is_an_error():
     assert c.server_data_unacked_bytes == 1000
 
 
+def test_a_client_closing_without_acknowledging_the_last_byte_is_named():
+    # curl-cffi (ngtcp2 1.20) may send CONNECTION_CLOSE (0x1d) right after the last packet, no ACK
+    c = one(handshake() + [data(0.003, 1, 0, 1000), data(0.004, 2, 1000, 1000, fin=True), ack(0.0041, 1, 0),
+                           line(0.0043, True, pns="10", types="29")])
+    assert c.metrics is None and c.client_close_ts == 0.0043
+    assert c.error.endswith("(stream 0 byte 1999); the client closed the connection 0.300 ms after it was sent")
+
+
 def test_a_datagram_cut_by_the_snapshot_length_is_an_error():
     lines = handshake() + [data(0.003, 1, 0, 1000, fin=True), ack(0.005, 1, 0)]
     lines[3] = lines[3].replace("\t100\t100\t", "\t1100\t96\t", 1)
@@ -115,6 +123,11 @@ def test_a_stream_frame_without_length_runs_to_its_data_end():
                            line(0.004, False, pns="2", types="13", sids="0", offs="700", fins="1", data="ab:cd:ef"),
                            ack(0.005, 2, 1)])
     assert c.error is None and c.metrics.payload_bytes == 703
+
+
+def test_a_capture_without_the_client_initial_is_an_error():
+    c = one(handshake()[2:] + [data(0.003, 1, 0, 1000, fin=True), ack(0.005, 1, 0)])
+    assert c.metrics is None and c.error.endswith("no client Initial: the capture starts inside the connection")
 
 
 def test_other_ports_are_ignored():

@@ -1,8 +1,10 @@
 """QUIC connections of a server-side capture, decrypted by tshark with the client's TLS key
-log, measured as analysis/metrics.py measures a TCP connection (docs/trace-analysis.md).
+log, measured as analysis/metrics.py measures a TCP connection.
 
 One tshark pass reads every connection (`quic_connections`); `parse_field_lines` turns its
-tab-separated field lines into connections and needs no tshark (tests feed it lines).
+tab-separated field lines into connections and needs no tshark (tests feed it lines). A
+second pass, with every stream byte, runs only when a STREAM frame has no Length field
+(quic-go, Caddy's QUIC, leaves it out of a packet's last frame): its length is then its data's.
 
 Definitions (the one definition of every protocol: the client's first packet -> the client's
 acknowledgement of the last response byte):
@@ -43,11 +45,18 @@ FIELDS = (
     "frame.time_epoch", "frame.len", "frame.cap_len", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst",
     "udp.srcport", "udp.dstport", "udp.length", "quic.header_form", "quic.packet_number", "quic.scid",
     "quic.frame_type", "quic.stream.stream_id", "quic.stream.offset", "quic.stream.length",
-    "quic.stream.fin", "quic.stream_data", "quic.ack.largest_acknowledged", "quic.ack.first_ack_range",
+    "quic.stream.fin", "quic.ack.largest_acknowledged", "quic.ack.first_ack_range",
     "quic.ack.ack_range_count", "quic.ack.gap", "quic.ack.ack_range", "quic.decryption_failed",
+    # last, and asked for only when a STREAM frame has no Length field (quic-go's): printing
+    # every stream byte in hex doubles tshark's time
+    "quic.stream_data",
 )
 _I = {name: i for i, name in enumerate(FIELDS)}
 NOT_DECRYPTED = "not decrypted: no key in the key log"
+
+
+class _NeedsStreamData(Exception):
+    """A STREAM frame without Length in lines read without quic.stream_data."""
 _UDP_HEADER = 8
 
 
@@ -72,6 +81,7 @@ class QuicDatagram:
     chunks: list[StreamChunk] = field(default_factory=list)
     acked: list[tuple[int, int]] = field(default_factory=list)  # inclusive pn ranges (1-RTT ACKs)
     encrypted: bool = False  # a 1-RTT packet tshark could not read
+    closes: bool = False  # holds a CONNECTION_CLOSE frame
     scids: list[str] = field(default_factory=list)
 
 
@@ -96,6 +106,9 @@ class QuicConnection:
     server_scid: str | None = None
     client_scid: str | None = None
     response_stream_id: int | None = None
+    # the client's first CONNECTION_CLOSE: curl may close right after the last byte without
+    # acknowledging it (then `error` says so, and the lead decides what that GET is worth)
+    client_close_ts: float | None = None
     datagrams: list[QuicDatagram] = field(default_factory=list, repr=False)
 
     @property
@@ -112,29 +125,40 @@ def quic_connections(pcap: Path, keylog: Path | None, server_ports: set[int],
     if shutil.which(tshark) is None:
         raise ToolError([tshark], None, "")
     ports = sorted(int(p) for p in server_ports)
-    argv = [tshark, "-n", "-r", str(pcap), "-T", "fields", "-E", "separator=/t", "-E", "aggregator=,",
+    argv = [tshark, "-n", "-r", str(pcap), "--disable-protocol", "http3", "-T", "fields",
+            "-E", "separator=/t", "-E", "aggregator=,",
             "-E", "occurrence=a", "-Y", " || ".join(f"udp.port == {p}" for p in ports)]
     for p in ports:  # decode as QUIC whatever the port number
         argv += ["-d", f"udp.port=={p},quic"]
     if keylog is not None and Path(keylog).is_file():
         argv += ["-o", f"tls.keylog_file:{keylog}"]
-    for name in FIELDS:
+    for name in FIELDS[:-1]:
         argv += ["-e", name]
+    try:
+        return parse_field_lines(_run(argv), set(ports), stream_data=False)
+    except _NeedsStreamData:  # a second pass, with the stream bytes
+        return parse_field_lines(_run(argv + ["-e", FIELDS[-1]]), set(ports))
+
+
+def _run(argv: list[str]) -> list[str]:
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ToolError(argv, proc.returncode, proc.stderr)
-    return parse_field_lines(proc.stdout.splitlines(), set(ports))
+    return proc.stdout.splitlines()
 
 
-def parse_field_lines(lines, server_ports: set[int]) -> list[QuicConnection]:
+def parse_field_lines(lines, server_ports: set[int], stream_data: bool = True) -> list[QuicConnection]:
     """tshark's field lines (FIELDS, tab-separated, ',' between a field's values) ->
-    connections keyed by family and client port, in the order of their first datagram."""
+    connections keyed by family and client port, in the order of their first datagram.
+    `stream_data`: the lines have quic.stream_data (else they end before it)."""
     conns: dict[tuple[str, int, int], QuicConnection] = {}
     for line in lines:
         if not line.strip():
             continue
         f = line.rstrip("\n").split("\t")
         f += [""] * (len(FIELDS) - len(f))
+        if "," in f[_I["udp.srcport"]]:
+            continue  # an ICMP error quoting a datagram: not the connection's own
         sport, dport = int(f[_I["udp.srcport"]]), int(f[_I["udp.dstport"]])
         from_client = dport in server_ports
         if not from_client and sport not in server_ports:
@@ -144,7 +168,7 @@ def parse_field_lines(lines, server_ports: set[int]) -> list[QuicConnection]:
         dst = f[_I["ipv6.dst"]] or f[_I["ip.dst"]]
         client_port, server_port = (sport, dport) if from_client else (dport, sport)
         key = (family, client_port, server_port)
-        dg = _datagram(f, from_client)
+        dg = _datagram(f, from_client, stream_data)
         c = conns.get(key)
         if c is None:
             client, server = (src, dst) if from_client else (dst, src)
@@ -152,6 +176,8 @@ def parse_field_lines(lines, server_ports: set[int]) -> list[QuicConnection]:
                 conn=len(conns), family=family, client=client, client_port=client_port, server=server,
                 server_port=server_port, first_ts=dg.ts, last_ts=dg.ts, retransmissions=0, metrics=None)
         c.last_ts = max(c.last_ts, dg.ts)
+        if from_client and dg.closes and c.client_close_ts is None:
+            c.client_close_ts = dg.ts
         c.datagrams.append(dg)
         if dg.scids:
             if from_client and c.client_scid is None:
@@ -168,7 +194,7 @@ def _ints(value: str) -> list[int]:
     return [int(v, 0) for v in value.split(",") if v != ""] if value else []
 
 
-def _datagram(f: list[str], from_client: bool) -> QuicDatagram:
+def _datagram(f: list[str], from_client: bool, stream_data: bool) -> QuicDatagram:
     forms = _ints(f[_I["quic.header_form"]])
     pns = _ints(f[_I["quic.packet_number"]])
     types = _ints(f[_I["quic.frame_type"]])
@@ -185,16 +211,20 @@ def _datagram(f: list[str], from_client: bool) -> QuicDatagram:
     if not decrypted_short:
         return dg
     dg.short_pn = pns[-1]
+    dg.closes = 0x1C in types or 0x1D in types
     stream_types = [t for t in types if 0x08 <= t <= 0x0F]
     sids = _ints(f[_I["quic.stream.stream_id"]])
     offsets = iter(_ints(f[_I["quic.stream.offset"]]))
     lengths = iter(_ints(f[_I["quic.stream.length"]]))
-    data = f[_I["quic.stream_data"]].split(",")
+    data = None
     for i, t in enumerate(stream_types):
         off = next(offsets, 0) if t & 0x04 else 0
         if t & 0x02:
             length = next(lengths, 0)
         else:  # no Length field: the data runs to the packet's end (quic-go's last frame)
+            if not stream_data:
+                raise _NeedsStreamData
+            data = f[_I["quic.stream_data"]].split(",") if data is None else data
             length = len(data[i].replace(":", "")) // 2 if i < len(data) else 0
         dg.chunks.append(StreamChunk(sids[i], off, length, bool(t & 0x01)))
     if not long_header:
@@ -268,8 +298,14 @@ def measure_quic(c: QuicConnection) -> None:
                 and any(_covered(pn, d.acked) for pn in carriers)), None)
     if end is None:
         c.error = f"{label}: no client ACK covering the last response byte (stream {sid} byte {last_byte})"
+        if c.client_close_ts is not None and c.client_close_ts >= first_sent:
+            c.error += (f"; the client closed the connection {(c.client_close_ts - first_sent) * 1e3:.3f} ms"
+                        " after it was sent")
         return
     start = next(d for d in dgs if d.from_client)
+    if not start.long_header:
+        c.error = f"{label}: no client Initial: the capture starts inside the connection"
+        return
     delay_s = end.ts - start.ts
     if delay_s <= 0:
         c.error = f"{label}: non-positive delay"
