@@ -74,27 +74,36 @@ def parse_curl_json(family: str, url: str, expected_bytes: int, proc: subprocess
     try:
         info = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        detail = _tail(proc.stderr) if url.startswith("https:") else proc.stderr.strip()
+        detail = stderr_tail(proc.stderr) if url.startswith("https:") else proc.stderr.strip()
         return RequestResult(family, url, False, 0, 0, 0, 0.0, f"curl exited {proc.returncode}: {detail}")
+    tls = _TLS_LINE.search(proc.stderr or "") if url.startswith("https:") else None
+    return result_from_info(family, url, expected_bytes, info, proc.returncode == 0, http, tls_version,
+                            tls.group(1) if tls else None)
+
+
+def result_from_info(family: str, url: str, expected_bytes: int, info: dict, exited_ok: bool, http: str,
+                     tls_version: str | None, negotiated_tls: str | None) -> RequestResult:
+    """A GET's result from curl's `-w %{json}` fields (traffic/cffi_get.py prints the same
+    names): ok only for 200 with every byte over `http` and, when `tls_version` is asked for,
+    over that TLS version (`negotiated_tls`, e.g. "TLSv1.3", or None: not known)."""
     code = int(info.get("http_code") or info.get("response_code") or 0)
     size = int(info.get("size_download") or 0)
     negotiated = _http_version(info.get("http_version"))
-    ok = proc.returncode == 0 and code == 200 and size == expected_bytes
+    ok = exited_ok and code == 200 and size == expected_bytes
     error = "" if ok else (info.get("errormsg") or f"http {code}, {size} of {expected_bytes} bytes")
     if ok and negotiated != http:
         ok, error = False, f"negotiated HTTP/{negotiated}, not the requested HTTP/{http}"
-    tls = _TLS_LINE.search(proc.stderr or "") if url.startswith("https:") else None
-    if ok and tls_version and (tls is None or tls.group(1) != f"TLSv{tls_version}"):
-        ok, error = False, f"negotiated {tls.group(1) if tls else 'an unknown TLS version'}, not the requested " \
+    if ok and tls_version and negotiated_tls != f"TLSv{tls_version}":
+        ok, error = False, f"negotiated {negotiated_tls or 'an unknown TLS version'}, not the requested " \
                            f"TLSv{tls_version}"
 
     def phase(name: str) -> float | None:
         value = info.get(name)
         return float(value) if value else None
     return RequestResult(family, url, ok, code, size, int(info.get("local_port") or 0),
-                         float(info.get("time_total") or 0.0), error or "", negotiated,
-                         tls.group(1) if tls else None, phase("time_connect"), phase("time_appconnect"),
-                         phase("time_pretransfer"), phase("time_starttransfer"))
+                         float(info.get("time_total") or 0.0), error or "", negotiated, negotiated_tls,
+                         phase("time_connect"), phase("time_appconnect"), phase("time_pretransfer"),
+                         phase("time_starttransfer"))
 
 
 def _http_version(value) -> str | None:
@@ -104,8 +113,8 @@ def _http_version(value) -> str | None:
     return None if text == "0" else {"1": "1.0"}.get(text, text)
 
 
-def _tail(stderr: str | None) -> str:
-    """The last line of curl's stderr (with -v it holds the whole exchange)."""
+def stderr_tail(stderr: str | None) -> str:
+    """The last line of a client's stderr (curl's with -v holds the whole exchange)."""
     lines = (stderr or "").strip().splitlines()
     return lines[-1].strip() if lines else ""
 
