@@ -45,9 +45,10 @@ KIND_COLUMNS: dict[str, list[str]] = {
         # times; CPU per GET: the server's cgroup and the host's softirq time over it
         "http", "tls", "http_negotiated", "tls_version", "tls_handshake_ms", "request_to_last_byte_ms",
         "server_cpu_ms", "host_softirq_ms",
-        # HTTP/3: the QUIC sender's own qlog (ngtcp2): "complete" or what is wrong with it, its
-        # lost packets and its largest congestion window
-        "qlog", "qlog_packets_lost", "qlog_cwnd_max_bytes",
+        # HTTP/3: what ended the GET in the capture ("ack" of the last byte, or the client's
+        # "close" after the whole response: analysis/quic_capture.py); the QUIC sender's own qlog
+        # (ngtcp2): "complete" or what is wrong with it, its lost packets, its largest cwnd
+        "quic_end", "qlog", "qlog_packets_lost", "qlog_cwnd_max_bytes",
         # the run design (workloads/get.py): the families of one request in one repetition are
         # one pair; their order; whether the previous GET's connection had closed at its server
         # when this one started, and how long this one waited for it

@@ -91,8 +91,8 @@ def test_http3_and_http2_side_by_side_from_one_client(tmp_path):
     tail = f"""
 [[experiments]]
 name = "main"
-axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workloads.get.requests.0.http"],
-  values = [{values}], labels = {json.dumps(list(VARIANTS))} }}]
+axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workloads.get.requests.0.http"], values = [
+  {values}], labels = {json.dumps(list(VARIANTS))} }}]
 """
     spec = parse_spec(NETWORK.format(name="http3", server="caddy", http="2") + SERVERS + tail, "http3")
     run_dir = run_study(spec, out=tmp_path / "run")

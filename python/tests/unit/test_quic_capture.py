@@ -87,12 +87,30 @@ def test_no_client_ack_of_the_last_byte_is_an_error():
     assert c.server_data_unacked_bytes == 1000
 
 
-def test_a_client_closing_without_acknowledging_the_last_byte_is_named():
+def test_a_client_closing_after_the_whole_response_without_acknowledging_it_ends_the_get():
     # curl-cffi (ngtcp2 1.20) may send CONNECTION_CLOSE (0x1d) right after the last packet, no ACK
     c = one(handshake() + [data(0.003, 1, 0, 1000), data(0.004, 2, 1000, 1000, fin=True), ack(0.0041, 1, 0),
                            line(0.0043, True, pns="10", types="29")])
-    assert c.metrics is None and c.client_close_ts == 0.0043
-    assert c.error.endswith("(stream 0 byte 1999); the client closed the connection 0.300 ms after it was sent")
+    assert c.error is None and c.client_close_ts == 0.0043 and c.ended_by == "close"
+    assert c.metrics.delay_ms == pytest.approx(4.3) and c.metrics.payload_bytes == 2000
+    acked = one(handshake() + [data(0.003, 1, 0, 1000), data(0.004, 2, 1000, 1000, fin=True), ack(0.005, 2, 1)])
+    assert acked.ended_by == "ack"
+
+
+@pytest.mark.parametrize("lines, why", [
+    # the last packet was lost and sent again after the client closed: the close is no end
+    ([data(0.003, 1, 0, 1000), data(0.004, 2, 1000, 1000, fin=True), line(0.0043, True, pns="10", types="29"),
+      data(0.010, 3, 1000, 1000, fin=True)], "closed the connection 0.300 ms after it was sent, before the whole"),
+    # a hole in the stream: the client closed before it could hold the response
+    ([data(0.003, 1, 0, 1000), data(0.004, 2, 1500, 500, fin=True), line(0.0043, True, pns="10", types="29")],
+     "before the whole response had gone out"),
+    # no FIN: the response never ended
+    ([data(0.003, 1, 0, 1000), data(0.004, 2, 1000, 1000), line(0.0043, True, pns="10", types="29")],
+     "before the whole response had gone out"),
+])
+def test_a_client_closing_before_the_whole_response_went_out_is_named(lines, why):
+    c = one(handshake() + lines)
+    assert c.metrics is None and c.ended_by == "" and why in c.error, c.error
 
 
 def test_a_datagram_cut_by_the_snapshot_length_is_an_error():

@@ -11,7 +11,10 @@ acknowledgement of the last response byte):
 - start: the client's first datagram (its Initial: QUIC's SYN and ClientHello at once)
 - end: the first client ACK whose ranges cover a server packet carrying the last byte of the
   response stream (the lowest client-initiated bidirectional stream the server sent data on:
-  stream 0 for a single GET; its bytes are the HTTP/3 frames, HEADERS included)
+  stream 0 for a single GET; its bytes are the HTTP/3 frames, HEADERS included); when the
+  client never sends one, its CONNECTION_CLOSE, if it came after the last of those packets
+  and the stream was sent whole to its FIN (curl closes as soon as it holds the response,
+  before its ACK is due): `ended_by` says which ("ack" or "close")
 - delay_ms = syn_to_last_ack_ms = end - start
 - payload_bytes: unique response stream bytes; goodput over the delay
 - bytes_captured: UDP payload bytes of both directions in [start, end]; bytes_nrt the same
@@ -107,8 +110,9 @@ class QuicConnection:
     client_scid: str | None = None
     response_stream_id: int | None = None
     # the client's first CONNECTION_CLOSE: curl may close right after the last byte without
-    # acknowledging it (then `error` says so, and the lead decides what that GET is worth)
+    # acknowledging it; then, with the whole response sent, the close is the GET's end
     client_close_ts: float | None = None
+    ended_by: str = ""  # "ack": the client's ACK of the last byte; "close": its CONNECTION_CLOSE
     datagrams: list[QuicDatagram] = field(default_factory=list, repr=False)
 
     @property
@@ -296,11 +300,22 @@ def measure_quic(c: QuicConnection) -> None:
     first_sent = min(d.ts for d in dgs if not d.from_client and d.short_pn in carriers)
     end = next((d for d in dgs if d.from_client and d.ts >= first_sent
                 and any(_covered(pn, d.acked) for pn in carriers)), None)
+    c.ended_by = "ack"
     if end is None:
+        # curl closes as soon as it holds the whole response, at times before its ACK of the
+        # last packets is due: a close after every response byte went out, the stream ended
+        # (FIN) without a hole, is the client's word that it has them (its record says so too)
+        last_sent = max(d.ts for d in dgs if not d.from_client and d.short_pn in carriers)
+        whole = response.ranges == [[0, last_byte + 1]] and any(
+            ch.fin for d in dgs if not d.from_client for ch in d.chunks if ch.stream_id == sid)
+        end = next((d for d in dgs if d.from_client and d.closes and d.ts >= last_sent), None) if whole else None
+        c.ended_by = "close"
+    if end is None:
+        c.ended_by = ""
         c.error = f"{label}: no client ACK covering the last response byte (stream {sid} byte {last_byte})"
         if c.client_close_ts is not None and c.client_close_ts >= first_sent:
             c.error += (f"; the client closed the connection {(c.client_close_ts - first_sent) * 1e3:.3f} ms"
-                        " after it was sent")
+                        " after it was sent, before the whole response had gone out")
         return
     start = next(d for d in dgs if d.from_client)
     if not start.long_header:

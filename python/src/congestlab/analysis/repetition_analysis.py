@@ -103,7 +103,7 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
         traced = conn or connection_of(conns, record)
         if over_quic:
             columns, series = qlog_columns(_qlog_dir(run, info, record.server), traced)
-            out |= columns
+            out |= columns | {"quic_end": conn.ended_by if conn is not None else ""}
             if series is not None and series.time_ms and traced is not None:
                 write_qlog_series(series_dir / f"{record.server}-{traced.family}-{traced.client_port}.qlog.csv", series)
         elif traced is not None:  # also a GET that timed out or failed: why is the question
