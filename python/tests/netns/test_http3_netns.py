@@ -103,6 +103,7 @@ axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workl
     quic = manifest["servers"]["ngcubic"][0]
     assert quic["version"].startswith("ngtcp2/0.12") and quic["cc_effective"] == "ngtcp2 --cc cubic", quic
     assert quic["quic"]["quic_cc"] == "cubic" and quic["cc_kernel"] is None, quic
+    assert "a probe run's debug log names no BBR" in quic["cc_effective_from"], quic  # runner/quic_cc_probe.py
     assert manifest["servers"]["caddy"][0]["quic"]["stack"].startswith("quic-go"), manifest["servers"]["caddy"]
 
     rows = read_results(run_dir, "request")

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from congestlab.errors import TestbedError
 from congestlab.runner.host import wanted_cc
+from congestlab.runner.quic_cc_probe import verdict
 from congestlab.servers.ngtcp2 import DEFAULT_INITIAL_RTT_MS, Ngtcp2Server
 from congestlab.servers.tls import RunCertificates
 from congestlab.spec.loader import parse_spec
@@ -99,3 +101,24 @@ node = "server"
 """
     spec = parse_spec(text, "x.toml")
     assert wanted_cc(spec)["server"] == "bbr"
+
+
+# lines of gtlsserver 0.12.1's debug output (without -q) in a probe GET, one per controller
+BBR_LOG = "I00000002 0x8af6 rcv bbr update RTprop=1077196\n"
+BBR2_LOG = "I00000000 0xbcc8 rcv bbr2 enter Startup\nI00000005 0xbcc8 rcv bbr2 update min_rtt=4073916\n"
+CUBIC_LOG = "I00000005 0xb6dd rcv latest_rtt=4 min_rtt=4 smoothed_rtt=4\nI00000005 0xb6dd rcv pkn=0 acked, slow start cwnd=15720\n"
+
+
+@pytest.mark.parametrize("asked, log", [("bbr", BBR_LOG), ("bbr2", BBR2_LOG), ("cubic", CUBIC_LOG), ("reno", CUBIC_LOG)])
+def test_the_probe_confirms_what_the_debug_log_can_say(asked, log):
+    effective, source = verdict(asked, log)
+    assert effective == f"ngtcp2 --cc {asked}"
+    assert ("names " + asked) in source if asked.startswith("bbr") else "names no BBR" in source
+
+
+@pytest.mark.parametrize("asked, log, named", [
+    ("bbr", CUBIC_LOG, "no BBR"), ("bbr", BBR2_LOG, "bbr2"), ("bbr2", BBR_LOG, "bbr"), ("cubic", BBR_LOG, "bbr"),
+])
+def test_the_probe_refuses_a_controller_the_log_contradicts(asked, log, named):
+    with pytest.raises(TestbedError, match=f"--cc={asked} but its debug log names {named}"):
+        verdict(asked, log)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.metrics import ByteRanges, ConnectionMetrics
+from congestlab.analysis.trace import PcapConnection
 from congestlab.errors import ToolError, TraceError
 
 FIELDS = (
@@ -89,23 +90,11 @@ class QuicDatagram:
 
 
 @dataclass
-class QuicConnection:
-    """One QUIC connection at the server's UDP port; attributes mirror trace.py's
-    PcapConnection so request code treats both alike."""
+class QuicConnection(PcapConnection):
+    """One QUIC connection at the server's UDP port: trace.py's PcapConnection (request code
+    treats both alike; `capture_duplicates` is not detected for QUIC and stays 0) and what
+    QUIC adds."""
 
-    conn: int
-    family: str
-    client: str
-    client_port: int
-    server: str
-    server_port: int
-    first_ts: float
-    last_ts: float
-    retransmissions: int
-    metrics: ConnectionMetrics | None
-    error: str | None = None
-    server_data_unacked_bytes: int = 0
-    capture_duplicates: int = 0  # not detected for QUIC; kept for PcapConnection's shape
     server_scid: str | None = None
     client_scid: str | None = None
     response_stream_id: int | None = None
@@ -114,10 +103,6 @@ class QuicConnection:
     client_close_ts: float | None = None
     ended_by: str = ""  # "ack": the client's ACK of the last byte; "close": its CONNECTION_CLOSE
     datagrams: list[QuicDatagram] = field(default_factory=list, repr=False)
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.family, self.client_port)
 
 
 def quic_connections(pcap: Path, keylog: Path | None, server_ports: set[int],

@@ -11,6 +11,7 @@ from pathlib import Path
 from congestlab.errors import SpecError, TestbedError
 from congestlab.rundir import utc_now
 from congestlab.runner.host import pause_if_asked
+from congestlab.runner.quic_cc_probe import probe_quic_cc
 from congestlab.testbed.cgroups import ServerCgroup
 from congestlab.servers.factory import make_server
 from congestlab.servers.files import url_path, write_files
@@ -98,13 +99,19 @@ class Servers:
         run.manifest["servers"].setdefault(spec.name, []).append(record)
         server = RunningServer(spec, handle, docroot, record)
         self.running[spec.name] = server
-        started = time.monotonic()
         families = _families_asked(point, spec.name)
+        client = self.probe_client(point, spec)
+        if spec.kind == "ngtcp2":  # its controller, from a probe instance's debug log (it names BBR only)
+            probe = make_server(spec, tb, run.run_dir, docroot, f"{instance}-ccprobe", tls,
+                                ServerCgroup(f"{run.prefix}-{spec.name}-{instance}p".lower()))
+            record["cc_effective"], record["cc_effective_from"] = probe_quic_cc(
+                tb, probe, client, families[0], tb.address(spec.node, families[0]), spec.port, min(spec.files_kib),
+                str(tls.ca))
+        started = time.monotonic()
         handle.start()  # a process in the node's namespace and its cgroup (stop kills both)
         handle.wait_started(families=families)
         pause_if_asked("server-start")
         record["argv"] = handle.argv
-        client = self.probe_client(point, spec)
         # a server started while a long-lived background loads the path (e.g. the rto preset's
         # lean server per cell at 125 Mbit/s) may lose its first SYN-ACKs: give it longer
         timeout_s = max(spec.ready.timeout_s, READY_UNDER_LOAD_S) if under_load else spec.ready.timeout_s
@@ -115,10 +122,7 @@ class Servers:
             record["settings_effective"] = handle.effective_settings()
             record["cc_effective"] = f"leanweb --cc {record['settings_effective']['cc']}"
             wanted = record["cc_requested"]
-        elif spec.udp_only:
-            # ngtcp2 0.12 names no cubic or reno in its qlog or quiet console: its argv is the record
-            record["cc_effective"] = record["cc_requested"]
-            record["cc_effective_from"] = "the server's argv (its qlog names no controller)"
+        elif spec.udp_only:  # checked by the probe run above
             wanted = record["cc_requested"]
         else:
             record["cc_effective"] = self._effective_cc(tb, spec, client)

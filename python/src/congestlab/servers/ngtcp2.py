@@ -56,6 +56,7 @@ class Ngtcp2Server(ForegroundServer):
             raise ValueError("an ngtcp2 server speaks QUIC: it needs the run's certificate")
         self.quic_cc = quic_cc or DEFAULT_CC
         self.initial_rtt_ms = initial_rtt_ms
+        self.quiet = True  # -q: its debug output names every packet (runner/quic_cc_probe.py turns it on)
 
     @property
     def qlog_dir(self):
@@ -71,7 +72,7 @@ class Ngtcp2Server(ForegroundServer):
         self.qlog_dir.mkdir(parents=True, exist_ok=True)
         rtt = [f"--initial-rtt={self.initial_rtt_ms:g}ms"] if self.initial_rtt_ms is not None else []
         # '*' binds 0.0.0.0 and [::] (v6 only): both families, inside the node's namespace
-        return [exe, "-q", f"--htdocs={self.docroot}", f"--cc={self.quic_cc}", *rtt,
+        return [exe, *(["-q"] if self.quiet else []), f"--htdocs={self.docroot}", f"--cc={self.quic_cc}", *rtt,
                 f"--qlog-dir={self.qlog_dir}", "*", str(ports[0]), str(self.tls.key), str(self.tls.cert)]
 
     def wait_started(self, timeout_s: float = 10.0, families: tuple[str, ...] = ("v4", "v6")) -> None:
