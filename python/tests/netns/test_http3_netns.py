@@ -120,6 +120,9 @@ axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workl
         # TLS records / QUIC and HTTP/3 frames: a little more than the file, never less
         assert 64 * 1024 <= int(row["payload_bytes"]) <= 64 * 1024 * 1.05 + 400, row
         assert 0 < float(row["server_cpu_ms"]) < 1000, row
+        trace = (run_dir / "results" / "series" / row["point_id"] / "r1" /
+                 f"{row['server']}-{row['family']}-{row['client_port']}.csv")
+        assert trace.is_file(), trace  # TCP's segment trace, or the QUIC connection's as one (panels)
         if row["server"] == "ngcubic":  # ngtcp2's qlog of this very connection
             assert row["qlog"] == "complete" and int(float(row["qlog_cwnd_max_bytes"])) > 0, row
             series = (run_dir / "results" / "series" / row["point_id"] / "r1" /

@@ -51,6 +51,7 @@ FIELDS = (
     "quic.frame_type", "quic.stream.stream_id", "quic.stream.offset", "quic.stream.length",
     "quic.stream.fin", "quic.ack.largest_acknowledged", "quic.ack.first_ack_range",
     "quic.ack.ack_range_count", "quic.ack.gap", "quic.ack.ack_range", "quic.decryption_failed",
+    "quic.msd.stream_id", "quic.msd.maximum_stream_data", "tls.quic.parameter.initial_max_stream_data_bidi_local",
     # last, and asked for only when a STREAM frame has no Length field (quic-go's): printing
     # every stream byte in hex doubles tshark's time
     "quic.stream_data",
@@ -84,6 +85,9 @@ class QuicDatagram:
     short_pn: int | None  # number of its 1-RTT packet
     chunks: list[StreamChunk] = field(default_factory=list)
     acked: list[tuple[int, int]] = field(default_factory=list)  # inclusive pn ranges (1-RTT ACKs)
+    # flow control: (stream id, MAX_STREAM_DATA) frames; the client's initial limit of the streams it opens
+    max_stream_data: list[tuple[int, int]] = field(default_factory=list)
+    initial_max_stream_data: int | None = None
     encrypted: bool = False  # a 1-RTT packet tshark could not read
     closes: bool = False  # holds a CONNECTION_CLOSE frame
     scids: list[str] = field(default_factory=list)
@@ -197,8 +201,11 @@ def _datagram(f: list[str], from_client: bool, stream_data: bool) -> QuicDatagra
         scids=[s.replace(":", "") for s in f[_I["quic.scid"]].split(",") if s])
     decrypted_short = short and len(pns) == len(forms)
     dg.encrypted = short and (not decrypted_short or bool(f[_I["quic.decryption_failed"]]))
+    dg.initial_max_stream_data = next(iter(_ints(f[_I["tls.quic.parameter.initial_max_stream_data_bidi_local"]])),
+                                      None)
     if not decrypted_short:
         return dg
+    dg.max_stream_data = list(zip(_ints(f[_I["quic.msd.stream_id"]]), _ints(f[_I["quic.msd.maximum_stream_data"]])))
     dg.short_pn = pns[-1]
     dg.closes = 0x1C in types or 0x1D in types
     stream_types = [t for t in types if 0x08 <= t <= 0x0F]

@@ -64,11 +64,14 @@ def qlog_columns(qlog_dir: Path | None, conn: QuicConnection | None) -> tuple[di
             "qlog_cwnd_max_bytes": max((c for c in series.cwnd_bytes if c is not None), default=None)}, series
 
 
-def write_qlog_series(path: Path, series: QlogSeries) -> None:
-    """The sender's series as a CSV beside the capture's trace (report/panels.py reads it)."""
+def write_qlog_series(path: Path, series: QlogSeries, first_ts: float) -> None:
+    """The sender's series as a CSV beside the capture's trace (report/request_series.py reads
+    it). `ts_ns` puts each point on the capture's clock: ngtcp2's qlog times are ms since the
+    connection began at the server, its first datagram from the client (`first_ts`, epoch
+    seconds, the capture's: the server saw it within microseconds of its capture)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as out:
         writer = csv.writer(out)
-        writer.writerow(SERIES_COLUMNS)
+        writer.writerow(("ts_ns", *SERIES_COLUMNS))
         for row in zip(*(getattr(series, name) for name in SERIES_COLUMNS)):
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow([round(first_ts * 1e9 + row[0] * 1e6), *("" if v is None else v for v in row)])

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from congestlab.analysis.capture_counts import capture_count_problem
+from congestlab.analysis.quic_capture import QuicConnection
 from congestlab.analysis.quic_requests import (QLOG_DIR, QuicCaptures, measure_quic_captures, qlog_columns,
                                               write_qlog_series)
+from congestlab.analysis.quic_trace import quic_trace_lines
 from congestlab.analysis.record_checks import axis_mismatch, deduplicated
 from congestlab.analysis.request_outcome import PathLimits
 from congestlab.analysis.request_rows import (connection_of, lower_bounds, metric_columns, request_base,
@@ -104,8 +106,10 @@ def analyze_repetition(run: StoredRun, rep: StoredRepetition, tally: Tally, lean
         if over_quic:
             columns, series = qlog_columns(_qlog_dir(run, info, record.server), traced)
             out |= columns | {"quic_end": conn.ended_by if conn is not None else ""}
-            if series is not None and series.time_ms and traced is not None:
-                write_qlog_series(series_dir / f"{record.server}-{traced.family}-{traced.client_port}.qlog.csv", series)
+            if traced is not None:  # its trace, and the sender's series beside it under the same name
+                name = _write_series(series_dir, record.server, traced, None, series_names)
+                if series is not None and series.time_ms:
+                    write_qlog_series(series_dir / f"{name}.qlog.csv", series, traced.first_ts)
         elif traced is not None:  # also a GET that timed out or failed: why is the question
             _write_series(series_dir, record.server, traced, captures.traces.get(record.server, {}), series_names)
         if outcome == COMPLETE:
@@ -225,19 +229,24 @@ def _path_limits(point: StoredPoint, record: GetRecord) -> PathLimits:
         return PathLimits()
 
 
-def _write_series(series_dir: Path, server: str, conn: PcapConnection, traces: dict[int, list[bytes]],
-                  names: dict[tuple[str, int], str]) -> None:
+def _write_series(series_dir: Path, server: str, conn: PcapConnection | QuicConnection,
+                  traces: dict[int, list[bytes]] | None, names: dict[tuple[str, int], str]) -> str:
     """The measured connection's segment trace as <series_dir>/<server>-<family>-<client port>.csv
     (-<conn id> appended when the port's name is taken: a port reused in one repetition);
-    once per connection, however many GET rows name it."""
-    lines = traces.get(conn.conn)
-    if not lines or (server, conn.conn) in names:
-        return
+    once per connection, however many GET rows name it. `traces`: the TCP analyzer's lines by
+    connection; None for a QUIC connection (its trace built here: analysis/quic_trace.py).
+    Returns the file's name without .csv."""
+    key = (server if traces is not None else f"{server} quic", conn.conn)
+    if key in names:
+        return names[key]
+    lines = traces.get(conn.conn) if traces is not None else quic_trace_lines(conn)
     name = f"{server}-{conn.family}-{conn.client_port}"
     if name in names.values():
         name += f"-{conn.conn}"
-    names[(server, conn.conn)] = name
-    write_trace(series_dir / f"{name}.csv", lines)
+    if lines:
+        names[key] = name
+        write_trace(series_dir / f"{name}.csv", lines)
+    return name
 
 
 def _port_row(p: PortAggregate) -> dict:

@@ -3,9 +3,11 @@ the panels of its median and its slowest repetition, on one time axis (ms since 
 first segment, the same scale in both columns):
 
 1. time-sequence graph (tcptrace's): data segments sent (retransmissions in red), the
-   client's cumulative ACK, its receive window's right edge, SACK blocks;
+   client's cumulative ACK, its receive window's right edge, SACK blocks (for an HTTP/3 GET:
+   response stream bytes, the client's ACK ranges above its contiguous ACK, its
+   MAX_STREAM_DATA; no line when the capture holds none);
 2. the window: the capture's bytes in flight, and the server's cwnd, ssthresh and in-flight
-   when its own view was recorded;
+   when its own view was recorded (ngtcp2's qlog for HTTP/3: no ssthresh);
 3. RTT: the capture's samples (Karn's rule) and the server's smoothed RTT;
 4. the bottleneck queues: backlog (packets) per shaped egress and their drops.
 
@@ -185,11 +187,12 @@ def _time_sequence(ax, got: GetSeries) -> None:
         ax.plot(tr.data_t_ms[retx], tr.data_hi[retx] / KIB, ls="none", marker="x", ms=3.5, color=PALETTE[3])
     if len(tr.ack_t_ms):
         ax.step(tr.ack_t_ms, tr.ack_off / KIB, where="post", color=PALETTE[2], lw=1.0, label="ACKed")
-        ax.step(tr.ack_t_ms, tr.rwnd_edge / KIB, where="post", color=PALETTE[1], lw=0.9, ls="-",
-                label="receive window")
+        if not got.quic or (tr.rwnd_edge > tr.ack_off).any():  # QUIC's: 0 without MAX_STREAM_DATA
+            ax.step(tr.ack_t_ms, tr.rwnd_edge / KIB, where="post", color=PALETTE[1], lw=0.9, ls="-",
+                    label="MAX_STREAM_DATA" if got.quic else "receive window")
     if len(tr.sack_t_ms):
         ax.vlines(tr.sack_t_ms, tr.sack_lo / KIB, tr.sack_hi / KIB, color=PALETTE[4], lw=2.6, alpha=0.7,
-                  label="SACK blocks")
+                  label="ACK ranges" if got.quic else "SACK blocks")
     top = max(float(tr.data_hi.max()) if len(tr.data_hi) else 0.0, float(tr.ack_off.max()) if len(tr.ack_off) else 0)
     ax.set_ylim(0, top / KIB * 1.08 + 1)  # the receive window's edge may sit far above the file
 
@@ -200,7 +203,7 @@ def _window(ax, got: GetSeries) -> None:
             label="in flight (capture)")
     s = got.sender
     if s is None:
-        _absent(ax, "cwnd not recorded")
+        _absent(ax, got.sender_absent)
         return
     if np.isfinite(s.cwnd_bytes).any():
         ax.step(s.t_ms, s.cwnd_bytes / KIB, where="post", color=PALETTE[0], lw=1.2, label=f"cwnd ({s.source})")
@@ -210,7 +213,7 @@ def _window(ax, got: GetSeries) -> None:
         ax.step(s.t_ms, s.in_flight_bytes / KIB, where="post", color=PALETTE[2], lw=0.8, label="in flight (server)")
     if len(s.retx_t_ms):
         ax.plot(s.retx_t_ms, np.zeros_like(s.retx_t_ms), ls="none", marker="|", ms=8, color=PALETTE[3],
-                label="server retransmits")
+                label=s.retx_label)
 
 
 def _rtt(ax, got: GetSeries) -> None:

@@ -1,7 +1,10 @@
 """The recorded series of one measured GET, as the panels (report/panels.py) draw them, read
 from results/series/<point>/r<rep>/ (docs/data-format.md): the capture's segment trace of the
 GET's connection, the server's own view (`<server>-tcp_probe.csv` for a kernel server,
-`<server>-lean_log.csv` for the lean server) and the bottleneck queues (`bottleneck-queue.csv`).
+`<server>-lean_log.csv` for the lean server, `<trace name>.qlog.csv` for an HTTP/3 GET to
+ngtcp2: analysis/quic_requests.py) and the bottleneck queues (`bottleneck-queue.csv`). An
+HTTP/3 GET's trace is its QUIC connection's (analysis/quic_trace.py): offsets are response
+stream bytes, the SACK blocks the client's ACK ranges above its contiguous ACK.
 Only the segment trace is required; a missing server or queue file leaves that panel empty
 with a note, so a run recorded without the samplers still draws its capture's panels.
 
@@ -48,9 +51,9 @@ class Trace:
 
 @dataclass
 class Sender:
-    """The server's own view of the GET's connection (kernel or lean log)."""
+    """The server's own view of the GET's connection (kernel, lean log or ngtcp2's qlog)."""
 
-    source: str                # "kernel tcp_probe" or "leanweb's log"
+    source: str                # "kernel tcp_probe", "leanweb's log" or "ngtcp2 qlog"
     t_ms: np.ndarray           # every event
     cwnd_bytes: np.ndarray     # NaN where empty
     ssthresh_bytes: np.ndarray
@@ -59,6 +62,7 @@ class Sender:
     retx_t_ms: np.ndarray      # retransmit events
     retx_seq: np.ndarray
     rto_t_ms: np.ndarray       # rto events (lean) and the kernel's entry to the loss state
+    retx_label: str = "server retransmits"
 
 
 @dataclass
@@ -88,6 +92,8 @@ class GetSeries:
     sender: Sender | None = None
     queues: list[Queue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    quic: bool = False         # an HTTP/3 GET: its trace is a QUIC connection's
+    sender_absent: str = "cwnd not recorded"  # panel 2's word when `sender` is None
 
     @property
     def label(self) -> str:
@@ -136,6 +142,19 @@ def load_get(run_dir: Path, row: dict) -> GetSeries | None:
                     row.get("outcome") or COMPLETE, _float(row.get("delay_ms")), t0, trace)
     d = path.parent
     window = (t0, t0 + int(trace.end_ms * 1e6))
+    if str(row.get("http") or "") == "3":
+        _quic_sender(got, path, row)
+    else:
+        _tcp_sender(got, d, row, port, t0)
+    queue_path = d / QUEUE_FILE
+    if queue_path.is_file():
+        got.queues = _queues(queue_path, window, t0)
+    else:
+        got.notes.append(f"no {QUEUE_FILE}: the bottleneck queue was not recorded")
+    return got
+
+
+def _tcp_sender(got: GetSeries, d: Path, row: dict, port: int, t0: int) -> None:
     for suffix, source in SENDER_FILES:
         sender_path = d / f"{row['server']}-{suffix}.csv"
         if sender_path.is_file():
@@ -146,12 +165,46 @@ def load_get(run_dir: Path, row: dict) -> GetSeries | None:
     else:
         got.notes.append(f"no {row['server']}-tcp_probe.csv or -lean_log.csv: the server's cwnd, ssthresh "
                          "and srtt were not recorded")
-    queue_path = d / QUEUE_FILE
-    if queue_path.is_file():
-        got.queues = _queues(queue_path, window, t0)
-    else:
-        got.notes.append(f"no {QUEUE_FILE}: the bottleneck queue was not recorded")
-    return got
+
+
+def _quic_sender(got: GetSeries, trace_path: Path, row: dict) -> None:
+    """An HTTP/3 GET's sender view: ngtcp2's qlog series beside its trace, or why there is none."""
+    got.quic = True
+    if not (got.trace.rwnd_edge > got.trace.ack_off).any():
+        got.notes.append("no MAX_STREAM_DATA of the response stream in the capture: no receive window drawn")
+    qlog = trace_path.with_name(f"{trace_path.stem}.qlog.csv")
+    if qlog.is_file():
+        got.sender = qlog_sender(qlog, got.t0_ns)
+        got.notes.append("ngtcp2 qlog: cwnd, in flight (whole packets), srtt; no ssthresh; lost packets marked")
+        if got.sender is None:
+            got.notes.append(f"{qlog.name} has no point")
+    elif row.get("qlog"):
+        got.sender_absent = "cwnd not recorded (no qlog series)"
+        got.notes.append(f"the server's qlog of this GET: {row['qlog']}")
+    else:  # a QUIC server that keeps no qlog: quic-go (Caddy) here
+        got.sender_absent = "cwnd not recorded (the server writes no qlog)"
+        got.notes.append(f"{got.server} writes no qlog (quic-go keeps none): no cwnd or srtt")
+
+
+def qlog_sender(path: Path, t0: int) -> Sender | None:
+    """ngtcp2's series of a GET (analysis/quic_requests.py write_qlog_series): its `ts_ns` on
+    the capture's clock; a file without it (written before it was) is put at the trace's
+    start, which is the client's first datagram, the qlog's time 0."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        return None
+    ts = [int(r["ts_ns"]) if r.get("ts_ns") else t0 + round(float(r["time_ms"]) * 1e6) for r in rows]
+    lost = _column(rows, "packets_lost")
+    grew = np.diff(lost, prepend=0.0) > 0
+    t_ms = _ms(ts, t0)
+    # before its first RTT sample (latest_rtt 0) ngtcp2's srtt is its initial guess (333 ms): not drawn
+    srtt = _column(rows, "smoothed_rtt_ms")
+    srtt[np.cumsum(np.nan_to_num(_column(rows, "latest_rtt_ms")) > 0) == 0] = np.nan
+    return Sender(source="ngtcp2 qlog", t_ms=t_ms, cwnd_bytes=_column(rows, "cwnd_bytes"),
+                  ssthresh_bytes=np.full(len(rows), np.nan), in_flight_bytes=_column(rows, "bytes_in_flight"),
+                  srtt_ms=srtt, retx_t_ms=t_ms[grew], retx_seq=np.zeros(int(grew.sum())),
+                  rto_t_ms=np.array([], dtype=float), retx_label="packets lost (qlog)")
 
 
 def _ms(ts_ns, t0: int) -> np.ndarray:
