@@ -15,7 +15,7 @@ from congestlab.paths import REPO_ROOT
 
 AXES = {"ipv6": ["server", "level"], "tcp-lab": ["x"], "anma": ["server", "pattern"], "cc-share": ["pair"],
         "cubic-compound": ["pair", "level", "size_kib"], "rto": ["level", "sampling", "weight", "rto_min_ms", "server", "profile"],
-        "servers-today": ["variant", "level"]}
+        "servers-today": ["variant", "level"], "web-today": ["variant", "level", "random_loss"]}
 METRIC = {"t": {"kind": "request", "column": "delay_ms"}}
 
 
