@@ -9,12 +9,14 @@ second pass, with every stream byte, runs only when a STREAM frame has no Length
 Definitions (the one definition of every protocol: the client's first packet -> the client's
 acknowledgement of the last response byte):
 - start: the client's first datagram (its Initial: QUIC's SYN and ClientHello at once)
-- end: the first client ACK whose ranges cover a server packet carrying the last byte of the
-  response stream (the lowest client-initiated bidirectional stream the server sent data on:
-  stream 0 for a single GET; its bytes are the HTTP/3 frames, HEADERS included); when the
-  client never sends one, its CONNECTION_CLOSE, if it came after the last of those packets
-  and the stream was sent whole to its FIN (curl closes as soon as it holds the response,
-  before its ACK is due): `ended_by` says which ("ack" or "close")
+- end: the first client datagram after which the server packets the client has acknowledged
+  (its ACK ranges so far) carry every byte of the response stream and its FIN (the lowest
+  client-initiated bidirectional stream the server sent data on: stream 0 for a single GET;
+  its bytes are the HTTP/3 frames, HEADERS included): a byte lost and resent counts once a
+  packet carrying it is acknowledged, as TCP's cumulative ACK says. When the client never
+  acknowledges them all, its CONNECTION_CLOSE, if every byte and the FIN had been sent before
+  it (curl closes as soon as it holds the response, before its ACK is due): `ended_by` says
+  which ("ack" or "close")
 - delay_ms = syn_to_last_ack_ms = end - start
 - payload_bytes: unique response stream bytes; goodput over the delay
 - bytes_captured: UDP payload bytes of both directions in [start, end]; bytes_nrt the same
@@ -25,7 +27,8 @@ acknowledgement of the last response byte):
   reuses a packet number, so a retransmission is the same stream range in a new packet
 - rtt_samples_ms: server packet with stream data -> first client ACK covering its number, not
   for packets carrying resent bytes (Karn, as TCP); ack_delay is not subtracted (as TCP)
-- server_data_unacked_bytes: response stream bytes in no acknowledged server packet
+- server_data_unacked_bytes: response stream bytes in no acknowledged server packet (0 when
+  the client's close ended the GET: the close stands for their acknowledgement)
 
 Coalesced datagrams give several values per field. STREAM frames are read from the
 datagram's short-header (1-RTT) packet, always its last. ACK frames count only in datagrams
@@ -35,7 +38,6 @@ Handshake number space, and after the handshake the client's datagrams are short
 
 from __future__ import annotations
 
-import bisect
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -278,36 +280,18 @@ def measure_quic(c: QuicConnection) -> None:
         return
     sid = c.response_stream_id = response_ids[0]
     response = ByteRanges()
-    last_byte = 0
     for d in dgs:
         if not d.from_client:
             for ch in d.chunks:
                 if ch.stream_id == sid and ch.length:
                     response.add(ch.offset, ch.offset + ch.length)
-                    last_byte = max(last_byte, ch.offset + ch.length - 1)
-    acked_pns = _merge([r for d in dgs if d.from_client for r in d.acked])
-    c.server_data_unacked_bytes = _unacked(dgs, sid, response, acked_pns)
-    carriers = {d.short_pn for d in dgs if not d.from_client for ch in d.chunks
-                if ch.stream_id == sid and ch.offset <= last_byte < ch.offset + ch.length}
-    first_sent = min(d.ts for d in dgs if not d.from_client and d.short_pn in carriers)
-    end = next((d for d in dgs if d.from_client and d.ts >= first_sent
-                and any(_covered(pn, d.acked) for pn in carriers)), None)
-    c.ended_by = "ack"
+    end, c.ended_by, c.server_data_unacked_bytes = _response_end(dgs, sid, response)
     if end is None:
-        # curl closes as soon as it holds the whole response, at times before its ACK of the
-        # last packets is due: a close after every response byte went out, the stream ended
-        # (FIN) without a hole, is the client's word that it has them (its record says so too)
-        last_sent = max(d.ts for d in dgs if not d.from_client and d.short_pn in carriers)
-        whole = response.ranges == [[0, last_byte + 1]] and any(
-            ch.fin for d in dgs if not d.from_client for ch in d.chunks if ch.stream_id == sid)
-        end = next((d for d in dgs if d.from_client and d.closes and d.ts >= last_sent), None) if whole else None
-        c.ended_by = "close"
-    if end is None:
-        c.ended_by = ""
-        c.error = f"{label}: no client ACK covering the last response byte (stream {sid} byte {last_byte})"
-        if c.client_close_ts is not None and c.client_close_ts >= first_sent:
-            c.error += (f"; the client closed the connection {(c.client_close_ts - first_sent) * 1e3:.3f} ms"
-                        " after it was sent, before the whole response had gone out")
+        last_byte = response.ranges[-1][1] - 1
+        c.error = (f"{label}: no client ACK of the whole response (stream {sid}: {c.server_data_unacked_bytes} "
+                   f"of {last_byte + 1} B never acknowledged)")
+        if c.client_close_ts is not None:
+            c.error += "; it closed the connection before the whole response had gone out"
         return
     start = next(d for d in dgs if d.from_client)
     if not start.long_header:
@@ -344,31 +328,50 @@ def _rtt_samples_ms(dgs: list[QuicDatagram], resent: list[bool]) -> list[float]:
     return samples
 
 
-def _merge(ranges: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    """Inclusive ranges -> (sorted lows, highs) of their union, for bisect."""
-    lows: list[int] = []
-    highs: list[int] = []
-    for lo, hi in sorted(ranges):
-        if highs and lo <= highs[-1] + 1:
-            highs[-1] = max(highs[-1], hi)
-        else:
-            lows.append(lo)
-            highs.append(hi)
-    return lows, highs
-
-
-def _in_merged(pn: int, merged: tuple[list[int], list[int]]) -> bool:
-    i = bisect.bisect_right(merged[0], pn) - 1
-    return i >= 0 and pn <= merged[1][i]
-
-
-def _unacked(dgs: list[QuicDatagram], sid: int, response: ByteRanges,
-             acked: tuple[list[int], list[int]]) -> int:
-    got = ByteRanges()
+def _response_end(dgs: list[QuicDatagram], sid: int, response: ByteRanges) -> tuple[QuicDatagram | None, str, int]:
+    """(the GET's end, "ack" or "close" or "", response bytes never acknowledged): the first
+    client datagram after which the server packets it and earlier ones acknowledged carry every
+    response byte and the FIN (QUIC's ACKs are per packet: a byte resent after a loss counts
+    once a packet carrying it is acknowledged, as TCP's cumulative ACK would say); else the
+    client's CONNECTION_CLOSE, if every byte and the FIN had been sent before it without a hole
+    (curl closes as soon as it holds the response; its own record says it got it all)."""
+    carried: dict[int, list[tuple[int, int]]] = {}  # server packet number -> its response ranges
+    fin_pns: set[int] = set()
+    sent = ByteRanges()
+    fin_sent_ts = None
+    final = response.ranges[-1][1] if response.ranges else 0
     for d in dgs:
-        if not d.from_client and d.short_pn is not None and _in_merged(d.short_pn, acked):
+        if not d.from_client and d.short_pn is not None:
             for ch in d.chunks:
-                if ch.stream_id == sid and ch.length:
-                    got.add(ch.offset, ch.offset + ch.length)
-    total = sum(e - s for s, e in response.ranges)
-    return total - sum(e - s for s, e in got.ranges)
+                if ch.stream_id == sid:
+                    carried.setdefault(d.short_pn, []).append((ch.offset, ch.offset + ch.length))
+                    if ch.fin:
+                        fin_pns.add(d.short_pn)
+    acked: set[int] = set()
+    got = ByteRanges()
+    fin_acked = False
+    for d in dgs:
+        if not d.from_client:
+            for ch in d.chunks:
+                if ch.stream_id == sid:
+                    sent.add(ch.offset, ch.offset + ch.length)
+                    fin_sent_ts = d.ts if ch.fin and fin_sent_ts is None else fin_sent_ts
+            continue
+        for lo, hi in d.acked:
+            for pn in range(lo, hi + 1):
+                if pn in carried and pn not in acked:
+                    acked.add(pn)
+                    fin_acked = fin_acked or pn in fin_pns
+                    for a, b in carried[pn]:
+                        if b > a:
+                            got.add(a, b)
+        if fin_acked and got.ranges == [[0, final]]:
+            return d, "ack", 0
+        if d.closes:
+            whole = fin_sent_ts is not None and sent.ranges == [[0, final]]
+            return (d, "close", 0) if whole else (None, "", final - _total(got))
+    return None, "", final - _total(got)
+
+
+def _total(ranges: ByteRanges) -> int:
+    return sum(e - s for s, e in ranges.ranges)
