@@ -1,0 +1,59 @@
+"""`congestlab` commands in processes forked from one that has imported the command line
+already (multiprocessing's fork server, which preloads congestlab.cli): each command is a
+process of its own running the same `main(argv)` as the `congestlab` script, with argv,
+sys.argv and its output file as that script's would be, but without the imports every start
+of the script costs (about 2.5 s of CPU: scipy, matplotlib). For tests that start many
+commands (python/tests/netns/test_crash_resume_netns.py: 23 of them).
+
+The fork server is a fresh interpreter started once (not a fork of pytest, which may hold
+threads); every command forked from it starts with its signal handlers as Python sets them,
+so SIGINT is a KeyboardInterrupt and SIGKILL ends it as it would the script."""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import sys
+import threading
+from pathlib import Path
+
+from congestlab.cli import main
+
+CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["congestlab.cli"])
+
+
+def _command(argv: list[str], env: dict[str, str], log: str) -> None:
+    os.environ.update(env)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    sys.argv = [CONGESTLAB, *argv]
+    try:
+        main(argv)  # sys.exit(code) on an error: the process's exit code, as the script's
+    finally:  # what the script's interpreter does as it exits, and a forked child's exit does not:
+        threading._shutdown()  # its other threads joined, then the atexit functions (e.g. ray.shutdown)
+        atexit._run_exitfuncs()
+
+
+def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> multiprocessing.Process:
+    """`congestlab ARGV` started, stdout and stderr into `log`, `env` added to the environment;
+    `.pid`, `.is_alive()`, `.join()`, `.exitcode` as for any process."""
+    log.write_text("")  # there for a reader at once, as a file the caller opened would be
+    proc = _CONTEXT.Process(target=_command, args=(list(argv), dict(env or {}), str(log)), daemon=False)
+    proc.start()
+    return proc
+
+
+def run(argv: list[str], log: Path, timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """`congestlab ARGV` to its end: (exit code, its output)."""
+    proc = start(argv, log, env)
+    proc.join(timeout_s)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        raise TimeoutError(f"congestlab {' '.join(argv)} did not end in {timeout_s} s: " + log.read_text()[-2000:])
+    return proc.exitcode, log.read_text()
