@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -25,12 +26,12 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(["congestlab.cli"])
 
 
-def _command(argv: list[str], env: dict[str, str], log: str) -> None:
+def _command(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
     os.environ.update(env)
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
+    for fd, path in ((1, out), (2, err)):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
     sys.argv = [CONGESTLAB, *argv]
     try:
         main(argv)  # sys.exit(code) on an error: the process's exit code, as the script's
@@ -39,21 +40,27 @@ def _command(argv: list[str], env: dict[str, str], log: str) -> None:
         atexit._run_exitfuncs()
 
 
-def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> multiprocessing.Process:
-    """`congestlab ARGV` started, stdout and stderr into `log`, `env` added to the environment;
-    `.pid`, `.is_alive()`, `.join()`, `.exitcode` as for any process."""
-    log.write_text("")  # there for a reader at once, as a file the caller opened would be
-    proc = _CONTEXT.Process(target=_command, args=(list(argv), dict(env or {}), str(log)), daemon=False)
+def start(argv: list[str], out: Path, env: dict[str, str] | None = None,
+          err: Path | None = None) -> multiprocessing.Process:
+    """`congestlab ARGV` started, its stdout into `out`, its stderr into `err` (default: `out`
+    too), `env` added to its environment; `.pid`, `.is_alive()`, `.join()`, `.exitcode` (its exit
+    code; -9 when SIGKILLed) as for any process."""
+    err = err or out
+    for path in (out, err):  # there for a reader at once, as a file the caller opened would be
+        path.write_text("")
+    proc = _CONTEXT.Process(target=_command, args=(list(argv), dict(env or {}), str(out), str(err)), daemon=False)
     proc.start()
     return proc
 
 
-def run(argv: list[str], log: Path, timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """`congestlab ARGV` to its end: (exit code, its output)."""
-    proc = start(argv, log, env)
+def run(argv: list[str], out: Path, timeout_s: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`congestlab ARGV` to its end, as subprocess.run(capture_output=True, text=True) answers:
+    stdout kept in `out`, stderr in `out` + ".err". TimeoutError after `timeout_s` (killed)."""
+    err = out.with_name(out.name + ".err")
+    proc = start(argv, out, env, err)
     proc.join(timeout_s)
     if proc.is_alive():
         proc.kill()
         proc.join()
-        raise TimeoutError(f"congestlab {' '.join(argv)} did not end in {timeout_s} s: " + log.read_text()[-2000:])
-    return proc.exitcode, log.read_text()
+        raise TimeoutError(f"congestlab {' '.join(argv)} did not end in {timeout_s} s: " + err.read_text()[-2000:])
+    return subprocess.CompletedProcess([CONGESTLAB, *argv], proc.exitcode, out.read_text(), err.read_text())

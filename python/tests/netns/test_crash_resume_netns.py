@@ -98,8 +98,8 @@ def _testbed_pids(prefix: str) -> set[int]:
 
 class Attempt:
     """One `congestlab run` process (fresh or --resume) and the testbed it builds; forked
-    from a process that imported the command line already (cli_fork.py: 23 commands'
-    imports would take about a minute)."""
+    from a process that imported the command line already (cli_fork.py: the imports of this
+    test's 23 commands took about 50 s)."""
 
     def __init__(self, tmp: Path, spec: Path, run_dir: Path, n: int, env: dict | None = None):
         self.run_dir = run_dir
@@ -136,10 +136,10 @@ class Attempt:
 
 
 def _clean_and_check(prefix: str, processes: set[tuple[int, str]], log: Path) -> None:
-    code, output = cli_fork.run(["clean"], log, 60)
-    assert code == 0 and "Traceback" not in output, output
-    assert namespaces_with(prefix) == [], output
-    assert not (OWNERS_DIR / prefix).exists(), output
+    cleaned = cli_fork.run(["clean"], log, 60)
+    assert cleaned.returncode == 0 and "Traceback" not in cleaned.stderr, cleaned.stderr
+    assert namespaces_with(prefix) == [], cleaned.stdout
+    assert not (OWNERS_DIR / prefix).exists(), cleaned.stdout
     alive = [pid for pid, start in processes if _start_time(pid) == start]
     assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive]
     assert list(Path(tempfile.gettempdir()).glob(f"congestlab-{prefix}-docroot-*")) == []
@@ -162,8 +162,8 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     spec = _two_point_spec(tmp_path)
     t0 = time.monotonic()
     reference = tmp_path / "reference"
-    code, output = cli_fork.run(["run", str(spec), "--out", str(reference)], tmp_path / "reference.log", 120)
-    assert code == 0, output[-3000:]
+    done = cli_fork.run(["run", str(spec), "--out", str(reference)], tmp_path / "reference.log", 120)
+    assert done.returncode == 0, done.stderr[-3000:]
     timings = {"uninterrupted": time.monotonic() - t0}
     ref_columns, ref_keys = _request_table(reference)
     assert len(ref_keys) == 2 * 2 * 2 and set(ref_keys.values()) == {1}, ref_keys
@@ -217,11 +217,11 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
                         f"status {before.get('status')}, {len(processes)} processes; clean left nothing")
 
     t = time.monotonic()
-    code, output = cli_fork.run(["run", str(spec), "--resume", str(run_dir)], tmp_path / "last.log", 120)
+    last = cli_fork.run(["run", str(spec), "--resume", str(run_dir)], tmp_path / "last.log", 120)
     timings["final resume"] = time.monotonic() - t
     print("\n" + "\n".join(outcomes))
     print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
-    assert code == 0, output[-3000:]
+    assert last.returncode == 0, last.stderr[-3000:]
     manifest = _manifest(run_dir)
     assert manifest["status"] == "complete" and manifest["runs_done"] == manifest["runs_total"] == 4
     # a killed attempt's entry has no status (nothing ran after the kill), but the one killed in
