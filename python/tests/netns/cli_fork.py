@@ -2,8 +2,9 @@
 already (multiprocessing's fork server, which preloads congestlab.cli): each command is a
 process of its own running the same `main(argv)` as the `congestlab` script, with argv,
 sys.argv and its output file as that script's would be, but without the imports every start
-of the script costs (about 2.5 s of CPU: scipy, matplotlib). For tests that start many
-commands (python/tests/netns/test_crash_resume_netns.py: 23 of them).
+of the script costs (about 2.5 s of CPU: scipy, matplotlib). For the netns tests that start
+commands (python/tests/netns/test_crash_resume_netns.py: 23 of them); in one pytest session
+they share the fork server.
 
 The fork server is a fresh interpreter started once (not a fork of pytest, which may hold
 threads); every command forked from it starts with its signal handlers as Python sets them,
@@ -27,6 +28,7 @@ _CONTEXT.set_forkserver_preload(["congestlab.cli"])
 
 
 def _command(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
+    os.environ.clear()
     os.environ.update(env)
     for fd, path in ((1, out), (2, err)):
         opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -43,12 +45,14 @@ def _command(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
 def start(argv: list[str], out: Path, env: dict[str, str] | None = None,
           err: Path | None = None) -> multiprocessing.Process:
     """`congestlab ARGV` started, its stdout into `out`, its stderr into `err` (default: `out`
-    too), `env` added to its environment; `.pid`, `.is_alive()`, `.join()`, `.exitcode` (its exit
-    code; -9 when SIGKILLed) as for any process."""
+    too), its environment the caller's now with `env` added (what the fork server's modules
+    read as they were imported stays as it was then); `.pid`, `.is_alive()`, `.join()` and
+    `.exitcode` (its exit code; -9 when SIGKILLed) as for any process."""
     err = err or out
     for path in (out, err):  # there for a reader at once, as a file the caller opened would be
         path.write_text("")
-    proc = _CONTEXT.Process(target=_command, args=(list(argv), dict(env or {}), str(out), str(err)), daemon=False)
+    environment = dict(os.environ) | dict(env or {})
+    proc = _CONTEXT.Process(target=_command, args=(list(argv), environment, str(out), str(err)), daemon=False)
     proc.start()
     return proc
 
