@@ -29,6 +29,7 @@ from congestlab.testbed.namespaces import OWNERS_DIR, list_namespaces
 
 pytestmark = [pytest.mark.netns, pytest.mark.cluster]
 
+
 def _complete(run_dir: Path) -> list[Path]:
     return sorted(p.parent for p in (run_dir / "points").glob("*/r*/rep.json"))
 

@@ -19,7 +19,6 @@ from congestlab.spec.sweep import expand, longest_streaks, planned_runs
 pytestmark = pytest.mark.netns
 
 
-
 def _connections(pcap: Path, server_port: int) -> list[tuple[float, float]]:
     """(first, last) packet time of each connection at the server's port, by client port."""
     spans: dict[int, list[float]] = {}

@@ -14,7 +14,6 @@ from spine_helpers import mini_spec_text, processes_mentioning
 
 pytestmark = pytest.mark.netns
 
-
 REPORT = """
 [report.metrics.delay_ms]
 kind = "request"
