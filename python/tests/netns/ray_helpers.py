@@ -80,7 +80,9 @@ class LocalCluster:
 
     def stop(self) -> None:
         for proc in reversed(self.procs):  # workers first, then the head
-            for sig, wait_s in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            # a worker's `ray start` ends 1 s after SIGTERM; the head's outlived it by more than
+            # 30 s (with its autoscaler monitor.py), so a longer wait only delayed its SIGKILL
+            for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
                 try:
                     os.killpg(proc.pid, sig)
                 except ProcessLookupError:

@@ -14,12 +14,11 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+import cli_fork
 import pytest
 from ray_helpers import LocalCluster
 from spine_helpers import processes_mentioning, write_mini_spec
@@ -29,8 +28,6 @@ from congestlab.testbed.layout import NAMESPACE_RE
 from congestlab.testbed.namespaces import OWNERS_DIR, list_namespaces
 
 pytestmark = [pytest.mark.netns, pytest.mark.cluster]
-
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 
 def _complete(run_dir: Path) -> list[Path]:
@@ -63,7 +60,7 @@ def _wait_worker(base: Path, driver, timeout_s: float = 90) -> int:
     """PID of a Ray worker running a unit: the owner of a node's work directory (cluster/node.py)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert driver.poll() is None
+        assert driver.is_alive()
         for work in _unit_dirs(base):
             try:
                 return int((work / ".owner").read_text())
@@ -106,8 +103,8 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
     with LocalCluster(base, nodes=2) as cluster:
         t_up = time.monotonic()
         run1 = tmp_path / "run1"
-        done = subprocess.run([CONGESTLAB, "run", str(spec), "--out", str(run1), "--cluster", cluster.address],
-                              capture_output=True, text=True, timeout=240)
+        done = cli_fork.run(["run", str(spec), "--out", str(run1), "--cluster", cluster.address],
+                            tmp_path / "run1.log", 240)
         assert done.returncode == 0, done.stderr[-3000:]
         t_run1 = time.monotonic()
         manifest = _check_gathered(run1, 4)
@@ -124,8 +121,8 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
         spread.write_text(spec.read_text().replace('name = "mini"', 'name = "mini"\nplacement = "repetition"', 1)
                           + '\n[quick]\nrepetitions = 2\naxes = { server = ["apache"], level = ["C0"] }\n')
         run5 = tmp_path / "run5"
-        done = subprocess.run([CONGESTLAB, "run", str(spread), "--quick", "--out", str(run5), "--cluster",
-                               cluster.address], capture_output=True, text=True, timeout=240)
+        done = cli_fork.run(["run", str(spread), "--quick", "--out", str(run5), "--cluster", cluster.address],
+                            tmp_path / "run5.log", 240)
         assert done.returncode == 0, done.stderr[-3000:]
         manifest = json.loads((run5 / "manifest.json").read_text())
         assert manifest["cluster"]["placement"] == "repetition"
@@ -135,11 +132,12 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
 
         # a worker killed mid-unit: its unit is submitted again, once, and that is recorded
         run3 = tmp_path / "run3"
-        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run3), "--cluster", cluster.address],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        driver = cli_fork.start(["run", str(spec), "--out", str(run3), "--cluster", cluster.address],
+                                tmp_path / "run3.log")
         victim = _wait_worker(base, driver)
         os.kill(victim, signal.SIGKILL)
-        assert driver.wait(timeout=240) == 0
+        driver.join(240)
+        assert driver.exitcode == 0
         manifest = _check_gathered(run3, 4)
         tasks = manifest["cluster"]["tasks"]
         crashed = [t for t in tasks if t["error"] and t["error"].startswith("WorkerCrashedError")]
@@ -151,12 +149,13 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
 
         # Ctrl-C on the driver: tasks cancelled, every node tears its testbed down by itself
         run4 = tmp_path / "run4"
-        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run4), "--cluster", cluster.address],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        driver = cli_fork.start(["run", str(spec), "--out", str(run4), "--cluster", cluster.address],
+                                tmp_path / "run4.log", err=tmp_path / "run4.log.err")
         _wait_worker(base, driver)
         time.sleep(1.0)  # the unit's testbed is being built or used
-        driver.send_signal(signal.SIGINT)
-        assert driver.wait(timeout=90) == 130, driver.stderr.read()[-2000:]
+        os.kill(driver.pid, signal.SIGINT)
+        driver.join(90)
+        assert driver.exitcode == 130, (tmp_path / "run4.log.err").read_text()[-2000:]
         interrupted = json.loads((run4 / "manifest.json").read_text())
         assert interrupted["status"] == "interrupted", interrupted.get("error")
         # a cancelled task ends at its main thread's next Python instruction (Ray interrupts it
@@ -174,26 +173,25 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
 
         # the driver SIGKILLed once the first unit has been gathered; the cluster lives on
         run2 = tmp_path / "run2"
-        log = open(tmp_path / "driver.log", "w")
-        driver = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run2), "--cluster", cluster.address],
-                                  stdout=log, stderr=log)
+        driver = cli_fork.start(["run", str(spec), "--out", str(run2), "--cluster", cluster.address],
+                                tmp_path / "driver.log")
         try:
             deadline = time.monotonic() + 120
             while not (run2.exists() and _complete(run2)):
-                assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-2000:]
+                assert driver.is_alive(), (tmp_path / "driver.log").read_text()[-2000:]
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
         finally:
             os.kill(driver.pid, signal.SIGKILL)
-            driver.wait()
+            driver.join()
         kept = {d: _snapshot(d) for d in _complete(run2)}
         stored = json.loads((run2 / "manifest.json").read_text())
         assert stored["status"] == "running"
         if len(kept) == 4:
             pytest.skip("all four points arrived before the driver was killed; nothing to resume")
         t_kill = time.monotonic()
-        resumed = subprocess.run([CONGESTLAB, "run", str(spec), "--resume", str(run2), "--cluster", cluster.address],
-                                 capture_output=True, text=True, timeout=240)
+        resumed = cli_fork.run(["run", str(spec), "--resume", str(run2), "--cluster", cluster.address],
+                               tmp_path / "resume.log", 240)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         t_resume = time.monotonic()
         manifest = _check_gathered(run2, 4)
@@ -210,8 +208,8 @@ def test_two_nodes_then_resume_after_killing_the_driver(tmp_path):
     # `congestlab clean` on a node that got no more work does (docs/cluster.md)
     cleaned_by_nodes = [c for t in manifest["cluster"]["tasks"] for c in t.get("cleaned", [])]
     for i in (0, 1):
-        env = os.environ | {"CONGESTLAB_WORKDIR": str(base / f"node{i}" / "work")}
-        subprocess.run([CONGESTLAB, "clean"], env=env, check=True, capture_output=True)
+        env = {"CONGESTLAB_WORKDIR": str(base / f"node{i}" / "work")}
+        assert cli_fork.run(["clean"], tmp_path / f"clean{i}.log", 60, env).returncode == 0
     assert cluster.group_pids() == []
     assert processes_mentioning(str(cluster.ray_tmp)) == []
     for _ in range(50):

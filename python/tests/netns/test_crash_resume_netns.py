@@ -19,19 +19,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from functools import partial
 from pathlib import Path
 
+import cli_fork
 import pytest
 from spine_helpers import mini_spec_text, namespaces_with
 
 pytestmark = pytest.mark.netns
 
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 OWNERS_DIR = Path("/run/congestlab")
 POLL_S = 0.005
 
@@ -98,16 +97,16 @@ def _testbed_pids(prefix: str) -> set[int]:
 
 
 class Attempt:
-    """One `congestlab run` process (fresh or --resume) and the testbed it builds."""
+    """One `congestlab run` process (fresh or --resume) and the testbed it builds; forked
+    from a process that imported the command line already (cli_fork.py: the imports of this
+    test's 23 commands took about 50 s)."""
 
     def __init__(self, tmp: Path, spec: Path, run_dir: Path, n: int, env: dict | None = None):
         self.run_dir = run_dir
         self.log = tmp / f"attempt{n}.log"
         resumes = len(_manifest(run_dir).get("resumes", [])) if n else 0
         where = ["--resume", str(run_dir)] if n else ["--out", str(run_dir)]
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen([CONGESTLAB, "run", str(spec), *where], stdout=log, stderr=log,
-                                         env=dict(os.environ) | (env or {}))
+        self.proc = cli_fork.start(["run", str(spec), *where], self.log, env)
         # the prefix this process builds with: in the manifest it writes before the testbed
         self.prefix = ""
         self.most_namespaces = 0
@@ -123,7 +122,7 @@ class Attempt:
     def wait_for(self, predicate, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         while not predicate():
-            assert self.proc.poll() is None, f"ended before {what}: " + self.log.read_text()[-2000:]
+            assert self.proc.is_alive(), f"ended before {what}: " + self.log.read_text()[-2000:]
             assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
             time.sleep(POLL_S)
 
@@ -132,12 +131,12 @@ class Attempt:
         pids = set(_descendants(self.proc.pid)) | _testbed_pids(self.prefix) | {self.proc.pid}
         known = {(pid, start) for pid in pids if (start := _start_time(pid))}
         os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        self.proc.join()
         return known
 
 
-def _clean_and_check(prefix: str, processes: set[tuple[int, str]]) -> None:
-    cleaned = subprocess.run([CONGESTLAB, "clean"], capture_output=True, text=True, timeout=60)
+def _clean_and_check(prefix: str, processes: set[tuple[int, str]], log: Path) -> None:
+    cleaned = cli_fork.run(["clean"], log, 60)
     assert cleaned.returncode == 0 and "Traceback" not in cleaned.stderr, cleaned.stderr
     assert namespaces_with(prefix) == [], cleaned.stdout
     assert not (OWNERS_DIR / prefix).exists(), cleaned.stdout
@@ -163,8 +162,7 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     spec = _two_point_spec(tmp_path)
     t0 = time.monotonic()
     reference = tmp_path / "reference"
-    done = subprocess.run([CONGESTLAB, "run", str(spec), "--out", str(reference)], capture_output=True, text=True,
-                          timeout=120)
+    done = cli_fork.run(["run", str(spec), "--out", str(reference)], tmp_path / "reference.log", 120)
     assert done.returncode == 0, done.stderr[-3000:]
     timings = {"uninterrupted": time.monotonic() - t0}
     ref_columns, ref_keys = _request_table(reference)
@@ -213,14 +211,13 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
         attempt.wait_for(partial(reached, attempt), 60, moment)
         before = _manifest(run_dir)
         processes = attempt.kill()
-        _clean_and_check(attempt.prefix, processes)
+        _clean_and_check(attempt.prefix, processes, tmp_path / f"clean{n}.log")
         timings[moment] = time.monotonic() - t
         outcomes.append(f"{moment}: killed with {before.get('runs_done')}/{before.get('runs_total')} repetitions, "
                         f"status {before.get('status')}, {len(processes)} processes; clean left nothing")
 
     t = time.monotonic()
-    last = subprocess.run([CONGESTLAB, "run", str(spec), "--resume", str(run_dir)], capture_output=True, text=True,
-                          timeout=120)
+    last = cli_fork.run(["run", str(spec), "--resume", str(run_dir)], tmp_path / "last.log", 120)
     timings["final resume"] = time.monotonic() - t
     print("\n" + "\n".join(outcomes))
     print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
@@ -240,4 +237,4 @@ def test_killed_at_every_moment_then_resumed(tmp_path):
     reps = sorted(p.parent for p in (run_dir / "points").glob("*/r*/rep.json"))
     assert len(reps) == 4 and _incomplete_rep_dirs(run_dir) == []
     assert (run_dir / "report.md").exists()
-    _clean_and_check(manifest["testbed"]["prefix"], set())
+    _clean_and_check(manifest["testbed"]["prefix"], set(), tmp_path / "clean-last.log")

@@ -8,19 +8,16 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+import cli_fork
 import pytest
 from spine_helpers import namespaces_with, processes_mentioning, write_mini_spec
 
 pytestmark = pytest.mark.netns
-
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 
 def _snapshot(rep_dir: Path) -> dict[str, tuple[int, str]]:
@@ -36,17 +33,16 @@ def _complete(run_dir: Path) -> list[Path]:
 def test_resume_after_sigkill(tmp_path):
     spec_path = write_mini_spec(tmp_path, repetitions=2)  # 4 points x 2 repetitions
     run_dir = tmp_path / "run"
-    log = open(tmp_path / "first.log", "w")
-    proc = subprocess.Popen([CONGESTLAB, "run", str(spec_path), "--out", str(run_dir)], stdout=log, stderr=log)
+    proc = cli_fork.start(["run", str(spec_path), "--out", str(run_dir)], tmp_path / "first.log")
     try:
         deadline = time.monotonic() + 150
         while (run_dir.exists() and len(_complete(run_dir)) < 3) or not run_dir.exists():
-            assert proc.poll() is None, (tmp_path / "first.log").read_text()[-2000:]
+            assert proc.is_alive(), (tmp_path / "first.log").read_text()[-2000:]
             assert time.monotonic() < deadline, "3 repetitions did not complete in time"
             time.sleep(0.2)
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # the worst case: no finally, no teardown
-        proc.wait()
+        proc.join()
     first = json.loads((run_dir / "manifest.json").read_text())
     assert first["status"] == "running"  # what a crash leaves
     prefix = first["testbed"]["prefix"]
@@ -54,11 +50,10 @@ def test_resume_after_sigkill(tmp_path):
     assert 3 <= len(kept) < 8
 
     # the crashed testbed is still there; resume refuses until it is cleaned
-    refused = subprocess.run([CONGESTLAB, "run", str(spec_path), "--resume", str(run_dir)], capture_output=True,
-                             text=True)
+    refused = cli_fork.run(["run", str(spec_path), "--resume", str(run_dir)], tmp_path / "refused.log", 120)
     if namespaces_with(prefix):
         assert refused.returncode == 7 and "congestlab clean" in refused.stderr, refused.stderr
-    cleaned = subprocess.run([CONGESTLAB, "clean"], capture_output=True, text=True)
+    cleaned = cli_fork.run(["clean"], tmp_path / "clean.log", 120)
     assert cleaned.returncode == 0, cleaned.stderr
     assert namespaces_with(prefix) == []
     assert processes_mentioning(str(run_dir)) == []
@@ -66,13 +61,12 @@ def test_resume_after_sigkill(tmp_path):
     # another spec is refused in one line, exit 7, and nothing is touched
     other = tmp_path / "other.toml"
     other.write_text(spec_path.read_text().replace("warmup_s = 1.0", "warmup_s = 1.5", 1))
-    wrong = subprocess.run([CONGESTLAB, "run", str(other), "--resume", str(run_dir)], capture_output=True, text=True)
+    wrong = cli_fork.run(["run", str(other), "--resume", str(run_dir)], tmp_path / "wrong.log", 120)
     assert wrong.returncode == 7 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
     assert "another spec" in wrong.stderr
 
     t0 = time.monotonic()
-    resumed = subprocess.run([CONGESTLAB, "run", str(spec_path), "--resume", str(run_dir)], capture_output=True,
-                             text=True, timeout=300)
+    resumed = cli_fork.run(["run", str(spec_path), "--resume", str(run_dir)], tmp_path / "resumed.log", 300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     print(f"resume of {8 - len(kept)} repetitions: {time.monotonic() - t0:.1f} s")
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_fork
 import dpkt
 import pytest
 from spine_helpers import mini_spec_text, namespaces_with, write_mini_spec
@@ -18,8 +17,6 @@ from congestlab.spec.loader import load_spec
 from congestlab.spec.sweep import expand, longest_streaks, planned_runs
 
 pytestmark = pytest.mark.netns
-
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 
 def _connections(pcap: Path, server_port: int) -> list[tuple[float, float]]:
@@ -39,8 +36,7 @@ def _connections(pcap: Path, server_port: int) -> list[tuple[float, float]]:
 def test_two_servers_interleave_and_each_get_waits_for_the_previous_to_close(tmp_path):
     spec_path = write_mini_spec(tmp_path, repetitions=2)  # 2 servers x 2 levels x 2 repetitions
     run_dir = tmp_path / "run"
-    done = subprocess.run([CONGESTLAB, "run", str(spec_path), "--out", str(run_dir)], capture_output=True,
-                          text=True, timeout=240)
+    done = cli_fork.run(["run", str(spec_path), "--out", str(run_dir)], tmp_path / "run.log", 240)
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete"
@@ -96,8 +92,7 @@ def test_one_pass_visits_each_unit_once_and_the_drift_check_says_why_it_skipped(
     spec_path = tmp_path / "mini.toml"
     spec_path.write_text(mini_spec_text(2).replace("repetitions = 2\n", "repetitions = 2\npasses = 1\n", 1))
     run_dir = tmp_path / "run"
-    done = subprocess.run([CONGESTLAB, "run", str(spec_path), "--out", str(run_dir)], capture_output=True,
-                          text=True, timeout=240)
+    done = cli_fork.run(["run", str(spec_path), "--out", str(run_dir)], tmp_path / "run.log", 240)
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete" and not namespaces_with(manifest["testbed"]["prefix"])

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
+import cli_fork
 import pytest
 from spine_helpers import mini_spec_text, processes_mentioning
 
 pytestmark = pytest.mark.netns
-
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 REPORT = """
 [report.metrics.delay_ms]
@@ -41,8 +38,8 @@ def test_sensitivity_two_queue_depths(tmp_path):
     spec = tmp_path / "mini.toml"
     spec.write_text(mini_spec_text(repetitions=1) + REPORT)
     out = tmp_path / "sens"
-    argv = [CONGESTLAB, "sensitivity", str(spec), "--axis", "nodes.r1.links.s0.queue_packets=1000,64", "--out", str(out)]
-    first = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    argv = ["sensitivity", str(spec), "--axis", "nodes.r1.links.s0.queue_packets=1000,64", "--out", str(out)]
+    first = cli_fork.run(argv, tmp_path / "first.log", 600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     state = json.loads((out / "sensitivity.json").read_text())
     assert [r["status"] for r in state["runs"].values()] == ["complete", "complete"]
@@ -61,6 +58,6 @@ def test_sensitivity_two_queue_depths(tmp_path):
                 if ns.startswith(tuple(json.loads((out / "configs" / c["id"] / "manifest.json").read_text())
                                        ["testbed"]["prefix"] for c in state["configurations"]))]
 
-    again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    again = cli_fork.run(argv, tmp_path / "again.log", 120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stdout.count("complete, kept") == 2

@@ -6,16 +6,12 @@ reading the suite, and `--resume` keeping what is complete. Nothing is left behi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
+import cli_fork
 import pytest
 from spine_helpers import mini_spec_text, processes_mentioning
 
 pytestmark = pytest.mark.netns
-
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 
 
 def test_two_study_suite(tmp_path):
@@ -25,8 +21,7 @@ def test_two_study_suite(tmp_path):
     (tmp_path / "mini-apache.toml").write_text(apache_only)
     (tmp_path / "s.toml").write_text('[suite]\nname = "tiny"\nstudies = ["mini.toml", "mini-apache.toml"]\n')
     out = tmp_path / "suite"
-    first = subprocess.run([CONGESTLAB, "suite", str(tmp_path / "s.toml"), "--out", str(out)],
-                           capture_output=True, text=True, timeout=600)
+    first = cli_fork.run(["suite", str(tmp_path / "s.toml"), "--out", str(out)], tmp_path / "first.log", 600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     state = json.loads((out / "suite.json").read_text())
     assert [(k, r["status"]) for k, r in state["runs"].items()] == [("mini", "complete"), ("mini-apache", "complete")]
@@ -43,13 +38,12 @@ def test_two_study_suite(tmp_path):
             assert parts == pytest.approx(per["wall_s"], rel=0.01, abs=0.01)
         assert "Where the time went" in (run_dir / "report.html").read_text()
         # an ordinary run directory: the report rebuilds from it alone
-        again = subprocess.run([CONGESTLAB, "report", str(run_dir)], capture_output=True, text=True, timeout=300)
+        again = cli_fork.run(["report", str(run_dir)], tmp_path / f"report-{key}.log", 300)
         assert again.returncode == 0, again.stderr
     html = (out / "index.html").read_text()
     assert 'href="studies/mini/report.html"' in html and 'href="studies/mini-apache/report.html"' in html
-    plan = subprocess.run([CONGESTLAB, "plan", str(out), "--nodes", "2"], capture_output=True, text=True, timeout=120)
+    plan = cli_fork.run(["plan", str(out), "--nodes", "2"], tmp_path / "plan.log", 120)
     assert plan.returncode == 0 and "suite of 2 studies on 2 nodes" in plan.stdout, plan.stderr
-    resumed = subprocess.run([CONGESTLAB, "suite", str(tmp_path / "s.toml"), "--resume", str(out)],
-                             capture_output=True, text=True, timeout=300)
+    resumed = cli_fork.run(["suite", str(tmp_path / "s.toml"), "--resume", str(out)], tmp_path / "resumed.log", 300)
     assert resumed.returncode == 0 and resumed.stdout.count("complete, kept") == 2, resumed.stdout
     assert not processes_mentioning(str(out))

@@ -8,19 +8,17 @@ import csv
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from importlib import resources
 from pathlib import Path
 
+import cli_fork
 import pytest
 from spine_helpers import namespaces_with, processes_mentioning
 
 pytestmark = pytest.mark.netns
 
-CONGESTLAB = str(Path(sys.executable).parent / "congestlab")
 APACHE, LEAN = "main.server-apache", "main.server-lean"
 
 # claim "a" decides at the first look (every delay is within a huge tolerance of 1 ms); claim "l"
@@ -80,19 +78,17 @@ def test_until_decisive_adds_rounds_only_where_undecided_and_resumes(tmp_path):
     spec = _spec(tmp_path)
     run_dir = tmp_path / "run"
     log_path = tmp_path / "first.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([CONGESTLAB, "run", str(spec), "--out", str(run_dir), "--until-decisive",
-                                 "--max-repetitions", "4"], stdout=log, stderr=log,
-                                env=os.environ | {"CONGESTLAB_PAUSE_AT": "between-rounds"})
+    proc = cli_fork.start(["run", str(spec), "--out", str(run_dir), "--until-decisive", "--max-repetitions", "4"],
+                          log_path, {"CONGESTLAB_PAUSE_AT": "between-rounds"})
     try:
         deadline = time.monotonic() + 100
         while "paused at between-rounds" not in log_path.read_text():
-            assert proc.poll() is None, log_path.read_text()[-3000:]
+            assert proc.is_alive(), log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "the first look did not come in time"
             time.sleep(0.2)
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # between rounds, without teardown
-        proc.wait()
+        proc.join()
     first = _manifest(run_dir)
     seq = first["sequential"]
     (look,) = seq["looks"]
@@ -100,10 +96,9 @@ def test_until_decisive_adds_rounds_only_where_undecided_and_resumes(tmp_path):
     assert look["verdicts"] == {"a": "holds", "l": "inconclusive"}
     assert look["next_points"] == [LEAN] and seq["round"] == 4 and 0 < look["level_per_side"] < 0.025
     prefix = first["testbed"]["prefix"]
-    assert subprocess.run([CONGESTLAB, "clean"], capture_output=True).returncode == 0
+    assert cli_fork.run(["clean"], tmp_path / "clean.log", 120).returncode == 0
 
-    resumed = subprocess.run([CONGESTLAB, "run", str(spec), "--resume", str(run_dir)], capture_output=True,
-                             text=True, timeout=120)
+    resumed = cli_fork.run(["run", str(spec), "--resume", str(run_dir)], tmp_path / "resumed.log", 120)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "stopped by max-repetitions" in resumed.stdout, resumed.stdout[-3000:]
     manifest = _manifest(run_dir)
@@ -127,8 +122,8 @@ def test_until_decisive_runs_later_rounds_in_the_same_session(tmp_path):
     # testbed (runner/orchestrator.py _run_all), whose backgrounds' time bounds look ahead in it
     spec = _spec(tmp_path)
     run_dir = tmp_path / "run"
-    done = subprocess.run([CONGESTLAB, "run", str(spec), "--out", str(run_dir), "--until-decisive",
-                           "--max-repetitions", "5"], capture_output=True, text=True, timeout=150)
+    done = cli_fork.run(["run", str(spec), "--out", str(run_dir), "--until-decisive", "--max-repetitions", "5"],
+                        tmp_path / "done.log", 150)
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = _manifest(run_dir)
     assert manifest["status"] == "complete", manifest.get("error")
