@@ -6,19 +6,15 @@ a TLS server on loopback (no namespace)."""
 from __future__ import annotations
 
 import json
-import ssl
 import subprocess
 import sys
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from congestlab.servers.tls import make_run_certificates
+from tls_loopback import tls_file_server
+
 from congestlab.traffic.cffi_get import MODULE, cffi_argv, cffi_env, cffi_version, main, parse_cffi_json
-from congestlab.traffic.http_request import url_for
 
 URL = "https://10.9.1.2:8443/1KiB.bin"
 PHASES = {"time_namelookup": 0.00004, "time_connect": 0.010, "time_appconnect": 0.011, "time_pretransfer": 0.0112,
@@ -147,29 +143,14 @@ def test_the_program_over_tls_on_loopback(tmp_path):
     """Python's server speaks HTTP/1.1 over TCP only: the HTTP/1.1 GET is ok and held to
     TLS 1.2; asked for HTTP/2, libcurl settles for HTTP/1.1 by ALPN (not ok); asked for
     HTTP/3, nobody answers on UDP (not ok, with libcurl's reason, well within the timeout)."""
-    docroot = tmp_path / "docroot"
-    docroot.mkdir()
-    (docroot / "1KiB.bin").write_bytes(b"x" * 1024)
-    certs = make_run_certificates(tmp_path / "run", ["127.0.0.1"])
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(certs.cert, certs.key)
-    handler = type("Handler", (SimpleHTTPRequestHandler,), {"protocol_version": "HTTP/1.1",
-                                                            "log_message": lambda *args: None})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(docroot)))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     results = {}
-    try:
-        url = url_for("127.0.0.1", server.server_address[1], "/1KiB.bin", tls=True)
+    with tls_file_server(tmp_path) as (url, certs):
         for http, tls_version in (("1.1", "1.2"), ("2", "1.3"), ("3", "1.3")):
             env = cffi_env(tmp_path / "keys.log", None) if http == "1.1" else None
             argv = cffi_argv(url, "v4", 10.0, http, str(certs.ca), tls_version, env)
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
             assert proc.returncode == 0, proc.stderr
             results[http] = (*parse_cffi_json("v4", url, 1024, proc, http, tls_version), json.loads(proc.stdout))
-    finally:
-        server.shutdown()
-        server.server_close()
     good, start, info = results["1.1"]
     assert good.ok, good.error
     assert (good.http_negotiated, good.tls_version) == ("1.1", "TLSv1.2")

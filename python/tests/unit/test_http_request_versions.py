@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import ssl
 import subprocess
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from congestlab.servers.tls import make_run_certificates
+from tls_loopback import tls_file_server
+
 from congestlab.traffic.http_request import curl_argv, http_flag, parse_curl_json, url_for
 
 URL = "https://10.9.1.2:8443/1KiB.bin"
@@ -105,28 +102,14 @@ def test_a_tls_url_without_the_ca_file_is_refused():
 def test_the_real_curl_over_tls_on_loopback(tmp_path):
     """Python's server speaks HTTP/1.x only: asked for HTTP/2 over TLS, curl settles for
     HTTP/1.1 by ALPN, and that GET is not ok; nor is one a server answers in HTTP/1.0."""
-    docroot = tmp_path / "docroot"
-    docroot.mkdir()
-    (docroot / "1KiB.bin").write_bytes(b"x" * 1024)
-    certs = make_run_certificates(tmp_path / "run", ["127.0.0.1"])
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(certs.cert, certs.key)
     results = {}
+    certs = None
     for protocol in ("HTTP/1.1", "HTTP/1.0"):
-        handler = type("Handler", (SimpleHTTPRequestHandler,), {"protocol_version": protocol,
-                                                                "log_message": lambda *args: None})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(docroot)))
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            url = url_for("127.0.0.1", server.server_address[1], "/1KiB.bin", tls=True)
+        with tls_file_server(tmp_path, protocol, certs) as (url, certs):
             for http in ("1.1", "2"):
                 argv = curl_argv(url, "v4", 10.0, http, str(certs.ca))
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
                 results[protocol, http] = parse_curl_json("v4", url, 1024, proc, http)
-        finally:
-            server.shutdown()
-            server.server_close()
     good = results["HTTP/1.1", "1.1"]
     assert good.ok, good.error
     assert good.http_negotiated == "1.1" and good.tls_version in ("TLSv1.2", "TLSv1.3")
