@@ -14,6 +14,9 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import dpkt
+
+from congestlab.analysis.capture_counts import capture_count_problem
 from congestlab.analysis.qlog_series import QlogSeries, qlog_for_connection, read_qlog_series
 from congestlab.analysis.quic_capture import QuicConnection, quic_connections
 from congestlab.errors import ToolError, TraceError
@@ -29,9 +32,10 @@ class QuicCaptures:
     errors: dict[str, str] = field(default_factory=dict)  # server -> why its UDP capture cannot be used
 
 
-def measure_quic_captures(pcaps: list[Path], keylog: Path, ports: dict[str, int], where) -> QuicCaptures:
+def measure_quic_captures(pcaps: list[Path], keylog: Path, ports: dict[str, int], where, info: dict) -> QuicCaptures:
     """Every QUIC capture of a repetition (`ports`: server -> its port; `where`: a path as the
-    run's problems name it)."""
+    run's problems name it; `info`: rep.json, whose tcpdump counts each capture must match:
+    analysis/capture_counts.py)."""
     out = QuicCaptures()
     for pcap in pcaps:
         server = pcap.stem
@@ -39,10 +43,20 @@ def measure_quic_captures(pcaps: list[Path], keylog: Path, ports: dict[str, int]
             out.errors[server] = f"{where(pcap)}: a QUIC capture of no server of this repetition"
             continue
         try:
+            problem = capture_count_problem(_frames(pcap), info, server, "quic_captures")
+            if problem:
+                out.errors[server] = f"{where(pcap)}: {problem}"
+                continue
             out.connections[server] = quic_connections(pcap, keylog if keylog.is_file() else None, {ports[server]})
-        except (TraceError, ToolError) as err:
+        except (TraceError, ToolError, OSError, ValueError) as err:
             out.errors[server] = f"{where(pcap)}: unreadable ({err})"
     return out
+
+
+def _frames(pcap: Path) -> int:
+    """The whole frames the file holds (a frame cut at its end is not one)."""
+    with open(pcap, "rb") as fh:
+        return sum(1 for _ in dpkt.pcap.UniversalReader(fh))
 
 
 def qlog_columns(qlog_dir: Path | None, conn: QuicConnection | None) -> tuple[dict, QlogSeries | None]:

@@ -182,7 +182,7 @@ def _measure_quic(run: StoredRun, rep: StoredRepetition, info: dict, tally: Tall
     pcaps = rep.quic_pcaps()
     ports = {pcap.stem: _server_port(run, rep.point, pcap.stem, info) for pcap in pcaps
              if pcap.stem in (info.get("servers") or {})}
-    quic = measure_quic_captures(pcaps, rep.quic_keylog, ports, lambda path: relative(run, str(path)))
+    quic = measure_quic_captures(pcaps, rep.quic_keylog, ports, lambda path: relative(run, str(path)), info)
     for server in (info.get("quic_captures") or {}):
         if server not in {p.stem for p in pcaps}:
             quic.errors[server] = f"{relative(run, str(rep.quic_keylog.parent / server))}.pcap: missing"
