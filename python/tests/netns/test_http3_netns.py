@@ -167,3 +167,31 @@ ready = {{ timeout_s = 2 }}
     assert_nothing_left(tmp_path / "run", manifest["testbed"]["prefix"])
     message = str(caught.value)
     assert "\n" not in message and expected in message and "(HTTP/3 over TLS)" in message, message
+
+
+def test_the_browser_over_http3_and_http2(tmp_path):
+    """Chromium forced to QUIC for ngtcp2's origin and on TLS with h2 for Caddy, trusting the
+    run's certificate by its SPKI hash: what it negotiated is recorded, and the analysis picks
+    the QUIC connection that carried the file (the browser names no port)."""
+    values = '["ngcubic", "3"], ["caddy", "2"]'
+    tail = f"""
+[[experiments]]
+name = "main"
+axes = [{{ name = "variant", fields = ["workloads.get.requests.0.server", "workloads.get.requests.0.http"], values = [
+  {values}], labels = ["ngcubic-h3", "caddy-h2"] }}]
+"""
+    text = NETWORK.format(name="browserh3", server="caddy", http="2").replace('client_kind = "curl-cffi"',
+                                                                            'client_kind = "chromium"')
+    spec = parse_spec(text + SERVERS + tail, "browserh3")
+    run_dir = run_study(spec, out=tmp_path / "run")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert_nothing_left(run_dir, manifest["testbed"]["prefix"])
+    rows = read_results(run_dir, "request")
+    assert sorted((r["variant"], r["family"]) for r in rows) == [(v, f) for v in ("caddy-h2", "ngcubic-h3")
+                                                                 for f in ("v4", "v6")]
+    for row in rows:
+        http = "3" if row["variant"] == "ngcubic-h3" else "2"
+        assert row["outcome"] == "complete", row
+        assert (row["client_kind"], row["http_negotiated"], row["tls_version"]) == ("chromium", http, "TLSv1.3"), row
+        assert 64 * 1024 <= int(row["payload_bytes"]) <= 64 * 1024 * 1.05 + 400, row

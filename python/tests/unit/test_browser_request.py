@@ -121,3 +121,43 @@ def test_get_workload_client_kinds():
     assert GetWorkload(**base, client_kind="chromium").client_kind == "chromium"
     with pytest.raises(ValidationError, match="client_kind"):
         GetWorkload(**base, client_kind="firefox")
+
+
+def test_the_browser_is_told_what_to_speak_over_tls():
+    from congestlab.traffic.chromium import protocol_flags
+    https = "https://[fd00::4:11]:4433/320KiB.bin"
+    assert protocol_flags(URL, "1.1", None, None) == ()  # plain HTTP/1.1: as before
+    assert protocol_flags(https, "1.1", "AbC=", None) == ("--ignore-certificate-errors-spki-list=AbC=",
+                                                          "--disable-http2")
+    assert protocol_flags(https, "2", "AbC=", None) == ("--ignore-certificate-errors-spki-list=AbC=",)
+    assert protocol_flags(https, "3", "AbC=", "/r/quic/keys.log") == (
+        "--ignore-certificate-errors-spki-list=AbC=", "--enable-quic", "--origin-to-force-quic-on=*",
+        "--ssl-key-log-file=/r/quic/keys.log")
+    with pytest.raises(ValueError, match="needs the run's certificate hash"):
+        protocol_flags(https, "2", None, None)
+
+
+@pytest.mark.parametrize("protocol, security, want", [
+    ("h3", "QUIC", ("3", "TLSv1.3")), ("h2", "TLS 1.3", ("2", "TLSv1.3")), ("http/1.1", "TLS 1.2", ("1.1", "TLSv1.2")),
+    ("http/1.1", None, ("1.1", None)),
+])
+def test_what_the_browser_negotiated_comes_from_its_response(protocol, security, want):
+    from congestlab.traffic.chromium import negotiated
+    response = {"url": URL, "status": 200, "protocol": protocol}
+    if security:
+        response["securityDetails"] = {"protocol": security}
+    assert negotiated([{"method": "Network.responseReceived", "params": {"response": response}}], URL) == want
+    assert negotiated([], URL) == (None, None)
+
+
+def test_the_run_certificate_spki_hash_is_what_openssl_would_give(tmp_path):
+    import base64
+    import hashlib
+    import subprocess
+    from congestlab.servers.tls import make_run_certificates
+    certs = make_run_certificates(tmp_path, ["10.0.0.1"])
+    pub = subprocess.run(["openssl", "x509", "-in", str(certs.cert), "-pubkey", "-noout"], capture_output=True,
+                         check=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub, capture_output=True,
+                         check=True).stdout
+    assert certs.spki_sha256_b64() == base64.b64encode(hashlib.sha256(der).digest()).decode()

@@ -82,7 +82,7 @@ def test_what_ngtcp2_cannot_serve_is_refused(server, words):
 
 def test_an_http3_get_needs_the_curl_cffi_client():
     message = refused(study(NGTCP2, H3_GET, "curl"))
-    assert 'needs client_kind = "curl-cffi"' in message, message
+    assert 'needs client_kind = "curl-cffi" or "chromium"' in message, message
 
 
 def test_caddy_serves_http3_beside_http1_and_http2():

@@ -176,14 +176,19 @@ def test_an_http_version_the_server_does_not_serve_is_refused():
     assert "workloads.get.requests.0.http = \"2\" but server 'web' serves http = ['1.1']" in message, message
 
 
+def test_a_chromium_get_over_h2c_is_refused():
+    server, get = 'kind = "command"\ncommand = ["srv"]\nhttp = ["1.1", "2"]', 'client = "client", server = "web", http = "2"'
+    message = refused(study(server, get, client_kind="chromium"))
+    assert "workloads.get.requests.0: chromium has no h2c (HTTP/2 without TLS)" in message, message
+
+
 @pytest.mark.parametrize("server, get", [
-    ('kind = "command"\ncommand = ["srv"]\nhttp = ["1.1", "2"]', 'client = "client", server = "web", http = "2"'),
     ('kind = "command"\ncommand = ["srv"]\ntls = true', TLS_GET),
     (COMMAND, TLS_GET + ', http = "2"'),
+    ('kind = "ngtcp2"\ntls = true\nhttp = ["3"]', TLS_GET + ', http = "3"'),
 ])
-def test_a_chromium_get_over_http2_or_tls_is_refused(server, get):
-    message = refused(study(server, get, client_kind="chromium"))
-    assert "workloads.get.requests.0: chromium GETs are plain HTTP/1.1 here" in message, message
+def test_a_chromium_get_over_tls_http2_or_http3_loads(server, get):
+    assert parse_spec(study(server, get, client_kind="chromium"), "x.toml").workload("get").client_kind == "chromium"
 
 
 def test_a_plain_http11_chromium_get_of_a_command_server_loads():

@@ -293,7 +293,8 @@ class StudyRun:
         ctx = Context(tb, self.run_dir, study,
                       self.servers.views(),
                       bound_s=self.backgrounds.bound_s(point, rep), point_id=point.id, previous_get=self.previous_get,
-                      ca_file=str(self.servers.tls.ca) if self.servers.tls else None)
+                      ca_file=str(self.servers.tls.ca) if self.servers.tls else None,
+                      tls_spki=self.servers.tls.spki_sha256_b64() if self.servers.tls else None)
         started = self.backgrounds.reconcile(ctx, point, self.servers.started, self._last_point)
         self._last_point = point.id
         rep_path = rep_dir(self.run_dir, point.id, rep)

@@ -5,7 +5,9 @@ certificate names every address of the testbed's hosts (GETs go to addresses, no
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,13 @@ class RunCertificates:
         return {"ca": str(self.ca.relative_to(root)), "cert": str(self.cert.relative_to(root)),
                 "fingerprint_sha256": self.fingerprint_sha256, "key_type": "ECDSA P-256",
                 "subject_alt_names": SERVER_NAME}
+
+    def spki_sha256_b64(self) -> str:
+        """The server key's SubjectPublicKeyInfo hash, base64: what a browser is told to trust
+        (Chromium's --ignore-certificate-errors-spki-list; traffic/chromium.py)."""
+        cert = x509.load_pem_x509_certificate(self.cert.read_bytes())
+        spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return base64.b64encode(hashlib.sha256(spki).digest()).decode()
 
 
 def make_run_certificates(run_dir: Path, addresses: list[str]) -> RunCertificates:

@@ -265,12 +265,11 @@ class GetWorkload(_Workload):
             if req.http not in server.http:
                 raise ValueError(f"{where}.requests.{i}.http = \"{req.http}\" but server {req.server!r} serves "
                                  f"http = {server.http}")
-            if req.http == "3" and self.client_kind != "curl-cffi":
-                raise ValueError(f"{where}.requests.{i}.http = \"3\" needs client_kind = \"curl-cffi\" (the curl "
-                                 "here has no HTTP/3)")
-            if self.client_kind == "chromium" and (req.tls or req.http == "2"):
-                raise ValueError(f"{where}.requests.{i}: chromium GETs are plain HTTP/1.1 here (no h2c in "
-                                 "chromium; TLS: not yet)")
+            if req.http == "3" and self.client_kind == "curl":
+                raise ValueError(f"{where}.requests.{i}.http = \"3\" needs client_kind = \"curl-cffi\" or "
+                                 "\"chromium\" (the curl here has no HTTP/3)")
+            if self.client_kind == "chromium" and req.http == "2" and not req.tls:
+                raise ValueError(f"{where}.requests.{i}: chromium has no h2c (HTTP/2 without TLS)")
 
     def servers_asked(self) -> list[str]:
         return [r.server for r in self.requests]

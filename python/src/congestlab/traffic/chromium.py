@@ -46,10 +46,33 @@ def chromium_version() -> str:
     return out.strip().removeprefix("Chromium ").split()[0] if out.strip() else "unknown"
 
 
-def chromium_argv(profile_dir: Path) -> list[str]:
+def chromium_argv(profile_dir: Path, extra: tuple[str, ...] = ()) -> list[str]:
     """The browser's command line behind a shell that puts stdin/stdout on fds 3/4."""
     return ["sh", "-c", 'exec "$@" 3<&0 4>&1 0</dev/null 1>&2', "sh", chromium_binary(),
-            f"--user-data-dir={profile_dir}", *FLAGS, "about:blank"]
+            f"--user-data-dir={profile_dir}", *FLAGS, *extra, "about:blank"]
+
+
+# what DevTools' Network.Response.protocol says, as an HTTP version
+_PROTOCOLS = {"h3": "3", "h2": "2", "http/1.1": "1.1", "http/1.0": "1.0"}
+
+
+def protocol_flags(url: str, http: str, tls_spki: str | None, keylog: Path | None) -> tuple[str, ...]:
+    """What makes Chromium speak the version asked over TLS: the run's server certificate
+    trusted by its SPKI hash only (no CA is installed in the browser), HTTP/1.1 without h2
+    (`--disable-http2`), HTTP/3 forced (no Alt-Svc round trip before it); its
+    TLS secrets into `keylog` (the QUIC analysis decrypts with them)."""
+    if not url.startswith("https:"):
+        return ()
+    if not tls_spki:
+        raise ValueError(f"{url}: a TLS GET by the browser needs the run's certificate hash")
+    flags = [f"--ignore-certificate-errors-spki-list={tls_spki}"]
+    if http == "1.1":
+        flags.append("--disable-http2")
+    if http == "3":  # every origin (the browser fetches this one URL): Chromium 156 matched no [v6]:port origin
+        flags += ["--enable-quic", "--origin-to-force-quic-on=*"]
+    if keylog is not None:
+        flags.append(f"--ssl-key-log-file={keylog}")
+    return tuple(flags)
 
 
 class DevToolsPipe:
@@ -108,6 +131,21 @@ def same_url(a: str, b: str) -> bool:
         return False
 
 
+def negotiated(events: list[dict], url: str) -> tuple[str | None, str | None]:
+    """(HTTP version, TLS version as "TLSv1.3") the browser's response came in (DevTools'
+    `protocol` and `securityDetails.protocol`), None where it does not say."""
+    for event in events:
+        params = event.get("params", {})
+        if event.get("method") == "Network.responseReceived" and same_url(params.get("response", {}).get("url", ""),
+                                                                           url):
+            response = params["response"]
+            protocol = str(response.get("protocol") or "")
+            tls = str((response.get("securityDetails") or {}).get("protocol") or "")  # "TLS 1.3", "QUIC"
+            tls = "TLSv1.3" if tls == "QUIC" else (tls.replace("TLS ", "TLSv") or None)
+            return _PROTOCOLS.get(protocol, protocol or None), tls
+    return None, None
+
+
 def fetch_outcome(events: list[dict], url: str, expected_bytes: int) -> tuple[bool, int, int, str]:
     """(ok, http status, bytes received, error) from the DevTools events of one download."""
     status, received, error, state = 0, 0, "", ""
@@ -148,14 +186,17 @@ def descendants(pid: int) -> list[int]:
 
 
 def fetch_with_chromium(tb, node: str, url: str, family: str, expected_bytes: int, timeout_s: float,
-                        log_path: Path) -> tuple[RequestResult, list[str], float]:
-    """One download of `url` by a fresh headless Chromium in `node`'s namespace. Returns the
-    result, the browser's argv, and the wall time the navigation was sent (epoch s)."""
+                        log_path: Path, http: str = "1.1", tls_spki: str | None = None,
+                        keylog: Path | None = None, tls_version: str | None = None
+                        ) -> tuple[RequestResult, list[str], float]:
+    """One download of `url` by a fresh headless Chromium in `node`'s namespace (over TLS and
+    HTTP/`http` as `protocol_flags` makes it). Returns the result (not ok when it came in
+    another HTTP version), the browser's argv, and the wall time the navigation was sent."""
     # beside the log, inside the run directory: an interrupted run leaves nothing elsewhere
     workdir = Path(tempfile.mkdtemp(prefix="chromium-profile-", dir=log_path.parent))
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
-    argv = chromium_argv(workdir / "profile")
+    argv = chromium_argv(workdir / "profile", protocol_flags(url, http, tls_spki, keylog))
     proc = None
     spawned: list[int] = []
     nav_epoch_s = time.time()
@@ -186,12 +227,18 @@ def fetch_with_chromium(tb, node: str, url: str, family: str, expected_bytes: in
         ok, status, received, error = fetch_outcome(seen, url, expected_bytes)
         if not ok and not seen:
             error = f"no response within {timeout_s:g} s"
+        got, tls = negotiated(seen, url)
+        if ok and got is not None and got != http:
+            ok, error = False, f"negotiated HTTP/{got}, not the requested HTTP/{http}"
+        if ok and tls_version and tls != f"TLSv{tls_version}":
+            ok, error = False, f"negotiated {tls or 'an unknown TLS version'}, not the requested TLSv{tls_version}"
         spawned += descendants(proc.pid)  # before closing: orphans would leave our tree
         try:
             pipe.call("Browser.close", deadline=time.monotonic() + CLOSE_GRACE_S)
         except (TimeoutError, EOFError, ToolError):
             pass  # killed below
-        result = RequestResult(family, url, ok, status, received, 0, elapsed_s, error)
+        result = RequestResult(family, url, ok, status, received, 0, elapsed_s, error, http_negotiated=got,
+                               tls_version=tls)
         return result, argv, nav_epoch_s
     except (TimeoutError, EOFError) as err:
         return (RequestResult(family, url, False, 0, 0, 0, time.time() - nav_epoch_s,

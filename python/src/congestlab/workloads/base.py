@@ -46,6 +46,8 @@ class Context:
     previous_get: dict = field(default_factory=dict)
     # the run's CA certificate, which a TLS GET trusts (servers/tls.py); None: no TLS server
     ca_file: str | None = None
+    # the run's server certificate's SPKI hash, which the browser is told to trust (servers/tls.py)
+    tls_spki: str | None = None
 
     def address(self, node: str, family: str) -> str:
         return self.tb.address(node, family)

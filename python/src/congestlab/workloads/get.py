@@ -100,8 +100,9 @@ class GetRunner(Measuring):
             if self.spec.client_kind == "chromium":
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"chromium-{index}-{family}.log"
-                result, argv, start = fetch_with_chromium(ctx.tb, req.client, url, family, req.file_kib * 1024,
-                                                          self.spec.timeout_s, log)
+                result, argv, start = fetch_with_chromium(
+                    ctx.tb, req.client, url, family, req.file_kib * 1024, self.spec.timeout_s, log, req.http,
+                    ctx.tls_spki, self._keylog(req), req.tls_version if req.tls and req.http != "3" else None)
                 if not self.argvs:
                     self.argvs.append(argv)  # the same line every time but for the temp profile
             elif self.spec.client_kind == "curl-cffi":
@@ -138,14 +139,20 @@ class GetRunner(Measuring):
         if carried:
             ctx.previous_get["conn"] = previous
 
+    def _keylog(self, req):
+        """The repetition's key log, for an HTTP/3 GET (the QUIC analysis decrypts with it)."""
+        if req.http != "3":
+            return None
+        keylog = self.log_dir.parent / QUIC_DIR / QUIC_KEYLOG
+        keylog.parent.mkdir(exist_ok=True)
+        return keylog
+
     def _cffi_get(self, req, url: str, family: str):
         """One GET by curl-cffi in a Python process of its own: the start is when libcurl
         began (the interpreter's start-up is outside the GET), or before the process when it
         printed none."""
         ctx = self.ctx
-        keylog = self.log_dir.parent / QUIC_DIR / QUIC_KEYLOG if req.http == "3" else None
-        if keylog is not None:
-            keylog.parent.mkdir(exist_ok=True)
+        keylog = self._keylog(req)
         tls_version = req.tls_version if req.tls and req.http != "3" else None  # QUIC is TLS 1.3 by itself
         argv = cffi_argv(url, family, self.spec.timeout_s, req.http, ctx.ca_file, tls_version, env=cffi_env(keylog, None))
         self.argvs.append(argv)
