@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from congestlab.analysis.metrics import ConnectionMetrics
 from congestlab.analysis.request_rows import pick_browser_connection
 from congestlab.analysis.trace import PcapConnection
-from congestlab.spec.workloads import GetWorkload
+from congestlab.spec.get_workload import GetWorkload
 from congestlab.traffic.chromium import DevToolsPipe, chromium_argv, fetch_outcome
 from record_fixtures import get_record
 

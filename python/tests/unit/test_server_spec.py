@@ -1,6 +1,6 @@
 """A server under test in the spec (spec/servers.py): any program as kind "command" with its
 placeholders checked as read, what each built-in kind can serve, the ready check's fields,
-and the GETs held to what their server serves (spec/workloads.py GetWorkload.check_study)."""
+and the GETs held to what their server serves (spec/get_workload.py GetWorkload.check_study)."""
 
 from __future__ import annotations
 

@@ -93,9 +93,9 @@ class Servers:
                   "tls": spec.tls, "http": list(spec.http), "ready_check": spec.ready.kind, "cgroup": cgroup.name}
         if tls is not None:
             record["certificate_sha256"] = tls.fingerprint_sha256
-        confounds = getattr(handle, "confounds", None)
-        if confounds is not None and confounds() is not None:  # a QUIC stack's own settings (docs/http3.md)
-            record["quic"] = confounds()
+        quic = handle.confounds() if hasattr(handle, "confounds") else None
+        if quic is not None:  # a QUIC stack's own settings (docs/http3.md)
+            record["quic"] = quic
         run.manifest["servers"].setdefault(spec.name, []).append(record)
         server = RunningServer(spec, handle, docroot, record)
         self.running[spec.name] = server

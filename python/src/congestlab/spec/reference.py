@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from congestlab.spec import models, report, servers, workloads
+from congestlab.spec import get_workload, models, report, servers, workloads
 
 INTRO = """# Writing a study spec
 
@@ -250,8 +250,8 @@ MODELS: list[type[BaseModel]] = [
     models.StudySpec, models.TopologySpec, models.SwitchSpec, models.NodeSpec, models.LinkSpec, servers.ServerSpec,
     servers.ReadySpec, servers.StopSpec, models.CaptureSpec, models.LevelSpec, models.ExperimentSpec, models.AxisSpec,
     models.QuickSpec,
-    workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, workloads.GetWorkload,
-    workloads.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
+    workloads.MgenWorkload, workloads.MgenPair, workloads.HttpLoadWorkload, get_workload.GetWorkload,
+    get_workload.GetRequest, workloads.IperfWorkload, workloads.IperfFlow, workloads.AnmaWorkload,
     workloads.PingWorkload, report.ClaimSpec,
 ]
 
