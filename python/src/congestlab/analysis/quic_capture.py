@@ -248,7 +248,15 @@ def _ack_ranges(f: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _covered(pn: int, ranges: list[tuple[int, int]]) -> bool:
+def response_stream(dgs: list[QuicDatagram]) -> int | None:
+    """The response's stream: the lowest client-initiated bidirectional stream the server sent
+    data on (None: it sent none)."""
+    ids = {ch.stream_id for d in dgs if not d.from_client for ch in d.chunks if ch.stream_id % 4 == 0 and ch.length}
+    return min(ids) if ids else None
+
+
+def covered(pn: int, ranges: list[tuple[int, int]]) -> bool:
+    """Packet number `pn` lies in one of the ACK `ranges` (inclusive)."""
     return any(lo <= pn <= hi for lo, hi in ranges)
 
 
@@ -273,12 +281,10 @@ def measure_quic(c: QuicConnection) -> None:
     if any(d.encrypted for d in dgs) and not any(d.chunks or d.acked for d in dgs):
         c.error = f"{label}: {NOT_DECRYPTED}"
         return
-    response_ids = sorted({ch.stream_id for d in dgs if not d.from_client for ch in d.chunks
-                           if ch.stream_id % 4 == 0 and ch.length})
-    if not response_ids:
+    sid = c.response_stream_id = response_stream(dgs)
+    if sid is None:
         c.error = f"{label}: no response stream data from the server"
         return
-    sid = c.response_stream_id = response_ids[0]
     response = ByteRanges()
     for d in dgs:
         if not d.from_client:
@@ -323,7 +329,7 @@ def _rtt_samples_ms(dgs: list[QuicDatagram], resent: list[bool]) -> list[float]:
                 pending.setdefault(d.short_pn, d.ts)
             continue
         if d.acked and pending:
-            for pn in [pn for pn in pending if _covered(pn, d.acked)]:
+            for pn in [pn for pn in pending if covered(pn, d.acked)]:
                 samples.append((d.ts - pending.pop(pn)) * 1e3)
     return samples
 
@@ -369,9 +375,10 @@ def _response_end(dgs: list[QuicDatagram], sid: int, response: ByteRanges) -> tu
             return d, "ack", 0
         if d.closes:
             whole = fin_sent_ts is not None and sent.ranges == [[0, final]]
-            return (d, "close", 0) if whole else (None, "", final - _total(got))
-    return None, "", final - _total(got)
+            return (d, "close", 0) if whole else (None, "", final - byte_count(got))
+    return None, "", final - byte_count(got)
 
 
-def _total(ranges: ByteRanges) -> int:
+def byte_count(ranges: ByteRanges) -> int:
+    """The bytes the ranges hold."""
     return sum(e - s for s, e in ranges.ranges)

@@ -25,14 +25,12 @@ stream (conn.response_stream_id: its HTTP/3 frames, HEADERS included), from 0.
 from __future__ import annotations
 
 from congestlab.analysis.metrics import ByteRanges
-from congestlab.analysis.quic_capture import QuicConnection, QuicDatagram
+from congestlab.analysis.quic_capture import QuicConnection, QuicDatagram, byte_count, covered, response_stream
 
 
 def quic_trace_lines(conn: QuicConnection) -> list[bytes]:
     """The connection's trace rows (TRACE_HEADER columns, no header line) as CSV lines."""
-    sid = conn.response_stream_id
-    if sid is None:
-        sid = _response_stream(conn.datagrams)
+    sid = conn.response_stream_id if conn.response_stream_id is not None else response_stream(conn.datagrams)
     seen: dict[int, ByteRanges] = {}  # stream -> bytes the server sent of it
     pending: dict[int, tuple[float, bool, list]] = {}  # unacknowledged server pn -> (ts, resent, response ranges)
     sent, acked = seen.setdefault(sid, ByteRanges()), ByteRanges()
@@ -60,7 +58,7 @@ def quic_trace_lines(conn: QuicConnection) -> list[bytes]:
                 if stream == sid:
                     limit = max(limit or 0, value)
             if d.acked:
-                newly = [pn for pn in pending if _covered(pn, d.acked)]
+                newly = [pn for pn in pending if covered(pn, d.acked)]
                 for pn in newly:
                     for lo, hi in pending[pn][2]:
                         acked.add(lo, hi)
@@ -72,16 +70,9 @@ def quic_trace_lines(conn: QuicConnection) -> list[bytes]:
                 row |= {"ack_off": ack_off, "rwnd_bytes": max(limit - ack_off, 0) if limit else 0,
                         "sack_blocks": " ".join(f"{lo}-{hi}" for lo, hi in acked.ranges if lo >= ack_off and hi > lo),
                         "rtt_ns": rtt_ns}
-        row["in_flight_bytes"] = _size(sent) - _size(acked)
+        row["in_flight_bytes"] = byte_count(sent) - byte_count(acked)
         out.append(_line(conn.conn, d.ts, row))
     return out
-
-
-def _response_stream(dgs: list[QuicDatagram]) -> int | None:
-    """As quic_capture.measure_quic: the lowest client-initiated bidirectional stream the
-    server sent data on (for a connection it could not measure)."""
-    ids = {ch.stream_id for d in dgs if not d.from_client for ch in d.chunks if ch.stream_id % 4 == 0 and ch.length}
-    return min(ids) if ids else None
 
 
 def _flags(d: QuicDatagram, sid: int | None) -> str:
@@ -91,14 +82,6 @@ def _flags(d: QuicDatagram, sid: int | None) -> str:
     elif any(ch.fin and ch.stream_id == sid for ch in d.chunks):
         flags += "F"
     return flags + ("C" if d.closes else "")
-
-
-def _covered(pn: int, ranges: list[tuple[int, int]]) -> bool:
-    return any(lo <= pn <= hi for lo, hi in ranges)
-
-
-def _size(ranges: ByteRanges) -> int:
-    return sum(hi - lo for lo, hi in ranges.ranges)
 
 
 def _line(conn: int, ts: float, row: dict) -> bytes:
